@@ -1,0 +1,65 @@
+# mmlab: `make` runs the main job on the bundled data; `make test` checks everything.
+SHELL := /bin/bash
+.DEFAULT_GOAL := all
+.DELETE_ON_ERROR:
+
+export UV_PYTHON_DOWNLOADS := never
+export UV_PYTHON_PREFERENCE := only-system
+# The machine's interpreter (3.11); uv must not fetch a managed Python.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+MMLAB := $(VENV)/bin/mmlab
+SYNCED := $(VENV)/.synced
+BUILD := build
+
+NOTEBOOKS := $(wildcard notebooks/*.py)
+EXECUTED := $(patsubst notebooks/%.py,$(BUILD)/notebooks/%.ipynb,$(NOTEBOOKS))
+SOURCES := $(shell find analysis -name '*.py')
+
+.PHONY: all setup test lint format bench lock clean
+
+all: $(BUILD)/report.txt $(EXECUTED)
+
+# uv from PyPI if it is missing, then the locked environment (a no-op when current).
+setup: $(SYNCED)
+$(SYNCED): pyproject.toml uv.lock
+	@command -v uv >/dev/null 2>&1 || $(PYTHON) -m uv --version >/dev/null 2>&1 \
+		|| $(PYTHON) -m pip install --quiet uv
+	$$(command -v uv || echo $(PYTHON) -m uv) sync --locked --python $(PYTHON)
+	@touch $@
+
+$(BUILD)/report.txt: $(SYNCED) $(SOURCES) $(shell find data -type f)
+	@mkdir -p $(BUILD)
+	$(PY) -m analysis.report.main --data data --out $@
+	@cat $@
+
+$(BUILD)/notebooks/%.ipynb: notebooks/%.py $(SYNCED) $(SOURCES)
+	@mkdir -p $(BUILD)/notebooks
+	$(VENV)/bin/jupytext --quiet --to ipynb --output $(BUILD)/notebooks/$*.src.ipynb $<
+	$(VENV)/bin/papermill --log-level WARNING --cwd . $(BUILD)/notebooks/$*.src.ipynb $@ \
+		-p build_dir $(BUILD)
+	@rm -f $(BUILD)/notebooks/$*.src.ipynb
+
+lint: $(SYNCED)
+	$(VENV)/bin/ruff check analysis tests notebooks benchmarks
+	$(VENV)/bin/ruff format --check analysis tests notebooks benchmarks
+
+format: $(SYNCED)
+	$(VENV)/bin/ruff format analysis tests notebooks benchmarks
+	$(VENV)/bin/ruff check --fix analysis tests notebooks benchmarks
+
+test: lint
+	$(PY) -m pytest
+
+bench: $(SYNCED)
+	$(PY) -m benchmarks.run --out benchmarks
+
+# Regenerate the lock and the conda environment's pinned requirements together.
+lock:
+	$$(command -v uv || echo $(PYTHON) -m uv) lock
+	$$(command -v uv || echo $(PYTHON) -m uv) export --frozen --no-dev --no-emit-project \
+		--no-hashes --format requirements-txt -o requirements.lock.txt
+
+clean:
+	rm -rf $(BUILD) .pytest_cache .ruff_cache .hypothesis

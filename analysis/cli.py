@@ -1,0 +1,50 @@
+"""The ``mmlab`` command line: every analysis, as text for people or JSON for scripts.
+
+Each subcommand lives in ``analysis/commands/<name>.py`` and exposes
+``register(subparsers)``; this module only wires them together and turns
+user errors into one clear line on stderr (exit status 2) instead of a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from analysis import __version__
+from analysis.errors import InputError
+
+# Imported lazily so that `mmlab --help` stays fast and one command's heavy
+# imports do not slow down another.
+COMMAND_MODULES = (
+    "analysis.commands.vmstat",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mmlab",
+        description="Linux memory-reclaim experiments: capture, ingest, statistics.",
+    )
+    parser.add_argument("--version", action="version", version=f"mmlab {__version__}")
+    subparsers = parser.add_subparsers(dest="command", required=True)
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except InputError as exc:
+        print(f"mmlab {args.command}: {exc}", file=sys.stderr)
+        return 2
+    except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
+        print(f"mmlab {args.command}: {exc.filename}: {exc.strerror}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

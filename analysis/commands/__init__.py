@@ -1,0 +1,1 @@
+"""Subcommands of the ``mmlab`` command line, one module each."""

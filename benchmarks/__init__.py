@@ -1,0 +1,1 @@
+"""Benchmarks (`make bench`); results are committed in this folder."""
