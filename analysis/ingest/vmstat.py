@@ -1,0 +1,358 @@
+"""/proc/vmstat and memory.stat captures: snapshots, pairs, monitor logs, tests-sysstate.
+
+The format is detected from content, never from the file name:
+
+- a plain snapshot, ``name value`` per line (``cat /proc/vmstat``, or a cgroup's
+  ``memory.stat``, v1 or v2);
+- mmtests' proc-vmstat monitor log: ``time: <epoch>`` followed by a full dump, repeated
+  (gzip or plain);
+- mmtests' ``tests-sysstate``: blocks opened by ``file start :: /proc/vmstat`` and
+  ``file end :: /proc/vmstat`` (blocks of other files, zoneinfo or meminfo, are counted
+  and left alone).
+
+Every reader returns :class:`Samples`: a wide Polars frame, one row per sample, an
+``epoch_s`` column and one Int64 column per counter as the kernel names it. Unknown
+counters are kept. :func:`counter_deltas` differences the *counters* between samples
+(gauges are levels and are never differenced) and reports a counter that goes down
+instead of producing a negative rate. :func:`canonical` maps old per-zone and renamed
+counters onto today's names so one formula serves every kernel.
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from analysis.errors import InputError
+from analysis.ingest.textfile import read_text
+
+__all__ = [
+    "CounterReset",
+    "Samples",
+    "canonical",
+    "counter_deltas",
+    "is_gauge",
+    "pair",
+    "parse",
+    "read",
+]
+
+_NAME_VALUE = re.compile(r"([a-z][a-z0-9_]*) (-?\d+)")
+_TIME = re.compile(r"time: (\d+(?:\.\d+)?)")
+_FILE_BLOCK = re.compile(r"file (start|end) :: (\S+)")
+
+_VMSTAT_FAMILIES = ("nr_", "pg", "allocstall", "kswapd_", "compact_", "thp_", "slabs_", "pswp")
+
+PROC_VMSTAT = "proc_vmstat"
+MEMCG_V1 = "memcg_v1"
+MEMCG_V2 = "memcg_v2"
+
+
+@dataclass(frozen=True)
+class Samples:
+    """Samples of one counter file: a row per sample, in capture order.
+
+    ``kind`` is ``proc_vmstat``, ``memcg_v1`` or ``memcg_v2`` (cgroup memory.stat);
+    ``layout`` says where the samples came from (``snapshot``, ``snapshot pair``,
+    ``monitor``, ``tests-sysstate``). ``frame`` has ``epoch_s`` (Float64 seconds, null when
+    the format carries no time) and one Int64 column per counter. ``other_lines`` counts
+    lines of tests-sysstate blocks that are not vmstat (zoneinfo, meminfo, ...).
+    """
+
+    source: str
+    kind: str
+    layout: str
+    frame: pl.DataFrame
+    other_lines: int = 0
+
+    @property
+    def names(self) -> list[str]:
+        """Counter and gauge names, in the kernel's order."""
+        return [c for c in self.frame.columns if c != "epoch_s"]
+
+    def __len__(self) -> int:
+        return self.frame.height
+
+
+@dataclass(frozen=True)
+class CounterReset:
+    """A counter that went down between two samples: a reset, or two different machines."""
+
+    counter: str
+    interval: int
+    before: int
+    after: int
+
+    def __str__(self) -> str:
+        return (
+            f"{self.counter} went down from {self.before} to {self.after} "
+            f"(interval {self.interval}): counter reset or samples from different machines"
+        )
+
+
+# Counters despite the nr_ prefix (trace-formats.md §5).
+_NR_COUNTERS = frozenset(
+    {"nr_vmscan_write", "nr_vmscan_immediate_reclaim", "nr_dirtied", "nr_written"}
+    | {"nr_throttled_written", "nr_foll_pin_acquired", "nr_foll_pin_released"}
+)
+# memory.stat v1: everything is a byte level except these event counts.
+_MEMCG_V1_COUNTERS = re.compile(
+    r"(total_)?(pgpgin|pgpgout|pgfault|pgmajfault|workingset_(?!nodes).*)"
+)
+# memory.stat v2 counters (Documentation/admin-guide/cgroup-v2.rst); the rest are byte levels.
+_MEMCG_V2_COUNTERS = re.compile(
+    r"(pgscan|pgsteal|pgrefill|pgactivate|pgdeactivate|pglazyfree|pgfault|pgmajfault|pgpromote"
+    r"|pgdemote|zswp|thp_|workingset_(?!nodes)|swpin_|swpout_|numa_).*"
+)
+
+
+def is_gauge(name: str, kind: str = PROC_VMSTAT) -> bool:
+    """True for a level (never differenced), False for an event counter.
+
+    /proc/vmstat: ``nr_*`` items of ``enum zone_stat_item`` / ``node_stat_item`` are levels,
+    except the event counts listed in trace-formats.md §5 (``nr_vmscan_write``,
+    ``nr_dirtied``, ...); ``workingset_nodes`` is a level; every other item of
+    ``enum vm_event_item`` is a counter.
+
+    >>> is_gauge("nr_dirty"), is_gauge("nr_vmscan_write"), is_gauge("pgscan_kswapd")
+    (True, False, False)
+    """
+    if kind == MEMCG_V1:
+        return not _MEMCG_V1_COUNTERS.fullmatch(name)
+    if kind == MEMCG_V2:
+        return not _MEMCG_V2_COUNTERS.fullmatch(name)
+    if name == "workingset_nodes":
+        return True
+    return name.startswith("nr_") and name not in _NR_COUNTERS
+
+
+def _kind_of(names: Iterable[str]) -> str | None:
+    """Which file a set of counter names came from, or None when it is none of ours.
+
+    memory.stat is recognised by its levels (v1 ``cache``/``rss``, v2 ``anon``/``file``);
+    /proc/vmstat by any of its item families, so a ``grep pgscan /proc/vmstat`` excerpt counts.
+    """
+    keys = set(names)
+    if {"cache", "rss"} <= keys or "hierarchical_memory_limit" in keys:
+        return MEMCG_V1
+    if {"anon", "file"} <= keys:
+        return MEMCG_V2
+    if any(k.startswith(_VMSTAT_FAMILIES) for k in keys):
+        return PROC_VMSTAT
+    return None
+
+
+def _dump(path: str, numbered: list[tuple[int, str]]) -> dict[str, int]:
+    """One ``name value`` dump; a duplicated name or a malformed line is an error."""
+    values: dict[str, int] = {}
+    first_line: dict[str, int] = {}
+    for lineno, text in numbered:
+        m = _NAME_VALUE.fullmatch(text.strip())
+        if m is None:
+            raise InputError(path, f"expected 'name value', found {text[:60]!r}", line=lineno)
+        name = m.group(1)
+        if name in values:
+            raise InputError(
+                path, f"counter {name} appears twice (first on line {first_line[name]})", lineno
+            )
+        values[name] = int(m.group(2))
+        first_line[name] = lineno
+    return values
+
+
+def _frame(rows: list[dict[str, int]], epochs: list[float | None]) -> pl.DataFrame:
+    names: dict[str, None] = {}
+    for row in rows:
+        names.update(dict.fromkeys(row))
+    columns: dict[str, pl.Series] = {"epoch_s": pl.Series("epoch_s", epochs, dtype=pl.Float64)}
+    for name in names:
+        columns[name] = pl.Series(name, [row.get(name) for row in rows], dtype=pl.Int64)
+    return pl.DataFrame(columns)
+
+
+def _numbered(text: str) -> list[tuple[int, str]]:
+    return [(i, line) for i, line in enumerate(text.split("\n")[:-1], start=1)]
+
+
+def _monitor(path: str, lines: list[tuple[int, str]]) -> tuple[list[dict[str, int]], list]:
+    rows: list[dict[str, int]] = []
+    epochs: list[float | None] = []
+    block: list[tuple[int, str]] = []
+    for lineno, text in lines:
+        m = _TIME.fullmatch(text.strip())
+        if m is None:
+            if text.strip():
+                block.append((lineno, text))
+            continue
+        if epochs:
+            rows.append(_dump(path, block))
+        epoch = float(m.group(1))
+        if epochs and epochs[-1] is not None and epoch < epochs[-1]:
+            raise InputError(path, f"time goes backwards ({epochs[-1]} then {epoch})", lineno)
+        epochs.append(epoch)
+        block = []
+    rows.append(_dump(path, block))
+    if not rows[-1]:
+        raise InputError(path, "last sample has a time line but no counters", lines[-1][0])
+    return rows, epochs
+
+
+def _sysstate(path: str, lines: list[tuple[int, str]]) -> tuple[list[dict[str, int]], int]:
+    blocks: dict[str, list[tuple[int, str]]] = {}
+    current: list[tuple[int, str]] | None = None
+    other = 0
+    for lineno, text in lines:
+        m = _FILE_BLOCK.fullmatch(text.strip())
+        if m:
+            current = None
+            if m.group(2) == "/proc/vmstat":
+                if m.group(1) in blocks:
+                    raise InputError(path, f"second 'file {m.group(1)} :: /proc/vmstat'", lineno)
+                current = blocks[m.group(1)] = []
+            continue
+        if current is None:
+            other += 1
+        elif text.strip():
+            current.append((lineno, text))
+    missing = [k for k in ("start", "end") if k not in blocks]
+    if missing:
+        raise InputError(path, f"no 'file {missing[0]} :: /proc/vmstat' block")
+    return [_dump(path, blocks["start"]), _dump(path, blocks["end"])], other
+
+
+def parse(text: str, source: str = "<text>") -> Samples:
+    """Parse the text of a vmstat capture in any supported layout (see module docstring)."""
+    if not text.strip():
+        raise InputError(source, "empty file: no counters")
+    lines = _numbered(text if text.endswith("\n") else text + "\n")
+    if not text.endswith("\n"):
+        # /proc/vmstat and every monitor end lines with a newline: a missing one means the
+        # copy stopped mid-line, and the last value may have lost digits.
+        raise InputError(source, "last line has no newline: the file looks truncated", len(lines))
+    first = next((n, t.strip()) for n, t in lines if t.strip())
+    other = 0
+    epochs: list[float | None]
+    if any(_FILE_BLOCK.fullmatch(t.strip()) for _, t in lines):
+        rows, other = _sysstate(source, lines)
+        layout, epochs = "tests-sysstate", [None, None]
+    elif _TIME.fullmatch(first[1]):
+        rows, epochs = _monitor(source, lines)
+        layout = "monitor"
+    elif _NAME_VALUE.fullmatch(first[1]):
+        rows, layout, epochs = (
+            [_dump(source, [x for x in lines if x[1].strip()])],
+            "snapshot",
+            [None],
+        )
+    else:
+        raise InputError(
+            source,
+            "not a /proc/vmstat snapshot, proc-vmstat monitor log, tests-sysstate or "
+            f"memory.stat file: it starts with {first[1][:60]!r}",
+            first[0],
+        )
+    kind = _kind_of(rows[0])
+    if kind is None:
+        raise InputError(
+            source, "counters are neither /proc/vmstat nor a cgroup memory.stat", first[0]
+        )
+    return Samples(source, kind, layout, _frame(rows, epochs), other)
+
+
+def read(path: str | Path) -> Samples:
+    """Read a vmstat capture file (plain or compressed); see :func:`parse`."""
+    return parse(read_text(path), str(path))
+
+
+def pair(before: Samples, after: Samples) -> Samples:
+    """Two snapshots of the same file taken before and after a run, as one sample set."""
+    if before.kind != after.kind:
+        raise InputError(after.source, f"is {after.kind} but {before.source} is {before.kind}")
+    frame = pl.concat([before.frame, after.frame], how="diagonal_relaxed")
+    return Samples(f"{before.source} → {after.source}", before.kind, "snapshot pair", frame)
+
+
+def counter_deltas(samples: Samples) -> tuple[pl.DataFrame, tuple[CounterReset, ...]]:
+    """Counter increments between consecutive samples, one row per interval.
+
+    Columns: ``interval`` (1-based), ``epoch_s`` (end of interval), ``dt_s`` (null when the
+    samples carry no time) and one column per *counter* (gauges are dropped). An increment
+    is null when the counter went down (reported as a :class:`CounterReset`) or is missing
+    from either sample.
+    """
+    frame = samples.frame
+    counters = [n for n in samples.names if not is_gauge(n, samples.kind)]
+    diffs = frame.select(
+        pl.int_range(pl.len(), dtype=pl.Int64).alias("interval"),
+        pl.col("epoch_s"),
+        pl.col("epoch_s").diff().alias("dt_s"),
+        *[pl.col(c).diff().alias(c) for c in counters],
+    ).slice(1)
+    resets: list[CounterReset] = []
+    for name in counters:
+        negative = diffs.select(pl.arg_where(pl.col(name) < 0)).to_series().to_list()
+        for idx in negative:
+            resets.append(CounterReset(name, idx + 1, frame[name][idx], frame[name][idx + 1]))
+    cleaned = diffs.with_columns(pl.when(pl.col(c) >= 0).then(pl.col(c)).alias(c) for c in counters)
+    return cleaned, tuple(resets)
+
+
+_ZONES = "dma|dma32|normal|high|movable|device"
+_PER_ZONE = re.compile(
+    rf"(pgscan_kswapd|pgscan_direct|pgsteal_kswapd|pgsteal_direct|pgrefill|allocstall)_({_ZONES})"
+)
+_OLD_PGSTEAL = re.compile(rf"pgsteal_({_ZONES})")
+# Renamed counters: old name -> today's name (trace-formats.md §5).
+RENAMED = {
+    "thp_split": "thp_split_page",  # ~4.5
+    "workingset_refault": "workingset_refault_file",  # split into _anon/_file ~5.9
+    "workingset_activate": "workingset_activate_file",
+    "workingset_restore": "workingset_restore_file",
+    "kswapd_slept_prematurely_low": "kswapd_low_wmark_hit_quickly",
+    "kswapd_slept_prematurely_high": "kswapd_high_wmark_hit_quickly",
+    "compact_pages_moved": "pgmigrate_success",  # ~3.8
+    "compact_pagemigrate_failed": "pgmigrate_fail",
+}
+
+
+def _add(exprs: list[pl.Expr]) -> pl.Expr:
+    # Plain + so that a null (reset) anywhere makes the total null, unlike sum_horizontal.
+    return functools.reduce(operator.add, exprs)
+
+
+def canonical(deltas: pl.DataFrame) -> pl.DataFrame:
+    """Add today's counter names to a delta frame from any kernel, keeping the originals.
+
+    - ``<item>_<zone>`` per-zone counters of ``pgscan_{kswapd,direct}``,
+      ``pgsteal_{kswapd,direct}``, ``pgrefill`` (node-wide since 4.8) and ``allocstall``
+      (per zone since 4.8) are summed into ``<item>``;
+    - before ~3.4 reclaim was ``pgsteal_<zone>`` (all contexts) plus ``kswapd_steal``:
+      ``pgsteal_kswapd = kswapd_steal`` and ``pgsteal_direct = Σ pgsteal_<zone> − kswapd_steal``;
+    - renamed counters (:data:`RENAMED`) get their new name when it is absent.
+    """
+    cols = deltas.columns
+    groups: dict[str, list[str]] = {}
+    for c in cols:
+        m = _PER_ZONE.fullmatch(c)
+        if m:
+            groups.setdefault(m.group(1), []).append(c)
+    exprs = [
+        _add([pl.col(c) for c in ([base] if base in cols else []) + zoned]).alias(base)
+        for base, zoned in groups.items()
+    ]
+    old_steal = [c for c in cols if _OLD_PGSTEAL.fullmatch(c)]
+    if old_steal and "kswapd_steal" in cols and "pgsteal_direct" not in groups:
+        exprs.append(pl.col("kswapd_steal").alias("pgsteal_kswapd"))
+        exprs.append(
+            (_add([pl.col(c) for c in old_steal]) - pl.col("kswapd_steal")).alias("pgsteal_direct")
+        )
+    exprs += [
+        pl.col(old).alias(new) for old, new in RENAMED.items() if old in cols and new not in cols
+    ]
+    return deltas.with_columns(exprs) if exprs else deltas
