@@ -1,0 +1,304 @@
+"""Reclaim metrics from /proc/vmstat counter deltas: mmtests' "Ops" rows, computed correctly.
+
+Each row is a Polars expression over a *canonical* delta frame
+(:func:`analysis.ingest.vmstat.canonical`), so the same definition gives the whole-run
+table (one row: end minus start) and the per-interval series of a monitor log (one row
+per interval). Formulas follow ``mmtests-conventions.md``, except where mmtests is wrong:
+
+- allocation stalls are summed over zones (mmtests overwrites instead of summing);
+- efficiency is null (printed ``-``) when nothing was scanned (mmtests prints 100);
+- velocity states the elapsed time it divides by and where that time came from.
+
+Reclaim driven by a memory cgroup's limit is not counted in the global
+``pgscan_kswapd``/``pgscan_direct`` items on kernels ≥ 5.8 (``cgroup_reclaim()`` skips
+them in ``shrink_inactive_list()``), but is in ``pgscan_anon``/``pgscan_file``: the
+"Cgroup-limit" rows show it instead of reporting zero reclaim.
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import polars as pl
+
+from analysis.ingest.vmstat import CounterReset, Samples, canonical, counter_deltas
+
+__all__ = [
+    "OPS",
+    "Elapsed",
+    "OpsDef",
+    "OpsReport",
+    "OpsRow",
+    "interval_series",
+    "ops_report",
+]
+
+LOWER, HIGHER = "lower", "higher"
+
+# Reclaim contexts that the global pgscan_<context> items count (kernel 6.2 added
+# khugepaged, ~6.17 proactive); cgroup-limit reclaim is the remainder of pgscan_{anon,file}.
+_GLOBAL_CONTEXTS = ("kswapd", "direct", "khugepaged", "proactive")
+
+
+@dataclass(frozen=True)
+class Elapsed:
+    """The wall-clock time velocities divide by, and where it came from.
+
+    ``source`` is one of ``command line``, ``tests-timestamp time ::`` (the benchmark's
+    own /usr/bin/time, mmtests' choice), ``mmlab.json`` (capture metadata),
+    ``vmstat sample span`` (first to last monitor sample) or ``unknown``.
+    """
+
+    seconds: float | None
+    source: str
+
+
+@dataclass(frozen=True)
+class OpsDef:
+    """One Ops row: its label, unit, which direction is better, and formula."""
+
+    label: str
+    unit: str
+    better: str
+    needs: tuple[str, ...]
+    expr: Callable[[set[str], pl.Expr], pl.Expr]
+
+
+@dataclass(frozen=True)
+class OpsRow:
+    """One computed Ops row. ``value`` is None with ``note`` saying why."""
+
+    label: str
+    value: float | None
+    unit: str
+    better: str
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class OpsReport:
+    """The Ops table of one capture (or one mmtests iteration)."""
+
+    source: str
+    elapsed: Elapsed
+    rows: tuple[OpsRow, ...]
+    resets: tuple[CounterReset, ...]
+
+    def value(self, label: str) -> float | None:
+        return next(r.value for r in self.rows if r.label == label)
+
+    def to_json(self) -> dict:
+        return {
+            "source": self.source,
+            "elapsed_s": self.elapsed.seconds,
+            "elapsed_source": self.elapsed.source,
+            "metrics": {r.label: r.value for r in self.rows},
+            "units": {r.label: r.unit for r in self.rows},
+            "better": {r.label: r.better for r in self.rows},
+            "notes": {r.label: r.note for r in self.rows if r.note},
+            "counter_resets": [str(r) for r in self.resets],
+        }
+
+
+def _total(cols: set[str], *names: str) -> pl.Expr:
+    """Σ of the counters present; null when none is (or when one present is null: a reset)."""
+    present = [pl.col(n) for n in names if n in cols]
+    if not present:
+        return pl.lit(None, dtype=pl.Int64)
+    return functools.reduce(operator.add, present)
+
+
+@dataclass(frozen=True)
+class _Qty:
+    """A page count built from counters: ``needs`` (all must exist) and its expression."""
+
+    needs: tuple[str, ...]
+    build: Callable[[set[str]], pl.Expr]
+
+    def __call__(self, cols: set[str]) -> pl.Expr:
+        if not set(self.needs) & cols:
+            return pl.lit(None, dtype=pl.Int64)
+        return self.build(cols)
+
+
+def _sum(*names: str) -> _Qty:
+    return _Qty(names, lambda c: _total(c, *names))
+
+
+def _cgroup(prefix: str) -> _Qty:
+    """Pages scanned or reclaimed by cgroup-limit reclaim: ``<prefix>_{anon,file}`` count
+    every context (5.8+), the global-context items exclude cgroup reclaim."""
+    every = (f"{prefix}_anon", f"{prefix}_file")
+    globals_ = tuple(f"{prefix}_{x}" for x in _GLOBAL_CONTEXTS)
+
+    def build(c: set[str]) -> pl.Expr:
+        if not set(every) <= c:
+            return pl.lit(None, dtype=pl.Int64)
+        return _total(c, *every) - _total(c, *globals_)
+
+    return _Qty(every, build)
+
+
+def _pct(num: pl.Expr, den: pl.Expr) -> pl.Expr:
+    """100·num/den, null when den is 0: "no pages scanned" has no efficiency."""
+    return pl.when(den > 0).then(100.0 * num / den)
+
+
+def _row(label: str, unit: str, better: str, qty: _Qty) -> OpsDef:
+    return OpsDef(label, unit, better, qty.needs, lambda c, _e: qty(c))
+
+
+def _efficiency(label: str, reclaimed: _Qty, scanned: _Qty) -> OpsDef:
+    return OpsDef(
+        label,
+        "%",
+        HIGHER,
+        reclaimed.needs + scanned.needs,
+        lambda c, _e: _pct(reclaimed(c), scanned(c)),
+    )
+
+
+def _velocity(label: str, scanned: _Qty) -> OpsDef:
+    return OpsDef(
+        label, "pages/s", LOWER, scanned.needs, lambda c, e: pl.when(e > 0).then(scanned(c) / e)
+    )
+
+
+def _minus(a: _Qty, b: _Qty) -> _Qty:
+    return _Qty(a.needs, lambda c: a(c) - b(c))
+
+
+SCANNED = {ctx: _sum(f"pgscan_{ctx}") for ctx in ("kswapd", "direct")}
+RECLAIMED = {ctx: _sum(f"pgsteal_{ctx}") for ctx in ("kswapd", "direct")}
+SCANNED["cgroup"], RECLAIMED["cgroup"] = _cgroup("pgscan"), _cgroup("pgsteal")
+
+_direct_share = _Qty(
+    SCANNED["direct"].needs + SCANNED["kswapd"].needs,
+    lambda c: _pct(SCANNED["direct"](c), SCANNED["direct"](c) + SCANNED["kswapd"](c)),
+)
+# mmtests' cost model: Ca = 56/8 per page scanned, Ci = Ca + 12 per isolated page,
+# Cmc = 2·(Ca + 512) per migrated page, failures 2·Ca; reported in units of 10^6.
+_compaction_cost = _Qty(
+    ("compact_migrate_scanned", "compact_isolated", "pgmigrate_success", "pgmigrate_fail"),
+    lambda c: (
+        (
+            7 * _total(c, "compact_migrate_scanned")
+            + 19 * _total(c, "compact_isolated")
+            + 1038 * _total(c, "pgmigrate_success")
+            + 14 * _total(c, "pgmigrate_fail")
+        )
+        / 1e6
+    ),
+)
+
+OPS: tuple[OpsDef, ...] = (
+    _row("Minor Faults", "faults", LOWER, _minus(_sum("pgfault"), _sum("pgmajfault"))),
+    _row("Major Faults", "faults", LOWER, _sum("pgmajfault")),
+    _row("Swap Ins", "pages", LOWER, _sum("pswpin")),
+    _row("Swap Outs", "pages", LOWER, _sum("pswpout")),
+    _row("Allocation stalls", "stalls", LOWER, _sum("allocstall")),
+    _row("Direct pages scanned", "pages", LOWER, SCANNED["direct"]),
+    _row("Kswapd pages scanned", "pages", LOWER, SCANNED["kswapd"]),
+    _row("Kswapd pages reclaimed", "pages", HIGHER, RECLAIMED["kswapd"]),
+    _row("Direct pages reclaimed", "pages", HIGHER, RECLAIMED["direct"]),
+    _efficiency("Kswapd efficiency %", RECLAIMED["kswapd"], SCANNED["kswapd"]),
+    _velocity("Kswapd velocity", SCANNED["kswapd"]),
+    _efficiency("Direct efficiency %", RECLAIMED["direct"], SCANNED["direct"]),
+    _velocity("Direct velocity", SCANNED["direct"]),
+    _row("Percentage direct scans", "%", LOWER, _direct_share),
+    _row("Cgroup-limit pages scanned", "pages", LOWER, SCANNED["cgroup"]),
+    _row("Cgroup-limit pages reclaimed", "pages", HIGHER, RECLAIMED["cgroup"]),
+    _efficiency("Cgroup-limit efficiency %", RECLAIMED["cgroup"], SCANNED["cgroup"]),
+    _velocity("Cgroup-limit velocity", SCANNED["cgroup"]),
+    _row("Page writes by reclaim", "pages", LOWER, _sum("nr_vmscan_write")),
+    _row("Page writes file", "pages", LOWER, _minus(_sum("nr_vmscan_write"), _sum("pswpout"))),
+    _row("Page writes anon", "pages", LOWER, _sum("pswpout")),
+    _row("Page reclaim immediate", "pages", LOWER, _sum("nr_vmscan_immediate_reclaim")),
+    _row("Sector Reads", "KiB", LOWER, _sum("pgpgin")),
+    _row("Sector Writes", "KiB", LOWER, _sum("pgpgout")),
+    _row("Slabs scanned", "objects", LOWER, _sum("slabs_scanned")),
+    _row("THP fault alloc", "huge pages", HIGHER, _sum("thp_fault_alloc")),
+    _row("THP fault fallback", "huge pages", LOWER, _sum("thp_fault_fallback")),
+    _row("THP collapse alloc", "huge pages", HIGHER, _sum("thp_collapse_alloc")),
+    _row("THP collapse fail", "huge pages", LOWER, _sum("thp_collapse_alloc_failed")),
+    _row("THP split", "huge pages", LOWER, _sum("thp_split_page")),
+    _row("Compaction stalls", "stalls", LOWER, _sum("compact_stall")),
+    _row("Compaction success", "compactions", HIGHER, _sum("compact_success")),
+    _row("Compaction failures", "compactions", LOWER, _sum("compact_fail")),
+    _row("Page migrate success", "pages", HIGHER, _sum("pgmigrate_success")),
+    _row("Page migrate failure", "pages", LOWER, _sum("pgmigrate_fail")),
+    _row("Compaction pages isolated", "pages", LOWER, _sum("compact_isolated")),
+    _row("Compaction migrate scanned", "pages", LOWER, _sum("compact_migrate_scanned")),
+    _row("Compaction free scanned", "pages", LOWER, _sum("compact_free_scanned")),
+    _row("Compaction cost", "model units", LOWER, _compaction_cost),
+)
+
+# The reclaim rows a monitor log is plotted with, interval by interval.
+SERIES_OPS = tuple(op for op in OPS if op.label.split()[0] in {"Kswapd", "Direct", "Cgroup-limit"})
+
+
+def _evaluate(deltas: pl.DataFrame, elapsed: pl.Expr, ops: Sequence[OpsDef]) -> pl.DataFrame:
+    cols = set(deltas.columns)
+    return deltas.select(op.expr(cols, elapsed).cast(pl.Float64).alias(op.label) for op in ops)
+
+
+def _note(op: OpsDef, cols: set[str], resets: set[str], elapsed: Elapsed) -> str:
+    """Why a row has no value."""
+    if op.unit == "pages/s" and elapsed.seconds is None:
+        return "elapsed time unknown: pass --elapsed"
+    if hit := sorted(set(op.needs) & resets):
+        return f"counter went down: {', '.join(hit)}"
+    if not set(op.needs) & cols:
+        return "counter not in this kernel's vmstat"
+    if op.label.startswith("Cgroup-limit") and not {"pgscan_anon", "pgscan_file"} <= cols:
+        return "needs pgscan_anon/pgscan_file (kernel 5.8+)"
+    if op.unit == "%":
+        return "nothing scanned"
+    return "not available"
+
+
+def ops_report(samples: Samples, elapsed: Elapsed | None = None) -> OpsReport:
+    """The Ops table between the first and last sample of ``samples``.
+
+    ``elapsed`` defaults to the span of the samples' times when they have them.
+    """
+    ends = samples.frame[[0, -1]] if len(samples) > 1 else samples.frame
+    if len(ends) < 2:
+        raise ValueError(f"{samples.source}: one snapshot has no delta; give a before/after pair")
+    deltas, resets = counter_deltas(Samples(samples.source, samples.kind, samples.layout, ends))
+    span = deltas["dt_s"][0]
+    if elapsed is None:
+        elapsed = Elapsed(span, "vmstat sample span") if span else Elapsed(None, "unknown")
+    canon = canonical(deltas)
+    values = _evaluate(canon, pl.lit(elapsed.seconds, dtype=pl.Float64), OPS).row(0)
+    cols = set(canon.columns)
+    reset_names = {r.counter for r in resets}
+    rows = tuple(
+        OpsRow(
+            op.label,
+            v,
+            op.unit,
+            op.better,
+            "" if v is not None else _note(op, cols, reset_names, elapsed),
+        )
+        for op, v in zip(OPS, values, strict=True)
+    )
+    return OpsReport(samples.source, elapsed, rows, resets)
+
+
+def interval_series(samples: Samples) -> tuple[pl.DataFrame, tuple[CounterReset, ...]]:
+    """Per-interval reclaim of a monitor log: scanned, reclaimed, efficiency and velocity.
+
+    One row per interval between consecutive samples, for kswapd, direct and cgroup-limit
+    reclaim separately. Columns: ``interval``, ``t_s`` (end of interval, seconds since the
+    first sample), ``dt_s`` and one column per Ops row label (pages, %, pages/s).
+    """
+    deltas, resets = counter_deltas(samples)
+    t0 = samples.frame["epoch_s"][0]
+    canon = canonical(deltas)
+    values = _evaluate(canon, pl.col("dt_s"), SERIES_OPS)
+    base = canon.select("interval", (pl.col("epoch_s") - t0).alias("t_s"), "dt_s")
+    return pl.concat([base, values], how="horizontal"), resets
