@@ -1,0 +1,277 @@
+"""Reclaim stall intervals: ``mm_vmscan_*_reclaim_begin`` → ``*_end`` per pid, with an explicit
+pairing policy.
+
+Contexts and their tracepoints (include/trace/events/vmscan.h):
+
+- ``direct``: ``mm_vmscan_direct_reclaim_begin/end`` (``try_to_free_pages``),
+- ``memcg``: ``mm_vmscan_memcg_reclaim_begin/end`` (``try_to_free_mem_cgroup_pages``, a
+  cgroup's limit),
+- ``memcg_softlimit``: ``mm_vmscan_memcg_softlimit_reclaim_begin/end``,
+- ``node``: ``mm_vmscan_node_reclaim_begin/end`` (``node_reclaim``, ~5.2+).
+
+Pairing policy (the same as mmtests where mmtests has one, and every case is counted):
+
+- events of one pid are ordered by timestamp (ties by line), because ``trace_pipe`` merges CPUs
+  slightly out of order;
+- a begin followed by an end of the same pid is one interval;
+- a begin followed by another begin of the same pid is *overwritten* (mmtests keeps the second);
+- an end not preceded by a begin is an *unpaired end* (capture started mid-reclaim, or the begin
+  was lost), and is ignored for durations as in mmtests;
+- a begin with nothing after it is *open at the end* of the capture: kept in the interval frame
+  (for context lookup) but not in durations;
+- a pid whose timestamps go backwards in file order counts in ``clock_backwards`` (per-CPU
+  clocks disagreeing when a task migrates);
+- an interval whose begin and end ``comm`` differ counts in ``comm_changed`` (pid reuse or an
+  exec in between);
+- an interval with a ``CPU:N [LOST M EVENTS]`` marker between its begin and end lines is
+  flagged ``lost_events_inside``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+__all__ = [
+    "RECLAIM_EVENTS",
+    "PairingReport",
+    "StallIntervals",
+    "all_intervals",
+    "label_context",
+    "pair_intervals",
+    "reclaim_intervals",
+]
+
+# context -> (begin event, end event)
+RECLAIM_EVENTS: dict[str, tuple[str, str]] = {
+    "direct": ("mm_vmscan_direct_reclaim_begin", "mm_vmscan_direct_reclaim_end"),
+    "memcg": ("mm_vmscan_memcg_reclaim_begin", "mm_vmscan_memcg_reclaim_end"),
+    "memcg_softlimit": (
+        "mm_vmscan_memcg_softlimit_reclaim_begin",
+        "mm_vmscan_memcg_softlimit_reclaim_end",
+    ),
+    "node": ("mm_vmscan_node_reclaim_begin", "mm_vmscan_node_reclaim_end"),
+}
+
+_KEY = ("pid", "ts_ns", "line", "comm")
+
+
+@dataclass(frozen=True)
+class PairingReport:
+    """How begin/end events of one interval kind were paired (see the module docstring).
+
+    ``count`` closed intervals totalling ``total_s`` seconds; ``unpaired_begin`` =
+    ``overwritten_begin`` + ``open_at_end``.
+    """
+
+    kind: str
+    count: int
+    total_s: float
+    unpaired_begin: int
+    overwritten_begin: int
+    open_at_end: int
+    unpaired_end: int
+    clock_backwards: int
+    comm_changed: int
+    lost_events: int
+    lost_affected: int
+
+
+@dataclass(frozen=True)
+class StallIntervals:
+    """Paired intervals (``intervals`` frame) and the pairing report."""
+
+    intervals: pl.DataFrame
+    report: PairingReport
+
+
+def _lost_between(
+    begin_line: np.ndarray, end_line: np.ndarray, lost_lines: Sequence[int]
+) -> np.ndarray:
+    """True where a lost-event marker line lies strictly between begin and end lines."""
+    marks = np.sort(np.asarray(lost_lines, dtype=np.int64))
+    return np.searchsorted(marks, end_line, side="left") > np.searchsorted(
+        marks, begin_line, side="right"
+    )
+
+
+def _tagged(frame: pl.DataFrame, tag: str, fields: Sequence[str], prefix: str) -> pl.DataFrame:
+    present = [f for f in fields if f in frame.columns]
+    return frame.select(
+        *_KEY,
+        pl.lit(tag).alias("_tag"),
+        pl.struct(*[pl.col(f).alias(f"{prefix}{f}") for f in present]).alias(f"_{tag}_fields")
+        if present
+        else pl.lit(None).alias(f"_{tag}_fields"),
+    )
+
+
+def pair_intervals(
+    begin: pl.DataFrame,
+    end: pl.DataFrame,
+    *,
+    kind: str,
+    begin_fields: Sequence[str] = (),
+    end_fields: Sequence[str] = (),
+    lost_lines: Sequence[int] = (),
+) -> StallIntervals:
+    """Pair begin/end events of one pid into intervals (policy in the module docstring).
+
+    ``begin``/``end`` are event frames of the trace contract (``pid``, ``ts_ns``, ``line``,
+    ``comm``, event fields). ``begin_fields`` (e.g. ``order``, ``gfp_flags``) and
+    ``end_fields`` (e.g. ``nr_reclaimed``) are carried into the interval frame, the latter
+    prefixed ``end_``. ``lost_lines`` are the lines of ``LOST EVENTS`` markers.
+
+    Interval frame columns: ``kind``, ``pid``, ``comm``, ``begin_ts_ns``, ``end_ts_ns`` (null if
+    open), ``duration_ns`` (null if open), ``begin_line``, ``end_line``, ``status``
+    (``closed``/``open``), ``comm_changed``, ``lost_events_inside``, then the carried fields.
+    """
+    begins = _tagged(begin, "b", begin_fields, "")
+    ends = _tagged(end, "e", end_fields, "end_")
+    b_struct = begins.schema["_b_fields"]
+    e_struct = ends.schema["_e_fields"]
+    events = pl.concat(
+        [
+            begins.with_columns(pl.lit(None, dtype=e_struct).alias("_e_fields")),
+            ends.select(
+                *_KEY, "_tag", pl.lit(None, dtype=b_struct).alias("_b_fields"), "_e_fields"
+            ),
+        ],
+        how="vertical",
+    )
+    by_file = events.sort("pid", "line")
+    clock_backwards = int(
+        by_file.select((pl.col("ts_ns") < pl.col("ts_ns").shift(1).over("pid")).sum()).item() or 0
+    )
+    ordered = events.sort("pid", "ts_ns", "line").with_columns(
+        _prev=pl.col("_tag").shift(1).over("pid"),
+        _next=pl.col("_tag").shift(-1).over("pid"),
+        end_ts_ns=pl.col("ts_ns").shift(-1).over("pid"),
+        end_line=pl.col("line").shift(-1).over("pid"),
+        _end_comm=pl.col("comm").shift(-1).over("pid"),
+        _end_struct=pl.col("_e_fields").shift(-1).over("pid"),
+    )
+    is_begin = pl.col("_tag") == "b"
+    unpaired_end = ordered.filter(
+        (pl.col("_tag") == "e") & (pl.col("_prev").is_null() | (pl.col("_prev") == "e"))
+    ).height
+    overwritten = ordered.filter(is_begin & (pl.col("_next") == "b")).height
+    kept = ordered.filter(is_begin & (pl.col("_next").is_null() | (pl.col("_next") == "e")))
+    closed = pl.col("_next") == "e"
+    intervals = kept.select(
+        pl.lit(kind).alias("kind"),
+        "pid",
+        "comm",
+        pl.col("ts_ns").alias("begin_ts_ns"),
+        pl.when(closed).then(pl.col("end_ts_ns")).alias("end_ts_ns"),
+        pl.when(closed).then(pl.col("end_ts_ns") - pl.col("ts_ns")).alias("duration_ns"),
+        pl.col("line").alias("begin_line"),
+        pl.when(closed).then(pl.col("end_line")).alias("end_line"),
+        pl.when(closed).then(pl.lit("closed")).otherwise(pl.lit("open")).alias("status"),
+        (closed & (pl.col("comm") != pl.col("_end_comm"))).fill_null(False).alias("comm_changed"),
+        pl.col("_b_fields"),
+        pl.col("_end_struct"),
+    )
+    lost = _lost_between(
+        intervals["begin_line"].to_numpy(),
+        intervals["end_line"].fill_null(np.iinfo(np.int64).max).to_numpy(),
+        lost_lines,
+    )
+    intervals = intervals.with_columns(lost_events_inside=pl.Series(lost, dtype=pl.Boolean))
+    for column in ("_b_fields", "_end_struct"):
+        if isinstance(intervals.schema[column], pl.Struct):
+            intervals = intervals.unnest(column)
+        else:
+            intervals = intervals.drop(column)
+    durations = intervals.filter(pl.col("status") == "closed")
+    open_at_end = intervals.height - durations.height
+    report = PairingReport(
+        kind=kind,
+        count=durations.height,
+        total_s=float(durations["duration_ns"].sum() or 0) / 1e9,
+        unpaired_begin=overwritten + open_at_end,
+        overwritten_begin=overwritten,
+        open_at_end=open_at_end,
+        unpaired_end=unpaired_end,
+        clock_backwards=clock_backwards,
+        comm_changed=int(durations["comm_changed"].sum()),
+        lost_events=len(lost_lines),
+        lost_affected=int(durations["lost_events_inside"].sum()),
+    )
+    return StallIntervals(intervals=intervals, report=report)
+
+
+def reclaim_intervals(trace, *, lost_lines: Sequence[int] = ()) -> dict[str, StallIntervals]:
+    """Stall intervals of every reclaim context present in ``trace`` (begin or end seen).
+
+    Carries ``order`` and ``gfp_flags`` from the begin (``nid`` too for node reclaim) and
+    ``nr_reclaimed`` (pages) from the end. ``trace`` is anything with ``events(name)`` and
+    ``event_names`` (an ``analysis.ingest.ftrace.Trace``).
+    """
+    names = set(trace.event_names)
+    out = {}
+    for context, (begin_name, end_name) in RECLAIM_EVENTS.items():
+        if begin_name not in names and end_name not in names:
+            continue
+        out[context] = pair_intervals(
+            trace.events(begin_name),
+            trace.events(end_name),
+            kind=context,
+            begin_fields=("nid", "order", "gfp_flags"),
+            end_fields=("nr_reclaimed",),
+            lost_lines=lost_lines,
+        )
+    return out
+
+
+def all_intervals(by_context: dict[str, StallIntervals]) -> pl.DataFrame:
+    """Every context's intervals (closed and open) stacked, for :func:`label_context`."""
+    frames = [
+        s.intervals.select("kind", "pid", "begin_ts_ns", "end_ts_ns") for s in by_context.values()
+    ]
+    if not frames:
+        return pl.DataFrame(
+            schema={
+                "kind": pl.String(),
+                "pid": pl.Int32(),
+                "begin_ts_ns": pl.Int64(),
+                "end_ts_ns": pl.Int64(),
+            }
+        )
+    return pl.concat(frames, how="vertical")
+
+
+def label_context(events: pl.DataFrame, intervals: pl.DataFrame) -> pl.DataFrame:
+    """Add a ``context`` column: who was reclaiming when the event fired.
+
+    ``kswapd`` if ``comm`` starts with ``kswapd`` (the per-node reclaim thread); otherwise the
+    kind (``direct``, ``memcg``, ``node`` ...) of the same pid's reclaim interval enclosing the
+    event's ``ts_ns`` (open intervals extend to the end of the capture); otherwise ``other``.
+    Histogram rows (null ``pid``) keep their user-given ``context`` or get ``group N``.
+    """
+    indexed = events.with_row_index("_row")
+    if "group" in events.columns and events["pid"].null_count() == events.height:
+        given = pl.col("context") if "context" in events.columns else pl.lit(None, pl.String)
+        return events.with_columns(context=given.fill_null(pl.format("group {}", pl.col("group"))))
+    left = indexed.select("_row", "pid", "ts_ns").sort("ts_ns")
+    right = intervals.with_columns(pl.col("pid").cast(left.schema["pid"])).sort("begin_ts_ns")
+    joined = left.join_asof(right, left_on="ts_ns", right_on="begin_ts_ns", by="pid")
+    inside = pl.col("kind").is_not_null() & (
+        pl.col("end_ts_ns").is_null() | (pl.col("ts_ns") <= pl.col("end_ts_ns"))
+    )
+    found = joined.select(
+        "_row", _ctx=pl.when(inside).then(pl.col("kind")).otherwise(pl.lit("other"))
+    )
+    return (
+        indexed.join(found, on="_row", how="left")
+        .with_columns(
+            context=pl.when(pl.col("comm").str.starts_with("kswapd"))
+            .then(pl.lit("kswapd"))
+            .otherwise(pl.col("_ctx"))
+        )
+        .sort("_row")
+        .drop("_row", "_ctx")
+    )

@@ -1,0 +1,213 @@
+"""Reclaim throttling: ``mm_vmscan_throttled`` (5.16+) and the legacy writeback waits.
+
+Sources (include/trace/events/vmscan.h, writeback.h):
+
+- ``mm_vmscan_throttled``: ``nid usec_timeout usect_delayed reason`` (the kernel's own typo in
+  ``usect_delayed``). Emitted by ``reclaim_throttle()`` *after* the sleep, so its timestamp is
+  the wake time. ``usect_delayed = jiffies_to_usecs(timeout - remaining)``: quantised to one
+  jiffy; 0 means woken within the first jiffy.
+- ``writeback_congestion_wait`` (until ~5.18) and ``writeback_wait_iff_congested`` (until 5.16):
+  ``usec_timeout usec_delayed``; they have no reason, so the event name stands in for it.
+
+Censoring: a delay equal to its timeout means the sleep ran out, and the wait for the wake
+condition was *at least* the timeout (right-censored). ``timeout_share`` counts those; the
+``mean_usec`` here is the mean of the recorded delays and therefore a lower bound of the mean
+wait whenever ``timeout_share > 0``. Legacy ``congestion_wait`` can record more than its timeout
+(seed 000: 104000 us at a 100000 us timeout): those count as reaching the timeout too.
+
+Every row is weighted by ``count`` when the frame has one (histograms from mails).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from functools import reduce
+
+import polars as pl
+
+from analysis.metrics.stalls import label_context
+
+__all__ = [
+    "LEGACY_EVENTS",
+    "THROTTLED",
+    "HzEstimate",
+    "config_hz",
+    "delay_histogram",
+    "infer_hz",
+    "throttle_events",
+    "throttle_table",
+]
+
+THROTTLED = "mm_vmscan_throttled"
+LEGACY_EVENTS = ("writeback_congestion_wait", "writeback_wait_iff_congested")
+# Values of CONFIG_HZ that Kconfig offers (kernel/Kconfig.hz), for inferring HZ when the delay
+# quantum does not divide a second (HZ=300: jiffies_to_usecs rounds 3333.3 us).
+KCONFIG_HZ = (100, 250, 300, 1000)
+GROUP_KEYS = ("event", "context", "reason", "usec_timeout")
+
+
+def _weight(frame: pl.DataFrame) -> pl.Expr:
+    return pl.col("count") if "count" in frame.columns else pl.lit(1, dtype=pl.Int64)
+
+
+def throttle_events(trace, intervals: pl.DataFrame) -> pl.DataFrame:
+    """All throttle events of ``trace`` in one frame with their reclaim context.
+
+    Columns: ``event``, ``reason`` (the event name for legacy events), ``usec_timeout``,
+    ``delay_us`` (``usect_delayed`` or ``usec_delayed``), ``count`` (1 per traced event),
+    ``context`` (see :func:`analysis.metrics.stalls.label_context`), ``ts_ns``, ``pid``,
+    ``comm``, ``line``. ``intervals`` is :func:`analysis.metrics.stalls.all_intervals`.
+    """
+    frames = []
+    for name, delay in (
+        (THROTTLED, "usect_delayed"),
+        *((n, "usec_delayed") for n in LEGACY_EVENTS),
+    ):
+        if name not in trace.event_names:
+            continue
+        raw = label_context(trace.events(name), intervals)
+        reason = pl.col("reason") if "reason" in raw.columns else pl.lit(name)
+        frames.append(
+            raw.select(
+                pl.lit(name).alias("event"),
+                reason.alias("reason"),
+                pl.col("usec_timeout").cast(pl.Int64),
+                pl.col(delay).cast(pl.Int64).alias("delay_us"),
+                _weight(raw).cast(pl.Int64).alias("count"),
+                "context",
+                "ts_ns",
+                pl.col("pid").cast(pl.Int32),
+                "comm",
+                "line",
+            )
+        )
+    if not frames:
+        return pl.DataFrame(
+            schema={
+                "event": pl.String(),
+                "reason": pl.String(),
+                "usec_timeout": pl.Int64(),
+                "delay_us": pl.Int64(),
+                "count": pl.Int64(),
+                "context": pl.String(),
+                "ts_ns": pl.Int64(),
+                "pid": pl.Int32(),
+                "comm": pl.String(),
+                "line": pl.Int64(),
+            }
+        )
+    return pl.concat(frames, how="vertical_relaxed")
+
+
+def throttle_table(events: pl.DataFrame) -> pl.DataFrame:
+    """Per event, context, reason and timeout: how often throttling slept and for how long.
+
+    Columns: ``count`` (events), ``known_delay`` (events with a recorded delay; a totals
+    block from a mail has none), ``zero_share`` (share with delay 0: not stalled beyond the
+    first jiffy), ``timeout_share`` (share with delay ≥ timeout: right-censored, the real wait
+    was at least the timeout), ``mean_usec`` (mean recorded delay, a lower bound when
+    ``timeout_share > 0``), ``max_usec``. Shares are of ``known_delay``; null when it is 0.
+    """
+    known = pl.col("delay_us").is_not_null()
+    w = pl.col("count")
+    known_w = pl.when(known).then(w).otherwise(0)
+    return (
+        events.group_by(*GROUP_KEYS)
+        .agg(
+            count=w.sum(),
+            known_delay=known_w.sum(),
+            _zero=pl.when(pl.col("delay_us") == 0).then(w).otherwise(0).sum(),
+            _timeout=pl.when(pl.col("delay_us") >= pl.col("usec_timeout"))
+            .then(w)
+            .otherwise(0)
+            .sum(),
+            _delay_sum=(pl.col("delay_us").fill_null(0) * known_w).sum(),
+            max_usec=pl.col("delay_us").max(),
+        )
+        .with_columns(
+            zero_share=pl.when(pl.col("known_delay") > 0).then(
+                pl.col("_zero") / pl.col("known_delay")
+            ),
+            timeout_share=pl.when(pl.col("known_delay") > 0).then(
+                pl.col("_timeout") / pl.col("known_delay")
+            ),
+            mean_usec=pl.when(pl.col("known_delay") > 0).then(
+                pl.col("_delay_sum") / pl.col("known_delay")
+            ),
+        )
+        .drop("_zero", "_timeout", "_delay_sum")
+        .sort("event", "context", "reason", "usec_timeout")
+    )
+
+
+def delay_histogram(events: pl.DataFrame) -> pl.DataFrame:
+    """The ``sort | uniq -c`` view: count per (event, context, reason, timeout, delay).
+
+    Sorted by ascending count within each group, as seed 000 prints it. ``at_timeout`` marks
+    right-censored rows (delay ≥ timeout).
+    """
+    return (
+        events.filter(pl.col("delay_us").is_not_null())
+        .group_by(*GROUP_KEYS, "delay_us")
+        .agg(count=pl.col("count").sum())
+        .with_columns(at_timeout=pl.col("delay_us") >= pl.col("usec_timeout"))
+        .sort(*GROUP_KEYS, "count", "delay_us")
+    )
+
+
+@dataclass(frozen=True)
+class HzEstimate:
+    """HZ of the capturing kernel inferred from the jiffy quantum of throttle delays.
+
+    ``jiffy_us`` is the greatest common divisor of the non-zero delays; every real delay is a
+    multiple of the true jiffy, so the true jiffy divides ``jiffy_us`` and the inferred ``hz``
+    is a *lower bound* of the true HZ (equal once some delay of exactly one jiffy was seen).
+    ``method`` is ``gcd`` or ``rounded`` (HZ whose ``jiffies_to_usecs`` rounding explains all
+    delays, e.g. HZ=300) or ``none``. ``verdict`` compares with ``config_hz`` (CONFIG_HZ):
+    ``agrees``, ``conflicts``, ``no kconfig`` or ``no delays``.
+    """
+
+    jiffy_us: int | None
+    hz: float | None
+    method: str
+    nonzero_samples: int
+    distinct_delays: int
+    config_hz: int | None
+    verdict: str
+
+
+def _explains(hz: int, delays: list[int]) -> bool:
+    jiffy = 1e6 / hz
+    return all(abs(d - round(d / jiffy) * jiffy) <= 1.0 for d in delays)
+
+
+def infer_hz(events: pl.DataFrame, config_hz: int | None = None) -> HzEstimate:
+    """Infer HZ from ``delay_us`` of :func:`throttle_events` and check it against CONFIG_HZ."""
+    delays = sorted(
+        int(d) for d in events.filter(pl.col("delay_us") > 0)["delay_us"].unique().to_list()
+    )
+    nonzero = int(events.filter(pl.col("delay_us") > 0)["count"].sum() or 0)
+    if not delays:
+        return HzEstimate(None, None, "none", 0, 0, config_hz, "no delays")
+    jiffy = reduce(math.gcd, delays)
+    hz: float | None = 1e6 / jiffy
+    method = "gcd"
+    if 1_000_000 % jiffy:
+        fits = [h for h in KCONFIG_HZ if _explains(h, delays)]
+        hz, method = (float(min(fits)), "rounded") if fits else (hz, "gcd")
+    if config_hz is None:
+        verdict = "no kconfig"
+    else:
+        verdict = "agrees" if hz is not None and abs(hz - config_hz) < 0.5 else "conflicts"
+    return HzEstimate(jiffy, hz, method, nonzero, len(delays), config_hz, verdict)
+
+
+_CONFIG_HZ = re.compile(r"^CONFIG_HZ=(\d+)\s*$", re.MULTILINE)
+
+
+def config_hz(kconfig_text: str) -> int | None:
+    """CONFIG_HZ from the text of a kernel config (``CONFIG_HZ=250``), or None if absent."""
+    match = _CONFIG_HZ.search(kconfig_text)
+    return int(match.group(1)) if match else None
