@@ -1,0 +1,201 @@
+"""Shrinker work and deferral: who scans, who frees, who inherits deferred work.
+
+Sources: ``mm_shrink_slab_start`` / ``mm_shrink_slab_end`` (include/trace/events/vmscan.h,
+``do_shrink_slab()``), with the field names of ``trace-contract.md``. On 5.11+ kernels (G3 in
+``shrinker-deferral.md``; G1 before prints the same fields):
+
+- start: ``nr_objects_to_shrink`` = the deferred count this invocation took (``nr``),
+  ``cache_items`` = freeable objects, ``delta`` = this invocation's own share,
+  ``total_scan`` = its scan target, ``priority`` (4.16+; null before);
+- end: ``unused_scan`` = ``nr`` again, ``new_scan`` = the shared ``nr_deferred[nid]`` counter
+  after this invocation added its leftover (it was emptied by the take, so this is what the
+  invocation deferred, plus whatever concurrent invocations deferred meanwhile),
+  ``total_scan`` = what was left unscanned, ``retval`` = objects freed.
+
+Per invocation (start paired with the next end of the same pid, see
+:func:`analysis.metrics.stalls.pair_intervals`), all counts are objects:
+``deferred_in_objects`` (taken), ``delta_objects``, ``to_scan_objects``, ``scanned_objects``
+(start ``total_scan`` − end ``total_scan``, floored at 0), ``freed_objects``,
+``deferred_out_objects`` (end ``new_scan``). The context is ``kswapd``, the enclosing reclaim
+interval (``direct``, ``memcg``, ``node``) or ``other`` (:func:`label_context`), so the tables
+show which context was landed with the deferred work of others (seed 001's complaint: any
+context that takes the counter inherits all of it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import polars as pl
+
+from analysis.metrics.distribution import nearest_rank
+from analysis.metrics.stalls import StallIntervals, label_context, pair_intervals
+
+__all__ = [
+    "deferred_backlog",
+    "shrinker_invocations",
+    "shrinker_table",
+    "work_distribution",
+]
+
+_START_FIELDS = (
+    "shrinker",
+    "nid",
+    "nr_objects_to_shrink",
+    "cache_items",
+    "delta",
+    "total_scan",
+    "priority",
+)
+_END_FIELDS = ("shrinker", "new_scan", "total_scan", "retval")
+
+
+def shrinker_invocations(
+    trace, intervals: pl.DataFrame, *, lost_lines: Sequence[int] = ()
+) -> tuple[pl.DataFrame, StallIntervals]:
+    """One row per ``do_shrink_slab()`` call with its context and object counts.
+
+    Returns the invocation frame and the raw pairing (its report counts unpaired starts and
+    ends). ``shrinker_mismatch`` marks pairs whose start and end name different shrinkers.
+    """
+    paired = pair_intervals(
+        trace.events("mm_shrink_slab_start"),
+        trace.events("mm_shrink_slab_end"),
+        kind="shrink_slab",
+        begin_fields=_START_FIELDS,
+        end_fields=_END_FIELDS,
+        lost_lines=lost_lines,
+    )
+    closed = paired.intervals.filter(pl.col("status") == "closed")
+    if closed.is_empty():
+        return _empty_invocations(), paired
+    labelled = label_context(closed.rename({"begin_ts_ns": "ts_ns"}), intervals)
+    frame = labelled.select(
+        "shrinker",
+        "nid",
+        "context",
+        "pid",
+        "comm",
+        "ts_ns",
+        "duration_ns",
+        "priority",
+        pl.col("nr_objects_to_shrink").alias("deferred_in_objects"),
+        pl.col("delta").alias("delta_objects"),
+        pl.col("cache_items").alias("freeable_objects"),
+        pl.col("total_scan").alias("to_scan_objects"),
+        (pl.col("total_scan") - pl.col("end_total_scan"))
+        .clip(lower_bound=0)
+        .alias("scanned_objects"),
+        pl.col("end_retval").alias("freed_objects"),
+        pl.col("end_new_scan").alias("deferred_out_objects"),
+        (pl.col("shrinker") != pl.col("end_shrinker")).alias("shrinker_mismatch"),
+        "lost_events_inside",
+    )
+    return frame, paired
+
+
+def _empty_invocations() -> pl.DataFrame:
+    ints = (
+        "nid",
+        "ts_ns",
+        "duration_ns",
+        "priority",
+        "deferred_in_objects",
+        "delta_objects",
+        "freeable_objects",
+        "to_scan_objects",
+        "scanned_objects",
+        "freed_objects",
+        "deferred_out_objects",
+    )
+    schema: dict[str, pl.DataType] = {
+        "shrinker": pl.String(),
+        "context": pl.String(),
+        "pid": pl.Int32(),
+        "comm": pl.String(),
+        "shrinker_mismatch": pl.Boolean(),
+        "lost_events_inside": pl.Boolean(),
+    }
+    schema.update({name: pl.Int64() for name in ints})
+    return pl.DataFrame(schema=schema)
+
+
+def shrinker_table(invocations: pl.DataFrame) -> pl.DataFrame:
+    """Per shrinker symbol and context: sums of the invocation counts (objects).
+
+    ``inherited_share`` = deferred_in / (deferred_in + delta): how much of what this context
+    was asked to scan was other contexts' deferred work.
+    """
+    sums = [
+        "deferred_in_objects",
+        "delta_objects",
+        "to_scan_objects",
+        "scanned_objects",
+        "freed_objects",
+        "deferred_out_objects",
+    ]
+    return (
+        invocations.group_by("shrinker", "context")
+        .agg(
+            pl.len().alias("invocations"),
+            *[pl.col(c).sum() for c in sums],
+            lost_affected=pl.col("lost_events_inside").sum(),
+        )
+        .with_columns(
+            inherited_share=pl.when(
+                (pl.col("deferred_in_objects") + pl.col("delta_objects")) > 0
+            ).then(
+                pl.col("deferred_in_objects")
+                / (pl.col("deferred_in_objects") + pl.col("delta_objects"))
+            )
+        )
+        .sort("shrinker", "context")
+    )
+
+
+def deferred_backlog(end: pl.DataFrame) -> pl.DataFrame:
+    """The deferred counter over time: ``new_scan`` of every ``mm_shrink_slab_end`` as
+    ``deferred_objects`` per ``shrinker`` and ``nid`` (``ts_ns`` ordered)."""
+    return end.select(
+        "ts_ns", "shrinker", "nid", pl.col("new_scan").alias("deferred_objects")
+    ).sort("ts_ns")
+
+
+def work_distribution(invocations: pl.DataFrame) -> pl.DataFrame:
+    """Per context: how invocations' work is spread, and who took the deferred work.
+
+    Columns: ``invocations``, ``took_deferred`` (invocations with deferred_in > 0),
+    ``deferred_taken_share`` (this context's share of all deferred objects taken),
+    ``max_deferred_in_objects``, ``pct50_scanned_objects``, ``pct99_scanned_objects``
+    (mmtests nearest rank), ``max_scanned_objects``.
+    """
+    total_taken = int(invocations["deferred_in_objects"].sum() or 0)
+    rows = []
+    for (context,), group in invocations.group_by("context", maintain_order=True):
+        scanned = np.sort(group["scanned_objects"].fill_null(0).to_numpy())
+        ones = np.ones(scanned.size, dtype=np.int64)
+        taken = int(group["deferred_in_objects"].sum() or 0)
+        rows.append(
+            {
+                "context": context,
+                "invocations": group.height,
+                "took_deferred": int((group["deferred_in_objects"] > 0).sum()),
+                "deferred_taken_share": taken / total_taken if total_taken else None,
+                "max_deferred_in_objects": group["deferred_in_objects"].max(),
+                "pct50_scanned_objects": nearest_rank(scanned, ones, 50),
+                "pct99_scanned_objects": nearest_rank(scanned, ones, 99),
+                "max_scanned_objects": int(scanned[-1]),
+            }
+        )
+    schema = {
+        "context": pl.String(),
+        "invocations": pl.Int64(),
+        "took_deferred": pl.Int64(),
+        "deferred_taken_share": pl.Float64(),
+        "max_deferred_in_objects": pl.Int64(),
+        "pct50_scanned_objects": pl.Float64(),
+        "pct99_scanned_objects": pl.Float64(),
+        "max_scanned_objects": pl.Int64(),
+    }
+    return pl.DataFrame(rows, schema=schema).sort("context")
