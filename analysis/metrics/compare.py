@@ -1,0 +1,117 @@
+"""Ops rows across runs and iterations: mmtests' comparison, without its shortcuts.
+
+mmtests prints the *minimum* over iterations for an Ops row; here every iteration is
+kept, each run is summarised by mean ± sample standard deviation (n−1) over its
+iterations, and the change of the mean against the first run uses mmtests' sign
+convention (positive = better; see :func:`change_pct`).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+
+from analysis.errors import InputError
+from analysis.ingest.mmtests import Iteration, Run
+from analysis.metrics.reclaim import HIGHER, OPS, Elapsed, OpsReport, ops_report
+
+__all__ = ["Comparison", "RowSummary", "change_pct", "compare_runs", "iteration_report"]
+
+
+def change_pct(base: float | None, new: float | None, better: str) -> float | None:
+    """mmtests' % column: ``new·100/base − 100`` when higher is better, ``100 − new·100/base``
+    when lower is better, so that a positive value always means "better". None when the
+    base is 0 or either value is missing.
+
+    >>> round(change_pct(31.4003, 2661.0198, "lower"), 2)  # seed 000, Amean mmap-4
+    -8374.52
+    """
+    if base is None or new is None or base == 0:
+        return None
+    ratio = new * 100 / base
+    return ratio - 100 if better == HIGHER else 100 - ratio
+
+
+def _test_of(iteration: Iteration, test: str | None) -> str:
+    tests = iteration.tests
+    if test is not None:
+        if tests and test not in tests:
+            raise InputError(iteration.path, f"no test {test!r}; tests here: {', '.join(tests)}")
+        return test
+    if len(tests) == 1:
+        return tests[0]
+    if not tests:
+        raise InputError(iteration.path, "no tests-timestamp and no proc-vmstat monitor")
+    raise InputError(iteration.path, f"several tests ({', '.join(tests)}): choose one with --test")
+
+
+def iteration_report(
+    iteration: Iteration, test: str | None = None, elapsed: float | None = None
+) -> OpsReport:
+    """The Ops table of one iteration (velocity over its best-known elapsed time)."""
+    name = _test_of(iteration, test)
+    base = Elapsed(elapsed, "command line") if elapsed else iteration.elapsed(name)
+    return ops_report(iteration.vmstat(name), base)
+
+
+@dataclass(frozen=True)
+class RowSummary:
+    """One Ops row of one run: every iteration's value and their mean ± sd."""
+
+    run: str
+    label: str
+    unit: str
+    better: str
+    values: tuple[float | None, ...]
+    mean: float | None
+    sd: float | None
+    change_pct: float | None
+
+    @property
+    def n(self) -> int:
+        """Iterations with a value (a row can be missing in some, e.g. nothing scanned)."""
+        return sum(v is not None for v in self.values)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Ops rows of several runs; ``rows`` is label-major, runs in the order given."""
+
+    runs: tuple[str, ...]
+    reports: tuple[tuple[OpsReport, ...], ...]
+    rows: tuple[RowSummary, ...]
+
+    def row(self, label: str, run: str) -> RowSummary:
+        return next(r for r in self.rows if r.label == label and r.run == run)
+
+
+def _summary(values: list[float | None]) -> tuple[float | None, float | None]:
+    present = [v for v in values if v is not None and not math.isnan(v)]
+    mean = statistics.fmean(present) if present else None
+    sd = statistics.stdev(present) if len(present) >= 2 else None
+    return mean, sd
+
+
+def compare_runs(
+    runs: tuple[Run, ...], test: str | None = None, elapsed: float | None = None
+) -> Comparison:
+    """Summarise every Ops row over each run's iterations and compare with the first run."""
+    if not runs:
+        raise ValueError("no runs to compare")
+    reports = tuple(
+        tuple(iteration_report(it, test, elapsed) for it in run.iterations) for run in runs
+    )
+    rows: list[RowSummary] = []
+    for k, op in enumerate(OPS):
+        base_mean = None
+        for r, run in enumerate(runs):
+            values = [rep.rows[k].value for rep in reports[r]]
+            mean, sd = _summary(values)
+            if r == 0:
+                base_mean = mean
+            change = change_pct(base_mean, mean, op.better)
+            rows.append(
+                RowSummary(run.name, op.label, op.unit, op.better, tuple(values), mean, sd, change)
+            )
+    return Comparison(tuple(run.name for run in runs), reports, tuple(rows))

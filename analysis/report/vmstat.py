@@ -1,0 +1,113 @@
+"""Text tables for vmstat Ops rows, in the shape kernel developers paste from mmtests.
+
+Both tables fit 80 columns (two runs for the comparison). Page counts are in pages
+unless the label says otherwise. A missing value prints ``-`` with a footnote saying
+why, instead of a misleading number.
+"""
+
+from __future__ import annotations
+
+from analysis.metrics.compare import Comparison
+from analysis.metrics.reclaim import OpsReport, OpsRow
+
+__all__ = ["format_comparison", "format_ops"]
+
+# Units that the label does not already make plain.
+_SHOWN_UNITS = {"pages/s", "KiB", "objects", "huge pages", "model units"}
+_LABEL_WIDTH = 30
+
+
+def display_label(label: str, unit: str) -> str:
+    """``Kswapd velocity`` → ``Kswapd velocity pages/s``; pages and % stay implicit."""
+    return f"{label} {unit}" if unit in _SHOWN_UNITS else label
+
+
+def _num(value: float | None, width: int = 13) -> str:
+    if value is None:
+        return f"{'-':>{width}}"
+    text = f"{value:.2f}"
+    return f"{text:>{width}}" if len(text) <= width else f"{value:>{width}.6g}"
+
+
+def _pct(change: float | None) -> str:
+    return " (      -)" if change is None else f" ({change:7.2f}%)"
+
+
+class _Footnotes:
+    """Numbered reasons for missing values, each reason numbered once."""
+
+    def __init__(self) -> None:
+        self.reasons: list[str] = []
+
+    def mark(self, reason: str) -> str:
+        if reason not in self.reasons:
+            self.reasons.append(reason)
+        return f"[{self.reasons.index(reason) + 1}]"
+
+    def lines(self) -> list[str]:
+        return [f"[{i}] {reason}" for i, reason in enumerate(self.reasons, start=1)]
+
+
+def _absent(rows: list[OpsRow]) -> list[str]:
+    return [r.label for r in rows if r.note == "counter not in this kernel's vmstat"]
+
+
+def format_ops(report: OpsReport) -> str:
+    """One capture's Ops table: value and footnoted reason where there is none."""
+    elapsed = report.elapsed
+    when = f"{elapsed.seconds:.2f} s" if elapsed.seconds is not None else "unknown"
+    lines = [f"vmstat Ops: {report.source}", f"elapsed {when} ({elapsed.source})", ""]
+    notes = _Footnotes()
+    absent = _absent(list(report.rows))
+    for row in report.rows:
+        if row.label in absent:
+            continue
+        mark = notes.mark(row.note) if row.value is None else ""
+        lines.append(
+            f"Ops {display_label(row.label, row.unit):<{_LABEL_WIDTH}}{_num(row.value, 16)} {mark}"
+        )
+    lines += ["", *notes.lines()]
+    if absent:
+        lines.append(f"Not in this kernel's vmstat: {', '.join(absent)}.")
+    lines += [f"Counter went down: {r}" for r in report.resets]
+    return "\n".join(line.rstrip() for line in lines).rstrip() + "\n"
+
+
+def _sd(value: float | None) -> str:
+    return f"{'' if value is None else '±' + f'{value:.6g}':>13}" + " " * 11
+
+
+def format_comparison(cmp: Comparison) -> str:
+    """Runs side by side: mean over iterations (% change vs the first run, positive =
+    better as in mmtests), and ± sample standard deviation on the line below."""
+    width = 24
+    reports = [rep for reps in cmp.reports for rep in reps]
+    lines = [
+        " " * _LABEL_WIDTH + "".join(f"{run[-width + 1 :]:>{width}}" for run in cmp.runs),
+        f"{'Iterations':<{_LABEL_WIDTH}}" + "".join(f"{len(r):>{width}}" for r in cmp.reports),
+    ]
+    # A row is left out only when no iteration of any run has its counters.
+    absent = set.intersection(*(set(_absent(list(rep.rows))) for rep in reports))
+    notes = _Footnotes()
+    for k, label in enumerate(dict.fromkeys(r.label for r in cmp.rows)):
+        if label in absent:
+            continue
+        cells = [cmp.row(label, run) for run in cmp.runs]
+        mean_line = f"{display_label(label, cells[0].unit):<{_LABEL_WIDTH}}"
+        mean_line += "".join(_num(c.mean) + _pct(c.change_pct) for c in cells)
+        why = next((rep.rows[k].note for rep in reports if rep.rows[k].value is None), "")
+        if why:
+            mean_line += " " + notes.mark(why)
+        lines.append(mean_line.rstrip())
+        if any(c.sd is not None for c in cells):
+            lines.append((" " * _LABEL_WIDTH + "".join(_sd(c.sd) for c in cells)).rstrip())
+    lines += [
+        "",
+        "Mean over iterations (% change vs first run, positive = better), ± sample sd (n-1).",
+        "Pages unless stated. No significance test: each iteration gives one total per row,",
+        "and the spread above is all the evidence there is; see the footnotes for gaps.",
+        *notes.lines(),
+    ]
+    if absent:
+        lines.append(f"Not in this kernel's vmstat: {', '.join(sorted(absent))}.")
+    return "\n".join(lines) + "\n"
