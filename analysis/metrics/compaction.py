@@ -97,4 +97,6 @@ def try_to_compact_by_order(events: pl.DataFrame) -> pl.DataFrame:
     where the kernel prints it, ~5.2+), weighted by ``count`` if present."""
     weight = pl.col("count") if "count" in events.columns else pl.lit(1, dtype=pl.Int64)
     keys = [k for k in ("order", "priority") if k in events.columns]
+    if not keys:
+        return pl.DataFrame(schema={"order": pl.Int64(), "count": pl.Int64()})
     return events.group_by(keys).agg(count=weight.sum()).sort(keys)

@@ -36,7 +36,9 @@ LRU_COUNTERS: dict[str, str] = {
 }
 
 
-def _lru_type() -> pl.Expr:
+def _lru_type(frame: pl.DataFrame) -> pl.Expr:
+    if "flags" not in frame.columns:
+        return pl.lit("unknown")
     flags = pl.col("flags")
     return (
         pl.when(flags.list.contains("RECLAIM_WB_FILE"))
@@ -68,7 +70,7 @@ def lru_table(shrink_inactive: pl.DataFrame) -> pl.DataFrame:
     ]
     return (
         frame.select(
-            "context", _lru_type().alias("lru"), *columns, activated.alias("activated_pages")
+            "context", _lru_type(frame).alias("lru"), *columns, activated.alias("activated_pages")
         )
         .group_by("context", "lru")
         .agg(pl.len().alias("events"), pl.all().sum())

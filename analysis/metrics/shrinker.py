@@ -157,6 +157,15 @@ def shrinker_table(invocations: pl.DataFrame) -> pl.DataFrame:
 def deferred_backlog(end: pl.DataFrame) -> pl.DataFrame:
     """The deferred counter over time: ``new_scan`` of every ``mm_shrink_slab_end`` as
     ``deferred_objects`` per ``shrinker`` and ``nid`` (``ts_ns`` ordered)."""
+    if "new_scan" not in end.columns:
+        return pl.DataFrame(
+            schema={
+                "ts_ns": pl.Int64(),
+                "shrinker": pl.String(),
+                "nid": pl.Int64(),
+                "deferred_objects": pl.Int64(),
+            }
+        )
     return end.select(
         "ts_ns", "shrinker", "nid", pl.col("new_scan").alias("deferred_objects")
     ).sort("ts_ns")

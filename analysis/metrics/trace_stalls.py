@@ -1,0 +1,237 @@
+"""Every reclaim statistic of one trace (or mail histogram) in one pass: :func:`analyse`.
+
+This composes the single-purpose modules (``stalls``, ``throttle``, ``kswapd``,
+``compaction``, ``shrinker``, ``lru``, ``distribution``) over anything shaped like
+``analysis.ingest.ftrace.Trace`` (``events(name)``, ``event_names``, ``lost_events_total``,
+``accounting.lost_events``) or ``analysis.ingest.histogram.Histogram``, and adds the summary
+rows of the kernel's ``Documentation/trace/postprocess/trace-vmscan-postprocess.pl``.
+Every result carries ``lost_events`` of its source; per-row ``lost_affected`` counts rows
+whose interval spans a lost-event marker.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import polars as pl
+
+from analysis.metrics import compaction, kswapd, lru, shrinker, stalls, throttle
+from analysis.metrics.distribution import distribution_table
+
+__all__ = ["StallAnalysis", "analyse", "capture_activity", "vmscan_summary"]
+
+
+@dataclass(frozen=True)
+class StallAnalysis:
+    """All derived frames and reports for one source (field docs in the producing modules)."""
+
+    source: str
+    input_kind: str
+    lost_events: int
+    capture_s: float | None
+    reclaim: Mapping[str, stalls.StallIntervals]
+    throttle_events: pl.DataFrame
+    throttle: pl.DataFrame
+    delay_histogram: pl.DataFrame
+    hz: throttle.HzEstimate
+    kswapd: tuple[kswapd.AwakeReport, ...]
+    kcompactd: tuple[kswapd.AwakeReport, ...]
+    compaction: stalls.StallIntervals
+    compaction_time: pl.DataFrame
+    compaction_status: pl.DataFrame
+    compact_orders: pl.DataFrame
+    shrinker_invocations: pl.DataFrame
+    shrinker: pl.DataFrame
+    shrinker_work: pl.DataFrame
+    shrinker_backlog: pl.DataFrame
+    lru: pl.DataFrame
+    lru_check: pl.DataFrame | None
+    distributions: pl.DataFrame
+    summary: pl.DataFrame
+    histogram_groups: tuple | None
+
+
+def capture_activity(trace) -> pl.DataFrame:
+    """``pid``, ``comm``, ``ts_ns`` of every event in the trace (for daemon activity bounds)."""
+    frames = [
+        trace.events(name).select(
+            pl.col("pid").cast(pl.Int32), "comm", pl.col("ts_ns").cast(pl.Int64)
+        )
+        for name in trace.event_names
+    ]
+    if not frames:
+        return pl.DataFrame(schema={"pid": pl.Int32(), "comm": pl.String(), "ts_ns": pl.Int64()})
+    return pl.concat(frames, how="vertical").filter(pl.col("ts_ns").is_not_null())
+
+
+def _lost_lines(trace) -> list[int]:
+    accounting = getattr(trace, "accounting", None)
+    return [int(entry[2]) for entry in getattr(accounting, "lost_events", ())]
+
+
+def _labelled(trace, name: str, intervals: pl.DataFrame) -> pl.DataFrame:
+    return stalls.label_context(trace.events(name), intervals)
+
+
+def analyse(
+    trace,
+    *,
+    config_hz: int | None = None,
+    vmstat_deltas: Mapping[str, int] | None = None,
+) -> StallAnalysis:
+    """Derive every stall, throttle, daemon, compaction, shrinker and LRU statistic.
+
+    ``config_hz`` (CONFIG_HZ of the capturing kernel, if known) is checked against the HZ
+    inferred from throttle delays; ``vmstat_deltas`` (counter name → delta over the same
+    capture) enables the LRU cross-check.
+    """
+    lost = int(trace.lost_events_total)
+    lost_lines = _lost_lines(trace)
+    is_histogram = hasattr(trace, "groups")
+    reclaim = {} if is_histogram else stalls.reclaim_intervals(trace, lost_lines=lost_lines)
+    intervals = stalls.all_intervals(reclaim)
+    activity = capture_activity(trace)
+    start = activity["ts_ns"].min() if activity.height else None
+    end = activity["ts_ns"].max() if activity.height else None
+
+    t_events = throttle.throttle_events(trace, intervals)
+    daemons: dict[str, tuple[kswapd.AwakeReport, ...]] = {}
+    for daemon, (wake, sleep, _) in kswapd.DAEMONS.items():
+        daemons[daemon] = tuple(
+            kswapd.daemon_awake(
+                trace.events(wake),
+                trace.events(sleep),
+                activity,
+                daemon=daemon,
+                capture_start_ns=int(start or 0),
+                capture_end_ns=int(end or 0),
+                lost_events=lost,
+            )
+            if start is not None
+            else ()
+        )
+    comp = compaction.compaction_intervals(trace, lost_lines=lost_lines)
+    invocations, _ = shrinker.shrinker_invocations(trace, intervals, lost_lines=lost_lines)
+    lru_frame = lru.lru_table(_labelled(trace, "mm_vmscan_lru_shrink_inactive", intervals))
+    series: dict[str, tuple[list[float], list[int] | None]] = {}
+    for context, paired in reclaim.items():
+        closed = paired.intervals.filter(pl.col("status") == "closed")
+        series[f"{context} reclaim"] = ((closed["duration_ns"] / 1e6).to_list(), None)
+    for (context,), group in comp.intervals.filter(pl.col("status") == "closed").group_by(
+        "context", maintain_order=True
+    ):
+        series[f"{context} compaction"] = ((group["duration_ns"] / 1e6).to_list(), None)
+    known = t_events.filter(pl.col("delay_us").is_not_null())
+    for (reason, context), group in known.group_by("reason", "context", maintain_order=True):
+        series[f"throttle {reason} {context}"] = (
+            (group["delay_us"] / 1e3).to_list(),
+            group["count"].to_list(),
+        )
+    analysis = StallAnalysis(
+        source=str(trace.source),
+        input_kind="histogram" if is_histogram else "trace",
+        lost_events=lost,
+        capture_s=(end - start) / 1e9 if start is not None else None,
+        reclaim=reclaim,
+        throttle_events=t_events,
+        throttle=throttle.throttle_table(t_events),
+        delay_histogram=throttle.delay_histogram(t_events),
+        hz=throttle.infer_hz(t_events, config_hz),
+        kswapd=daemons["kswapd"],
+        kcompactd=daemons["kcompactd"],
+        compaction=comp,
+        compaction_time=compaction.compaction_time(comp.intervals),
+        compaction_status=compaction.compaction_status(comp.intervals),
+        compact_orders=compaction.try_to_compact_by_order(
+            trace.events("mm_compaction_try_to_compact_pages")
+        ),
+        shrinker_invocations=invocations,
+        shrinker=shrinker.shrinker_table(invocations),
+        shrinker_work=shrinker.work_distribution(invocations),
+        shrinker_backlog=shrinker.deferred_backlog(trace.events("mm_shrink_slab_end")),
+        lru=lru_frame,
+        lru_check=lru.lru_vs_vmstat(lru_frame, vmstat_deltas) if vmstat_deltas else None,
+        distributions=distribution_table(dict(sorted(series.items()))),
+        summary=pl.DataFrame(),
+        histogram_groups=getattr(trace, "groups", None),
+    )
+    if is_histogram:
+        # A mail histogram has no reclaim intervals, LRU or kswapd events to summarise.
+        return analysis
+    summary = vmscan_summary(
+        analysis,
+        writes=_labelled_writes(trace, intervals),
+        wakeup_requests=_count(trace, "mm_vmscan_wakeup_kswapd"),
+    )
+    return StallAnalysis(**{**analysis.__dict__, "summary": summary})
+
+
+def _count(trace, name: str) -> int:
+    frame = trace.events(name)
+    return int(frame["count"].sum()) if "count" in frame.columns else frame.height
+
+
+def _labelled_writes(trace, intervals: pl.DataFrame) -> pl.DataFrame:
+    """``mm_vmscan_write_folio`` (5.18+; ``mm_vmscan_writepage`` before) with context."""
+    name = (
+        "mm_vmscan_write_folio"
+        if "mm_vmscan_write_folio" in trace.event_names
+        else "mm_vmscan_writepage"
+    )
+    return _labelled(trace, name, intervals)
+
+
+def vmscan_summary(
+    analysis: StallAnalysis, *, writes: pl.DataFrame, wakeup_requests: int
+) -> pl.DataFrame:
+    """The summary of ``trace-vmscan-postprocess.pl`` (seed 002's "FTrace Reclaim
+    Statistics: vmscan"), as ``statistic``, ``value``, ``unit`` rows.
+
+    Pages scanned/reclaimed come from ``mm_vmscan_lru_shrink_inactive`` (the counters vmstat
+    uses), writes from ``mm_vmscan_write_folio``/``writepage`` ``flags``, kswapd awake time is
+    the lower bound of :mod:`analysis.metrics.kswapd` (its upper bound on the next row).
+    """
+
+    def lru_sum(column: str, context: str) -> int:
+        return int(analysis.lru.filter(pl.col("context") == context)[column].sum() or 0)
+
+    def write_count(context: str, lru_flag: str) -> int:
+        if writes.is_empty() or "flags" not in writes.columns:
+            return 0
+        return writes.filter(
+            (pl.col("context") == context) & pl.col("flags").list.contains(lru_flag)
+        ).height
+
+    direct = analysis.reclaim.get("direct")
+    rows = [
+        ("Direct reclaims", direct.report.count if direct else 0, "count"),
+        ("Direct reclaim pages scanned", lru_sum("scanned_pages", "direct"), "pages"),
+        ("Direct reclaim pages reclaimed", lru_sum("reclaimed_pages", "direct"), "pages"),
+        ("Direct reclaim write file I/O", write_count("direct", "RECLAIM_WB_FILE"), "pages"),
+        ("Direct reclaim write anon I/O", write_count("direct", "RECLAIM_WB_ANON"), "pages"),
+        ("Wake kswapd requests", wakeup_requests, "count"),
+        ("Kswapd wakeups", sum(r.wakes - r.rewakes for r in analysis.kswapd), "count"),
+        ("Kswapd re-wakes while awake", sum(r.rewakes for r in analysis.kswapd), "count"),
+        ("Kswapd pages scanned", lru_sum("scanned_pages", "kswapd"), "pages"),
+        ("Kswapd pages reclaimed", lru_sum("reclaimed_pages", "kswapd"), "pages"),
+        ("Kswapd reclaim write file I/O", write_count("kswapd", "RECLAIM_WB_FILE"), "pages"),
+        ("Kswapd reclaim write anon I/O", write_count("kswapd", "RECLAIM_WB_ANON"), "pages"),
+        ("Time stalled direct reclaim", direct.report.total_s if direct else 0.0, "s"),
+        ("Time kswapd awake (lower bound)", sum(r.awake_s for r in analysis.kswapd), "s"),
+        ("Time kswapd awake (upper bound)", sum(r.awake_upper_s for r in analysis.kswapd), "s"),
+    ]
+    memcg = analysis.reclaim.get("memcg")
+    if memcg:
+        rows += [
+            ("Memcg reclaims", memcg.report.count, "count"),
+            ("Memcg reclaim pages scanned", lru_sum("scanned_pages", "memcg"), "pages"),
+            ("Time stalled memcg reclaim", memcg.report.total_s, "s"),
+        ]
+    return pl.DataFrame(
+        {
+            "statistic": [r[0] for r in rows],
+            "value": [float(r[1]) for r in rows],
+            "unit": [r[2] for r in rows],
+        }
+    )
