@@ -170,7 +170,7 @@ def format_analysis(a: StallAnalysis) -> str:
     if a.histogram_groups:
         out.append("Histogram groups (blocks of the text; label = the prose above)")
         for g in a.histogram_groups:
-            label = g.context or (g.label[:44] if g.label else "-")
+            label = g.context or (g.label[:41] if g.label else "-")
             lines = f"{g.first_line}-{g.last_line}"
             out.append(f"  group {g.group:<3} lines {lines:<10}{g.total_count:>9}  {label}")
         out.append("")
