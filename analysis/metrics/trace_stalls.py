@@ -67,7 +67,7 @@ def capture_activity(trace) -> pl.DataFrame:
 
 def _lost_lines(trace) -> list[int]:
     accounting = getattr(trace, "accounting", None)
-    return [int(entry[2]) for entry in getattr(accounting, "lost_events", ())]
+    return [int(entry.line) for entry in getattr(accounting, "lost_events", ())]
 
 
 def _labelled(trace, name: str, intervals: pl.DataFrame) -> pl.DataFrame:
