@@ -18,6 +18,8 @@ from analysis.errors import InputError
 # imports do not slow down another.
 COMMAND_MODULES = (
     "analysis.commands.vmstat",
+    "analysis.commands.capture",
+    "analysis.commands.stalls",
 )
 
 
