@@ -7,6 +7,8 @@ why, instead of a misleading number.
 
 from __future__ import annotations
 
+import textwrap
+
 from analysis.metrics.compare import Comparison
 from analysis.metrics.reclaim import OpsReport, OpsRow
 
@@ -45,7 +47,15 @@ class _Footnotes:
         return f"[{self.reasons.index(reason) + 1}]"
 
     def lines(self) -> list[str]:
-        return [f"[{i}] {reason}" for i, reason in enumerate(self.reasons, start=1)]
+        return [
+            line
+            for i, reason in enumerate(self.reasons, start=1)
+            for line in _wrapped(f"[{i}] {reason}")
+        ]
+
+
+def _wrapped(text: str) -> list[str]:
+    return textwrap.wrap(text, 80, subsequent_indent="    ")
 
 
 def _absent(rows: list[OpsRow]) -> list[str]:
@@ -67,9 +77,9 @@ def format_ops(report: OpsReport) -> str:
             f"Ops {display_label(row.label, row.unit):<{_LABEL_WIDTH}}{_num(row.value, 16)} {mark}"
         )
     lines += ["", *notes.lines()]
-    if absent:
-        lines.append(f"Not in this kernel's vmstat: {', '.join(absent)}.")
-    lines += [f"Counter went down: {r}" for r in report.resets]
+    lines += _wrapped(f"Not in this kernel's vmstat: {', '.join(absent)}." if absent else "")
+    for reset in report.resets:
+        lines += _wrapped(f"Counter went down: {reset}")
     return "\n".join(line.rstrip() for line in lines).rstrip() + "\n"
 
 
@@ -93,21 +103,23 @@ def format_comparison(cmp: Comparison) -> str:
         if label in absent:
             continue
         cells = [cmp.row(label, run) for run in cmp.runs]
-        mean_line = f"{display_label(label, cells[0].unit):<{_LABEL_WIDTH}}"
-        mean_line += "".join(_num(c.mean) + _pct(c.change_pct) for c in cells)
         why = next((rep.rows[k].note for rep in reports if rep.rows[k].value is None), "")
-        if why:
-            mean_line += " " + notes.mark(why)
+        mean_line = f"{display_label(label, cells[0].unit):<{_LABEL_WIDTH}}"
+        for cell in cells:
+            # A cell without a mean carries the footnote in its % slot.
+            mark = f"{notes.mark(why):>11}" if cell.mean is None else _pct(cell.change_pct)
+            mean_line += _num(cell.mean) + mark
         lines.append(mean_line.rstrip())
         if any(c.sd is not None for c in cells):
             lines.append((" " * _LABEL_WIDTH + "".join(_sd(c.sd) for c in cells)).rstrip())
     lines += [
         "",
-        "Mean over iterations (% change vs first run, positive = better), ± sample sd (n-1).",
-        "Pages unless stated. No significance test: each iteration gives one total per row,",
-        "and the spread above is all the evidence there is; see the footnotes for gaps.",
+        "Mean over iterations (% change vs first run; positive = better, as in mmtests),",
+        "± sample sd (n-1) below. Pages unless stated. Not tested for significance: each",
+        "iteration gives one total per row, and fewer than 3 per run cannot show a change.",
         *notes.lines(),
     ]
-    if absent:
-        lines.append(f"Not in this kernel's vmstat: {', '.join(sorted(absent))}.")
+    lines += _wrapped(
+        f"Not in this kernel's vmstat: {', '.join(sorted(absent))}." if absent else ""
+    )
     return "\n".join(lines) + "\n"
