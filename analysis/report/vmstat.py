@@ -55,7 +55,9 @@ class _Footnotes:
 
 
 def _wrapped(text: str) -> list[str]:
-    return textwrap.wrap(text, 80, subsequent_indent="    ")
+    return textwrap.wrap(
+        text, 80, subsequent_indent="    " if text.startswith(("[", "Not")) else ""
+    )
 
 
 def _absent(rows: list[OpsRow]) -> list[str]:
@@ -114,9 +116,12 @@ def format_comparison(cmp: Comparison) -> str:
             lines.append((" " * _LABEL_WIDTH + "".join(_sd(c.sd) for c in cells)).rstrip())
     lines += [
         "",
-        "Mean over iterations (% change vs first run; positive = better, as in mmtests),",
-        "± sample sd (n-1) below. Pages unless stated. Not tested for significance: each",
-        "iteration gives one total per row, and fewer than 3 per run cannot show a change.",
+        *_wrapped(
+            "Mean over iterations (% change vs first run; positive = better, as in "
+            "mmtests), ± sample sd (n-1) below. Pages unless stated. Not tested for "
+            "significance: each iteration gives one total per row, and with fewer than 3 "
+            "iterations per run no change can be shown."
+        ),
         *notes.lines(),
     ]
     lines += _wrapped(
