@@ -54,10 +54,8 @@ class _Footnotes:
         ]
 
 
-def _wrapped(text: str) -> list[str]:
-    return textwrap.wrap(
-        text, 80, subsequent_indent="    " if text.startswith(("[", "Not")) else ""
-    )
+def _wrapped(text: str, indent: str = "    ") -> list[str]:
+    return textwrap.wrap(text, 80, subsequent_indent=indent)
 
 
 def _absent(rows: list[OpsRow]) -> list[str]:
@@ -120,7 +118,8 @@ def format_comparison(cmp: Comparison) -> str:
             "Mean over iterations (% change vs first run; positive = better, as in "
             "mmtests), ± sample sd (n-1) below. Pages unless stated. Not tested for "
             "significance: each iteration gives one total per row, and with fewer than 3 "
-            "iterations per run no change can be shown."
+            "iterations per run no change can be shown.",
+            indent="",
         ),
         *notes.lines(),
     ]
