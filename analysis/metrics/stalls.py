@@ -258,7 +258,10 @@ def label_context(events: pl.DataFrame, intervals: pl.DataFrame) -> pl.DataFrame
         return events.with_columns(context=given.fill_null(pl.format("group {}", pl.col("group"))))
     left = indexed.select("_row", "pid", "ts_ns").sort("ts_ns")
     right = intervals.with_columns(pl.col("pid").cast(left.schema["pid"])).sort("begin_ts_ns")
-    joined = left.join_asof(right, left_on="ts_ns", right_on="begin_ts_ns", by="pid")
+    # Both sides are sorted on the asof keys just above; polars cannot verify it per group.
+    joined = left.join_asof(
+        right, left_on="ts_ns", right_on="begin_ts_ns", by="pid", check_sortedness=False
+    )
     inside = pl.col("kind").is_not_null() & (
         pl.col("end_ts_ns").is_null() | (pl.col("ts_ns") <= pl.col("end_ts_ns"))
     )
