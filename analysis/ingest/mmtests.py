@@ -134,8 +134,8 @@ class Iteration:
         if times and times.elapsed_s:
             return Elapsed(times.elapsed_s, "tests-timestamp time ::")
         meta = self.metadata
-        if meta.get("start_epoch") and meta.get("end_epoch"):
-            return Elapsed(meta["end_epoch"] - meta["start_epoch"], "mmlab.json")
+        if meta.get("start_epoch_s") and meta.get("end_epoch_s"):
+            return Elapsed(meta["end_epoch_s"] - meta["start_epoch_s"], "mmlab.json")
         if times and times.begin_epoch and times.end_epoch:
             return Elapsed(times.end_epoch - times.begin_epoch, "tests-timestamp begin/end")
         monitor = self.vmstat_monitor(test)
