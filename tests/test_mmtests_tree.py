@@ -130,3 +130,16 @@ def test_cli_vmstat_on_iteration_and_run(work_log, capsys):
     assert run["metrics"]["Kswapd efficiency %"] == pytest.approx(55.0)
     assert run["n"]["Kswapd efficiency %"] == 2
     assert len(run["iterations"]) == 2
+
+
+def test_monitor_series_rates_per_interval(work_log):
+    from analysis.metrics.compare import monitor_series
+
+    rates = monitor_series(mmtests.find_runs(work_log))
+    # Only "patched" has monitors; its iter-0 scanned 800 pages over 2 s, 400 each second.
+    patched0 = rates.filter((rates["run"] == "patched") & (rates["iteration"] == 0))
+    assert patched0["context"].unique().to_list() == ["Kswapd"]
+    assert patched0["scanned_pages_per_s"].to_list() == [400.0, 400.0]
+    assert patched0["reclaimed_pages_per_s"].to_list() == [300.0, 300.0]
+    assert patched0["efficiency_pct"].to_list() == [75.0, 75.0]
+    assert set(rates["run"]) == {"patched"}

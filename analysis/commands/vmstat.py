@@ -11,7 +11,7 @@ import polars as pl
 from analysis.errors import InputError
 from analysis.ingest import mmtests, vmstat
 from analysis.metrics.compare import Comparison, compare_runs, iteration_report
-from analysis.metrics.reclaim import Elapsed, OpsReport, interval_series, ops_report
+from analysis.metrics.reclaim import CONTEXTS, Elapsed, OpsReport, interval_series, ops_report
 from analysis.report.vmstat import format_comparison, format_ops
 
 
@@ -49,11 +49,7 @@ def _print_json(obj) -> None:
 
 def _series_text(series: pl.DataFrame) -> str:
     """Per-interval rows, contexts that never scanned left out, 80 columns."""
-    contexts = [
-        ctx
-        for ctx in ("Kswapd", "Direct", "Cgroup-limit")
-        if (series[f"{ctx} pages scanned"].fill_null(0) > 0).any()
-    ]
+    contexts = [ctx for ctx in CONTEXTS if series[f"{ctx} pages scanned"].fill_null(0).sum() > 0]
     head = f"{'t_s':>8}{'dt_s':>6}" + "".join(
         f"{ctx[:6] + ' scan':>12}{'reclaim':>9}{'eff%':>6}" for ctx in contexts
     )

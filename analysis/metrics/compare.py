@@ -12,11 +12,28 @@ import math
 import statistics
 from dataclasses import dataclass
 
+import polars as pl
+
 from analysis.errors import InputError
 from analysis.ingest.mmtests import Iteration, Run
-from analysis.metrics.reclaim import HIGHER, OPS, Elapsed, OpsReport, ops_report
+from analysis.metrics.reclaim import (
+    HIGHER,
+    OPS,
+    Elapsed,
+    OpsReport,
+    interval_series,
+    ops_report,
+    reclaim_rates,
+)
 
-__all__ = ["Comparison", "RowSummary", "change_pct", "compare_runs", "iteration_report"]
+__all__ = [
+    "Comparison",
+    "RowSummary",
+    "change_pct",
+    "compare_runs",
+    "iteration_report",
+    "monitor_series",
+]
 
 
 def change_pct(base: float | None, new: float | None, better: str) -> float | None:
@@ -115,3 +132,22 @@ def compare_runs(
                 RowSummary(run.name, op.label, op.unit, op.better, tuple(values), mean, sd, change)
             )
     return Comparison(tuple(run.name for run in runs), reports, tuple(rows))
+
+
+def monitor_series(runs: tuple[Run, ...], test: str | None = None) -> pl.DataFrame:
+    """Per-interval reclaim rates (:func:`reclaim_rates`) of every iteration's vmstat
+    monitor, with ``run`` and ``iteration`` columns; iterations without a monitor are
+    left out."""
+    frames = []
+    for run in runs:
+        for it in run.iterations:
+            monitor = it.vmstat_monitor(_test_of(it, test))
+            if monitor is None or len(monitor) < 2:
+                continue
+            rates = reclaim_rates(interval_series(monitor)[0])
+            frames.append(
+                rates.with_columns(
+                    pl.lit(run.name).alias("run"), pl.lit(it.index).alias("iteration")
+                )
+            )
+    return pl.concat(frames) if frames else pl.DataFrame()

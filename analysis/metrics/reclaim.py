@@ -334,3 +334,34 @@ def interval_series(samples: Samples) -> tuple[pl.DataFrame, tuple[CounterReset,
     values = _evaluate(canon, pl.col("dt_s"), SERIES_OPS)
     base = canon.select("interval", (pl.col("epoch_s") - t0).alias("t_s"), "dt_s")
     return pl.concat([base, values], how="horizontal"), resets
+
+
+CONTEXTS = ("Kswapd", "Direct", "Cgroup-limit")
+
+
+def reclaim_rates(series: pl.DataFrame) -> pl.DataFrame:
+    """A per-interval series (:func:`interval_series`) in long form, one row per interval
+    and reclaim context that scanned anything in the capture: ``t_s``, ``context``,
+    ``scanned_pages_per_s``, ``reclaimed_pages_per_s`` and ``efficiency_pct``."""
+    parts = [
+        series.select(
+            "t_s",
+            pl.lit(ctx).alias("context"),
+            (pl.col(f"{ctx} pages scanned") / pl.col("dt_s")).alias("scanned_pages_per_s"),
+            (pl.col(f"{ctx} pages reclaimed") / pl.col("dt_s")).alias("reclaimed_pages_per_s"),
+            pl.col(f"{ctx} efficiency %").alias("efficiency_pct"),
+        )
+        for ctx in CONTEXTS
+        if series[f"{ctx} pages scanned"].fill_null(0).sum() > 0
+    ]
+    if not parts:
+        return pl.DataFrame(
+            schema={
+                "t_s": pl.Float64,
+                "context": pl.String,
+                "scanned_pages_per_s": pl.Float64,
+                "reclaimed_pages_per_s": pl.Float64,
+                "efficiency_pct": pl.Float64,
+            }
+        )
+    return pl.concat(parts)
