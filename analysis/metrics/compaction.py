@@ -95,8 +95,8 @@ def compaction_status(intervals: pl.DataFrame) -> pl.DataFrame:
 def try_to_compact_by_order(events: pl.DataFrame) -> pl.DataFrame:
     """``mm_compaction_try_to_compact_pages`` calls per allocation ``order`` (and ``priority``
     where the kernel prints it, ~5.2+), weighted by ``count`` if present."""
-    weight = pl.col("count") if "count" in events.columns else pl.lit(1, dtype=pl.Int64)
+    weight = pl.col("count").sum() if "count" in events.columns else pl.len().cast(pl.Int64)
     keys = [k for k in ("order", "priority") if k in events.columns]
     if not keys:
         return pl.DataFrame(schema={"order": pl.Int64(), "count": pl.Int64()})
-    return events.group_by(keys).agg(count=weight.sum()).sort(keys)
+    return events.group_by(keys).agg(count=weight).sort(keys)

@@ -126,6 +126,20 @@ def awake_time(
     return counts, lower, upper
 
 
+def _node_events(frame: pl.DataFrame, kind: str) -> pl.DataFrame:
+    """``nid``, ``pid``, ``ts_ns``, ``line``, ``kind`` of wake or sleep events; an absent
+    event (an empty frame without the event's fields) gives an empty typed frame."""
+    if "nid" not in frame.columns:
+        frame = frame.with_columns(nid=pl.lit(None, dtype=pl.Int64))
+    return frame.select(
+        pl.col("nid").cast(pl.Int64),
+        pl.col("pid").cast(pl.Int32),
+        pl.col("ts_ns").cast(pl.Int64),
+        pl.col("line").cast(pl.Int64),
+        kind=pl.lit(kind),
+    )
+
+
 def daemon_awake(
     wake: pl.DataFrame,
     sleep: pl.DataFrame,
@@ -145,10 +159,7 @@ def daemon_awake(
     """
     pattern = DAEMONS[daemon][2]
     events = pl.concat(
-        [
-            wake.select("nid", "pid", "ts_ns", "line", kind=pl.lit("wake")),
-            sleep.select("nid", "pid", "ts_ns", "line", kind=pl.lit("sleep")),
-        ],
+        [_node_events(wake, "wake"), _node_events(sleep, "sleep")],
         how="vertical_relaxed",
     ).sort("ts_ns", "line")
     by_comm = (

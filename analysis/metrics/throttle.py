@@ -194,9 +194,12 @@ def infer_hz(events: pl.DataFrame, config_hz: int | None = None) -> HzEstimate:
     jiffy = reduce(math.gcd, delays)
     hz: float | None = 1e6 / jiffy
     method = "gcd"
-    if 1_000_000 % jiffy:
+    if 1_000_000 % jiffy or jiffy < 1000:
+        # Not a whole number of jiffies per second, or faster than any Kconfig HZ: the delays
+        # were rounded by jiffies_to_usecs (HZ=300), so find a Kconfig HZ that explains them.
         fits = [h for h in KCONFIG_HZ if _explains(h, delays)]
-        hz, method = (float(min(fits)), "rounded") if fits else (hz, "gcd")
+        if fits:
+            hz, method = float(min(fits)), "rounded"
     if config_hz is None:
         verdict = "no kconfig"
     else:
