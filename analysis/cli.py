@@ -20,6 +20,7 @@ COMMAND_MODULES = (
     "analysis.commands.vmstat",
     "analysis.commands.capture",
     "analysis.commands.stalls",
+    "analysis.commands.ingest",
 )
 
 

@@ -1,0 +1,122 @@
+"""``mmlab ingest``: trace text → cached per-event Parquet, and the account of every line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from analysis.errors import InputError
+from analysis.ingest import ftrace
+
+SUFFIXES = ("", ".txt", ".trace", ".gz", ".zst", ".xz", ".bz2")
+PROGRESS_MIN_BYTES = 64 << 20
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "ingest",
+        help="parse ftrace/trace-cmd/perf text into typed per-event tables (cached)",
+        description="PATH is a trace text file (plain, gz, zst, xz or bz2) or a directory of "
+        "them (files named ftrace*, *.trace, *trace*.txt and compressed forms). Prints where "
+        "every line went: events per name, headers, blanks, lost-event markers, unparsed.",
+    )
+    p.add_argument("paths", type=Path, nargs="+", metavar="PATH")
+    p.add_argument("--out", type=Path, help="cache directory (default build/ingest)")
+    p.add_argument("--scheduler", help="Dask scheduler address: spread files over that cluster")
+    p.add_argument("--json", action="store_true", help="print the accounting as JSON")
+    p.set_defaults(func=run)
+
+
+def _inputs(paths: list[Path]) -> list[Path]:
+    """Files named on the command line, directories expanded to their trace files."""
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found = sorted(
+                p
+                for p in path.rglob("*")
+                if p.is_file()
+                and not p.name.endswith(".start")
+                and ("ftrace" in p.name or "trace" in p.name)
+                and any(p.name.endswith(s) for s in SUFFIXES if s)
+            )
+            if not found:
+                raise InputError(path, "directory holds no trace files")
+            files.extend(found)
+        elif path.exists():
+            files.append(path)
+        else:
+            raise InputError(path, "no such file or directory")
+    return files
+
+
+def _progress(path: Path):
+    """A rich progress bar (bytes, lines/s) on stderr for long inputs on a terminal."""
+    if not sys.stderr.isatty() or path.stat().st_size < PROGRESS_MIN_BYTES:
+        return None, None
+    from rich.progress import BarColumn, Progress, TextColumn, TransferSpeedColumn
+
+    bar = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TransferSpeedColumn(),
+        TextColumn("{task.fields[lines_s]:,.0f} lines/s"),
+        transient=True,
+    )
+    task = bar.add_task(path.name, total=None, lines_s=0.0)
+    start = time.monotonic()
+
+    def update(nbytes: int, lines: int) -> None:
+        rate = lines / max(time.monotonic() - start, 1e-9)
+        bar.update(task, advance=nbytes, lines_s=rate)
+
+    return bar, update
+
+
+def format_accounting(acc: dict) -> str:
+    """Human-readable accounting of one ingest."""
+    out = [f"{acc['source']}: {acc['lines']:,} lines, {acc['bytes'] / 1e6:,.1f} MB"]
+    for name, n in sorted(acc["events"].items(), key=lambda kv: -kv[1]):
+        out.append(f"  {n:>12,}  {name}")
+    out.append(f"  {acc['header_lines']:>12,}  header lines")
+    out.append(f"  {acc['blank_lines']:>12,}  blank lines")
+    out.append(f"  {acc['stack_lines']:>12,}  stack-trace lines")
+    lost = acc["lost_events"]
+    out.append(
+        f"  {len(lost):>12,}  lost-event markers ({acc['lost_events_total']:,} events lost"
+        + (", some counts unknown" if any(x["count"] is None for x in lost) else "")
+        + ")"
+    )
+    for x in lost[:10]:
+        out.append(f"                  cpu {x['cpu']} lost {x['count']} before line {x['line']}")
+    out.append(f"  {acc['unparsed']:>12,}  unparsed lines")
+    for reason, u in acc["unparsed_samples"].items():
+        out.append(f"      {u['count']:,} {reason}; lines {', '.join(map(str, u['lines'][:10]))}")
+        out.extend(f"        | {sample[:100]}" for sample in u["samples"][:3])
+    if acc["invalid_utf8_lines"]:
+        out.append(f"  ({acc['invalid_utf8_lines']:,} lines held invalid UTF-8, shown as U+FFFD)")
+    if acc["truncated_final_line"]:
+        out.append("  (the last line has no newline: truncated capture?)")
+    return "\n".join(out)
+
+
+def run(args: argparse.Namespace) -> int:
+    files = _inputs(args.paths)
+    if len(files) == 1 and args.scheduler is None:
+        bar, update = _progress(files[0])
+        if bar is not None:
+            with bar:
+                trace = ftrace.read(files[0], cache_dir=args.out, progress=update)
+        else:
+            trace = ftrace.read(files[0], cache_dir=args.out)
+        results = [trace.accounting.to_json()]
+    else:
+        results = ftrace.ingest(files, cache_dir=args.out, scheduler=args.scheduler)
+    if args.json:
+        print(json.dumps(results[0] if len(results) == 1 else results, indent=2))
+    else:
+        print("\n\n".join(format_accounting(acc) for acc in results))
+    return 0

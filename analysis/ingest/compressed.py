@@ -1,0 +1,139 @@
+"""Open plain, gzip, zstd, xz or bzip2 text by its magic bytes, with errors that name the file.
+
+Captures arrive compressed in every way mmtests and people use (``ftrace-<test>.gz``,
+``.zst`` from ``mmlab capture``, ``.xz``/``.bz2`` attachments). The compression is
+detected from the first bytes, not the suffix, because renamed files are common.
+A truncated or corrupt stream raises :class:`~analysis.errors.InputError` with the
+byte offset in the *compressed* file where decoding failed. While reading, the raw
+(compressed) bytes are hashed so the ingest cache can key on the content.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import hashlib
+import lzma
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+import zstandard
+
+from analysis.errors import InputError
+
+__all__ = ["Block", "detect_compression", "iter_blocks", "sha256_file"]
+
+MAGIC = {
+    b"\x1f\x8b": "gzip",
+    b"\x28\xb5\x2f\xfd": "zstd",
+    b"\xfd7zXZ\x00": "xz",
+    b"BZh": "bzip2",
+}
+HASH_BLOCK = 8 << 20
+
+
+def detect_compression(head: bytes) -> str:
+    """Name of the compression whose magic number starts ``head`` (``"plain"`` if none)."""
+    for magic, name in MAGIC.items():
+        if head.startswith(magic):
+            return name
+    return "plain"
+
+
+class _HashingReader:
+    """Raw file wrapper that hashes and counts every byte the decompressor pulls."""
+
+    def __init__(self, raw: BinaryIO) -> None:
+        self.raw = raw
+        self.offset = 0
+        self.sha = hashlib.sha256()
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.raw.read(size)
+        self.offset += len(data)
+        self.sha.update(data)
+        return data
+
+    def readinto(self, buffer) -> int:
+        data = self.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+    def readable(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        self.raw.close()
+
+
+def _decompressor(kind: str, raw: _HashingReader) -> BinaryIO:
+    if kind == "gzip":
+        return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[arg-type]
+    if kind == "zstd":
+        return zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)  # type: ignore[arg-type]
+    if kind == "xz":
+        return lzma.LZMAFile(raw)  # type: ignore[arg-type]
+    if kind == "bzip2":
+        return bz2.BZ2File(raw)  # type: ignore[arg-type]
+    return raw  # type: ignore[return-value]
+
+
+# Every way a decompressor reports damage; mapped to one InputError.
+_STREAM_ERRORS = (EOFError, OSError, zlib.error, lzma.LZMAError, zstandard.ZstdError, ValueError)
+
+
+@dataclass(frozen=True)
+class Block:
+    """Decompressed text ending at a newline (or at end of input), with its position.
+
+    ``data`` holds whole lines; ``final`` marks the last block, whose last line may lack
+    its newline (a truncated capture).
+    """
+
+    data: bytes
+    final: bool
+
+
+def iter_blocks(path: Path, block_bytes: int, digest: list[str] | None = None) -> Iterator[Block]:
+    """Yield decompressed ``path`` in blocks of about ``block_bytes``, split at newlines.
+
+    When the stream ends, the hex SHA-256 of the raw file is appended to ``digest``.
+    Raises InputError naming the compressed byte offset if the stream is damaged.
+    """
+    with path.open("rb") as fh:
+        kind = detect_compression(fh.read(8))
+        fh.seek(0)
+        raw = _HashingReader(fh)
+        stream = _decompressor(kind, raw)
+        carry = b""
+        try:
+            while True:
+                data = stream.read(block_bytes)
+                if not data:
+                    break
+                data = carry + data
+                cut = data.rfind(b"\n") + 1
+                if cut == 0:
+                    carry = data
+                    continue
+                carry = data[cut:]
+                yield Block(data[:cut], final=False)
+        except _STREAM_ERRORS as exc:
+            raise InputError(
+                path, f"corrupt or truncated {kind} stream: {exc}", offset=raw.offset
+            ) from exc
+        yield Block(carry, final=True)
+        if digest is not None:
+            digest.append(raw.sha.hexdigest())
+
+
+def sha256_file(path: Path) -> str:
+    """Hex SHA-256 of the raw bytes of ``path`` (the ingest cache key)."""
+    sha = hashlib.sha256()
+    with path.open("rb") as fh:
+        while block := fh.read(HASH_BLOCK):
+            sha.update(block)
+    return sha.hexdigest()

@@ -1,0 +1,534 @@
+"""ftrace text → one typed Polars table per event, with an account of every line.
+
+Reads ``trace``, ``trace_pipe``, ``trace-cmd report``, ``perf script`` output and mail
+pastes from any kernel since 2.6.36 (layouts: :mod:`analysis.ingest.ftrace_layout`;
+payloads and columns: :mod:`analysis.ingest.ftrace_events`), plain or gz/zst/xz/bz2.
+
+Streaming: the decompressed text is cut into blocks of whole lines (``BLOCK_BYTES``),
+parsed by two worker threads (the numba and Polars kernels release the GIL) and written
+as Parquet part files ``event=<name>/part-<block>.parquet``, so memory stays bounded by a
+few blocks whatever the input size. The dataset is cached in ``build/ingest/<sha256>/``,
+keyed by the SHA-256 of the input's raw bytes (hashed in the same pass as the parse); a
+small stat index (size, mtime) finds it again without re-reading the file.
+
+Accounting identity, checked by the tests for arbitrary input::
+
+    lines == sum(events.values()) + header_lines + blank_lines + lost_markers
+             + stack_lines + unparsed
+
+``invalid_utf8_lines`` is not a category: such lines are decoded with U+FFFD and then
+classified like any other line.
+
+Epoch rule: ``<trace>.start`` (or ``<trace minus .gz/.zst/...>.start``) holds the epoch
+(seconds, or integer ns) on line 1, as mmtests writes it; ``mmlab capture`` adds the trace
+clock reading (ns, or ``secs.frac``) taken at that instant on line 2. Then
+``epoch_ns = start_epoch_ns + (ts_ns - clock_at_start_ns)``. With line 1 only, the first
+event's timestamp stands in for ``clock_at_start_ns``. Without a start file, or with a
+counter clock, ``epoch_ns`` is null.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import queue
+import shutil
+import threading
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from decimal import Decimal
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from analysis.errors import InputError
+from analysis.ingest.compressed import iter_blocks
+from analysis.ingest.ftrace_events import (
+    GFP_LITERAL,
+    SHRINK_SLAB,
+    event_frame,
+    event_schema,
+    ints,
+    strings,
+    tokenize,
+)
+from analysis.ingest.ftrace_layout import (
+    BLANK,
+    EVENT,
+    HEADER,
+    LITERALS,
+    LOST,
+    REASONS,
+    STACK,
+    UNPARSED,
+    find_lines,
+    scan_lines,
+)
+
+__all__ = [
+    "Accounting",
+    "LostEvents",
+    "Trace",
+    "UnparsedReason",
+    "ingest",
+    "parse_text",
+    "read",
+]
+
+BLOCK_BYTES = 32 << 20
+WORKERS = 2
+SAMPLES = 5
+LINES_KEPT = 1000
+CACHE_VERSION = "1"
+DEFAULT_CACHE = Path("build") / "ingest"
+_COMPRESSED_SUFFIXES = (".gz", ".zst", ".xz", ".bz2")
+
+
+@dataclass(frozen=True)
+class LostEvents:
+    """A ``CPU:N [LOST M EVENTS]`` marker: ring-buffer overrun before the next event of ``cpu``.
+
+    ``count`` is None for ``CPU:N [LOST EVENTS]`` (~5.7+ when the number is unknown).
+    """
+
+    cpu: int
+    count: int | None
+    line: int
+
+
+@dataclass(frozen=True)
+class UnparsedReason:
+    """Lines no layout could read, for one reason: how many, where (first 1000) and samples."""
+
+    count: int
+    lines: tuple[int, ...]
+    samples: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Accounting:
+    """Where every line of one input went (see the identity in the module docstring)."""
+
+    source: str
+    bytes: int
+    lines: int
+    events: dict[str, int]
+    header_lines: int
+    blank_lines: int
+    stack_lines: int
+    lost_events: tuple[LostEvents, ...]
+    unparsed: int
+    unparsed_by_reason: dict[str, UnparsedReason]
+    invalid_utf8_lines: int
+    truncated_final_line: bool
+    counter_clock: bool
+
+    @property
+    def lost_markers(self) -> int:
+        """Number of lost-event marker lines."""
+        return len(self.lost_events)
+
+    @property
+    def lost_events_total(self) -> int:
+        """Events the kernel reported dropped (markers without a count add nothing)."""
+        return sum(lost.count or 0 for lost in self.lost_events)
+
+    def to_json(self) -> dict:
+        """The ``mmlab ingest --json`` form (keys fixed by issue 4)."""
+        return {
+            "source": self.source,
+            "bytes": self.bytes,
+            "lines": self.lines,
+            "events": dict(sorted(self.events.items())),
+            "header_lines": self.header_lines,
+            "blank_lines": self.blank_lines,
+            "stack_lines": self.stack_lines,
+            "lost_events": [asdict(lost) for lost in self.lost_events],
+            "lost_events_total": self.lost_events_total,
+            "unparsed": self.unparsed,
+            "unparsed_samples": {
+                reason: {"count": u.count, "lines": list(u.lines[:20]), "samples": list(u.samples)}
+                for reason, u in self.unparsed_by_reason.items()
+            },
+            "invalid_utf8_lines": self.invalid_utf8_lines,
+            "truncated_final_line": self.truncated_final_line,
+            "counter_clock": self.counter_clock,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict) -> Accounting:
+        """Inverse of :meth:`to_json` (line lists are kept in full in ``accounting.json``)."""
+        return cls(
+            source=data["source"],
+            bytes=data["bytes"],
+            lines=data["lines"],
+            events=data["events"],
+            header_lines=data["header_lines"],
+            blank_lines=data["blank_lines"],
+            stack_lines=data["stack_lines"],
+            lost_events=tuple(LostEvents(**lost) for lost in data["lost_events"]),
+            unparsed=data["unparsed"],
+            unparsed_by_reason={
+                reason: UnparsedReason(u["count"], tuple(u["lines"]), tuple(u["samples"]))
+                for reason, u in data["unparsed_samples"].items()
+            },
+            invalid_utf8_lines=data["invalid_utf8_lines"],
+            truncated_final_line=data["truncated_final_line"],
+            counter_clock=data["counter_clock"],
+        )
+
+
+@dataclass
+class _BlockResult:
+    """What one block contributes to the accounting (frames are already on disk)."""
+
+    lines: int = 0
+    events: dict[str, int] = field(default_factory=dict)
+    header: int = 0
+    blank: int = 0
+    stack: int = 0
+    lost: list[LostEvents] = field(default_factory=list)
+    unparsed: dict[str, list] = field(default_factory=dict)
+    invalid_utf8: int = 0
+    truncated: bool = False
+    counter_clock: bool = False
+    first_ts: int | None = None
+
+
+def _decode(data: bytes) -> tuple[bytes, int]:
+    """Valid UTF-8 bytes of ``data`` (invalid sequences → U+FFFD) and how many lines had any."""
+    try:
+        data.decode("utf-8")
+        return data, 0
+    except UnicodeDecodeError:
+        fixed = data.decode("utf-8", "replace")
+        bad = sum(1 for line in fixed.split("\n") if "\ufffd" in line)
+        # Lines already holding U+FFFD are counted too: the input could not be told apart.
+        return fixed.encode("utf-8"), bad
+
+
+def _common(buf: np.ndarray, rows: np.ndarray, out: np.ndarray, ends, line_base: int):
+    """Common columns (line, comm, pid, tgid, cpu, irq_flags, ts_ns) of the event lines ``rows``."""
+    f = out[rows]
+    flags_ok = f[:, 11] >= 0
+    return pl.DataFrame(
+        [
+            pl.Series("line", rows + (line_base + 1), pl.Int64),
+            strings(buf, f[:, 0], f[:, 1], np.ones(len(rows), bool)).alias("comm"),
+            pl.Series("pid", f[:, 2], pl.Int32),
+            ints(f[:, 3], f[:, 3] >= 0, pl.Int32).alias("tgid"),
+            ints(f[:, 4], f[:, 4] >= 0, pl.Int32).alias("cpu"),
+            strings(buf, f[:, 11], f[:, 12], flags_ok).alias("irq_flags"),
+            pl.Series("ts_ns", f[:, 5], pl.Int64),
+        ]
+    )
+
+
+def parse_block(data: bytes, line_base: int, final: bool) -> tuple[_BlockResult, dict]:
+    """Parse whole lines ``data`` (first line is line ``line_base + 1``) into event frames.
+
+    Returns the block's accounting and ``{event name: DataFrame}``.
+    """
+    data, invalid = _decode(data)
+    buf = np.frombuffer(data, np.uint8)
+    starts, ends = find_lines(buf)
+    raw_ends = ends.copy()
+    kind, out, hashes = scan_lines(buf, starts, ends, LITERALS)
+    res = _BlockResult(lines=len(starts), invalid_utf8=invalid)
+    if final and data and not data.endswith(b"\n"):
+        res.truncated = True
+        if kind[-1] == UNPARSED:
+            out[-1, 9] = REASONS.index("truncated final line")
+    counts = np.bincount(kind, minlength=6)
+    res.header, res.blank, res.stack = int(counts[HEADER]), int(counts[BLANK]), int(counts[STACK])
+    for k in np.flatnonzero(kind == LOST):
+        count = int(out[k, 5])
+        res.lost.append(LostEvents(int(out[k, 4]), None if count < 0 else count, line_base + k + 1))
+    for k in np.flatnonzero(kind == UNPARSED):
+        entry = res.unparsed.setdefault(REASONS[out[k, 9]], [0, [], []])
+        entry[0] += 1
+        if len(entry[1]) < LINES_KEPT:
+            entry[1].append(int(line_base + k + 1))
+        if len(entry[2]) < SAMPLES:
+            entry[2].append(bytes(buf[starts[k] : raw_ends[k]]).decode("utf-8", "replace"))
+    rows = np.flatnonzero(kind == EVENT)
+    frames: dict[str, pl.DataFrame] = {}
+    if not len(rows):
+        return res, frames
+    res.first_ts = int(out[rows[0], 5])
+    res.counter_clock = bool(out[rows, 10].any())
+    uniq, first, inverse = np.unique(hashes[rows], return_index=True, return_inverse=True)
+    names = [
+        bytes(buf[out[rows[i], 6] : out[rows[i], 7]]).decode("ascii", "replace") for i in first
+    ]
+    mode = np.array([name in SHRINK_SLAB for name in names], np.int8)[inverse.ravel()]
+    pstart, pend = out[rows, 8], ends[rows]
+    first_tok, count, sig, *toks = tokenize(buf, pstart, pend, mode, GFP_LITERAL)
+    common = _common(buf, rows, out, ends, line_base)
+    order = np.argsort(inverse.ravel(), kind="stable")
+    bounds = np.searchsorted(inverse.ravel()[order], np.arange(len(uniq) + 1))
+    for j, name in enumerate(names):
+        sel = order[bounds[j] : bounds[j + 1]]
+        per_row = (first_tok[sel], count[sel], sig[sel], pstart[sel], pend[sel])
+        frames[name] = event_frame(name, buf, common[sel], (*per_row, *toks))
+        res.events[name] = len(sel)
+    return res, frames
+
+
+def parse_text(text: str | bytes) -> tuple[Accounting, dict[str, pl.DataFrame]]:
+    """Parse a whole trace held in memory (tests, pasted snippets): accounting and frames."""
+    data = text.encode("utf-8", "surrogateescape") if isinstance(text, str) else text
+    res, frames = parse_block(data, 0, final=True)
+    return _accounting("<text>", len(data), [res]), frames
+
+
+def _accounting(source: str, nbytes: int, results: Iterable[_BlockResult]) -> Accounting:
+    """Merge per-block results (in input order) into one Accounting."""
+    results = list(results)
+    events: dict[str, int] = {}
+    unparsed: dict[str, list] = {}
+    for res in results:
+        for name, n in res.events.items():
+            events[name] = events.get(name, 0) + n
+        for reason, (n, lines, samples) in res.unparsed.items():
+            entry = unparsed.setdefault(reason, [0, [], []])
+            entry[0] += n
+            entry[1].extend(lines[: LINES_KEPT - len(entry[1])])
+            entry[2].extend(samples[: SAMPLES - len(entry[2])])
+    return Accounting(
+        source=source,
+        bytes=nbytes,
+        lines=sum(r.lines for r in results),
+        events=events,
+        header_lines=sum(r.header for r in results),
+        blank_lines=sum(r.blank for r in results),
+        stack_lines=sum(r.stack for r in results),
+        lost_events=tuple(lost for r in results for lost in r.lost),
+        unparsed=sum(v[0] for v in unparsed.values()),
+        unparsed_by_reason={
+            reason: UnparsedReason(n, tuple(lines), tuple(samples))
+            for reason, (n, lines, samples) in unparsed.items()
+        },
+        invalid_utf8_lines=sum(r.invalid_utf8 for r in results),
+        truncated_final_line=any(r.truncated for r in results),
+        counter_clock=any(r.counter_clock for r in results),
+    )
+
+
+def _parse_clock(text: str, *, epoch: bool) -> int:
+    """``secs.frac`` → ns. A bare integer is ns, except an epoch of ≤ 11 digits (seconds)."""
+    text = text.strip()
+    if "." in text:
+        return int(Decimal(text) * 1_000_000_000)
+    value = int(text)
+    return value * 1_000_000_000 if epoch and len(text.lstrip("-")) <= 11 else value
+
+
+def start_file(path: Path) -> Path | None:
+    """The ``.start`` file beside a capture (``x.gz.start`` or ``x.start``), if any."""
+    candidates = [path.with_name(path.name + ".start")]
+    if path.suffix in _COMPRESSED_SUFFIXES:
+        candidates.append(path.with_suffix(".start"))
+    return next((p for p in candidates if p.is_file()), None)
+
+
+def epoch_offset_ns(path: Path, first_ts: int | None, counter_clock: bool) -> int | None:
+    """``epoch_ns - ts_ns`` for this capture (module docstring's epoch rule), or None."""
+    start = start_file(path)
+    if start is None or counter_clock:
+        return None
+    lines = [line for line in start.read_text().splitlines() if line.strip()]
+    try:
+        epoch = _parse_clock(lines[0].split()[-1], epoch=True)
+        clock = _parse_clock(lines[1], epoch=False) if len(lines) > 1 else first_ts
+    except (ValueError, ArithmeticError, IndexError) as exc:
+        raise InputError(start, f"cannot read the capture start time: {exc}", line=1) from exc
+    return None if clock is None else epoch - clock
+
+
+def _write_frames(directory: Path, block: int, frames: dict[str, pl.DataFrame]) -> None:
+    for name, frame in frames.items():
+        part = directory / f"event={name}"
+        part.mkdir(exist_ok=True)
+        frame.write_parquet(part / f"part-{block:06d}.parquet", compression="lz4", statistics=False)
+
+
+def _ingest_into(path: Path, directory: Path, progress: Callable[[int, int], None] | None):
+    """Stream ``path`` into Parquet parts under ``directory``; return (accounting, sha256)."""
+    digest: list[str] = []
+    results: dict[int, _BlockResult] = {}
+    nbytes = 0
+    line_base = 0
+    inflight: queue.Queue = queue.Queue(maxsize=WORKERS + 1)
+    errors: list[BaseException] = []
+
+    def work(block: int, data: bytes, base: int, final: bool) -> None:
+        try:
+            res, frames = parse_block(data, base, final)
+            _write_frames(directory, block, frames)
+            results[block] = res
+        except BaseException as exc:  # re-raised in the reading thread
+            errors.append(exc)
+        finally:
+            inflight.get()
+
+    with ThreadPoolExecutor(WORKERS) as pool:
+        for block, chunk in enumerate(iter_blocks(path, BLOCK_BYTES, digest)):
+            if errors:
+                break
+            inflight.put(block)  # blocks while WORKERS+1 blocks are in flight: bounded memory
+            pool.submit(work, block, chunk.data, line_base, chunk.final)
+            nbytes += len(chunk.data)
+            line_base += chunk.data.count(b"\n")
+            if progress is not None:
+                progress(len(chunk.data), line_base)
+    if errors:
+        raise errors[0]
+    ordered = [results[i] for i in sorted(results)]
+    return _accounting(str(path), nbytes, ordered), digest[0], ordered
+
+
+@dataclass(frozen=True)
+class Trace:
+    """An ingested capture: per-event frames (lazy, from the Parquet cache) and accounting."""
+
+    source: Path
+    directory: Path
+    accounting: Accounting
+    epoch_offset_ns: int | None
+
+    @property
+    def event_names(self) -> list[str]:
+        """Bare tracepoint names present in the capture, sorted."""
+        return sorted(name for name, n in self.accounting.events.items() if n)
+
+    @property
+    def lost_events_total(self) -> int:
+        """Events the kernel reported dropped before they reached the text."""
+        return self.accounting.lost_events_total
+
+    def lazy(self, name: str) -> pl.LazyFrame:
+        """Frame of one event, lazily (empty with the event's schema when absent).
+
+        Columns: line, comm, pid, tgid, cpu, irq_flags, ts_ns, epoch_ns, then the event's
+        fields (``ftrace_events.KNOWN_EVENTS``), then any extra fields a newer kernel adds.
+        """
+        parts = sorted((self.directory / f"event={name}").glob("part-*.parquet"))
+        if parts:
+            frame = pl.concat([pl.scan_parquet(p) for p in parts], how="diagonal_relaxed")
+        else:
+            frame = pl.LazyFrame(schema=event_schema(name))
+        offset = self.epoch_offset_ns
+        epoch = pl.lit(None, pl.Int64) if offset is None else pl.col("ts_ns") + offset
+        columns = frame.collect_schema().names()
+        at = columns.index("ts_ns") + 1
+        ordered = [*columns[:at], "epoch_ns", *columns[at:]]
+        return frame.with_columns(epoch.cast(pl.Int64).alias("epoch_ns")).select(ordered)
+
+    def events(self, name: str) -> pl.DataFrame:
+        """Frame of one event (see :meth:`lazy`)."""
+        return self.lazy(name).collect()
+
+
+def _stat_key(path: Path) -> dict:
+    st = path.stat()
+    return {"path": str(path.resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+
+
+def _load(path: Path, directory: Path) -> Trace:
+    meta = json.loads((directory / "meta.json").read_text())
+    accounting = Accounting.from_json(meta["accounting"])
+    return Trace(path, directory, accounting, meta["epoch_offset_ns"])
+
+
+def read(
+    path: str | Path,
+    *,
+    cache_dir: Path | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Trace:
+    """Ingest one capture (or reuse its cached dataset) and return it as a :class:`Trace`.
+
+    ``cache_dir`` defaults to ``build/ingest``; ``progress(bytes, lines_so_far)`` is called
+    per block. Damaged compressed input raises InputError with the byte offset.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(path, "no such file" if not path.exists() else "not a regular file")
+    cache = Path(cache_dir) if cache_dir is not None else DEFAULT_CACHE
+    cache.mkdir(parents=True, exist_ok=True)
+    key = _stat_key(path)
+    index = cache / "by-path" / f"{hashlib.sha1(key['path'].encode()).hexdigest()}.json"
+    if index.is_file():
+        known = json.loads(index.read_text())
+        directory = cache / known.get("sha256", "-")
+        if {k: known.get(k) for k in key} == key and (directory / "meta.json").is_file():
+            return _load(path, directory)
+    tmp = cache / f"tmp-{os.getpid()}-{threading.get_ident()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    try:
+        accounting, sha, results = _ingest_into(path, tmp, progress)
+        first_ts = next((r.first_ts for r in results if r.first_ts is not None), None)
+        offset = epoch_offset_ns(path, first_ts, accounting.counter_clock)
+        meta = {
+            "version": CACHE_VERSION,
+            "epoch_offset_ns": offset,
+            "accounting": {**accounting.to_json(), **_full_lines(accounting)},
+        }
+        (tmp / "meta.json").write_text(json.dumps(meta))
+        directory = cache / f"{sha}-v{CACHE_VERSION}"
+        if (directory / "meta.json").is_file():
+            shutil.rmtree(tmp)
+        else:
+            shutil.rmtree(directory, ignore_errors=True)
+            tmp.rename(directory)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    index.parent.mkdir(exist_ok=True)
+    index.write_text(json.dumps({**key, "sha256": directory.name}))
+    return _load(path, directory)
+
+
+def _full_lines(accounting: Accounting) -> dict:
+    """``unparsed_samples`` with every kept line number (to_json trims them for display)."""
+    return {
+        "unparsed_samples": {
+            reason: {"count": u.count, "lines": list(u.lines), "samples": list(u.samples)}
+            for reason, u in accounting.unparsed_by_reason.items()
+        }
+    }
+
+
+def _read_for_pool(path: str, cache_dir: str | None) -> dict:
+    """Worker entry point (process pool or Dask): ingest one file, return its accounting."""
+    trace = read(path, cache_dir=Path(cache_dir) if cache_dir else None)
+    return trace.accounting.to_json()
+
+
+def ingest(
+    paths: Iterable[str | Path], *, cache_dir: Path | None = None, scheduler: str | None = None
+) -> list[dict]:
+    """Ingest several captures in parallel across files; return their accountings (JSON form).
+
+    With ``scheduler`` (a Dask scheduler address, or a ``distributed.Client``) the files
+    are spread over that cluster; otherwise over a local process pool.
+    """
+    files = [str(p) for p in paths]
+    cache = str(cache_dir) if cache_dir is not None else None
+    if scheduler is not None:
+        from distributed import Client
+
+        client = scheduler if isinstance(scheduler, Client) else Client(scheduler)
+        futures = client.map(_read_for_pool, files, cache_dir=cache, pure=False)
+        return client.gather(futures)
+    if len(files) == 1:
+        return [_read_for_pool(files[0], cache)]
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(min(len(files), os.cpu_count() or 1)) as pool:
+        return list(pool.map(_read_for_pool, files, [cache] * len(files)))

@@ -1,0 +1,451 @@
+"""Event payloads: tokenise ``key=value`` and free-text payloads, build typed Polars columns.
+
+Known events (``trace-formats.md`` §3) get a fixed column set, the union of every kernel
+version's fields, so frames from any kernel share one schema (absent fields are null).
+Columns are named after the kernel's TP_STRUCT__entry fields (= the printed keys).
+Anything else a newer kernel appends (7.1's ``memcg_id``) is kept as an extra column,
+Int64 if every value is an integer, else String. Unknown events keep ``payload`` (raw
+text) and ``fields`` (List of Struct{key, value}).
+
+Payload rules (numba, one pass): words are split on runs of spaces (so ``%-8s`` zone
+padding disappears); ``key=value`` words give a field, a value glued to a comma
+(``zone_end=0x100000,``) loses it, a value opening ``(`` runs to ``)``
+(``range=(0x1 ~ 0x2)``). Free text (shrink_slab) is read as phrases followed by a
+value: consecutive words form a phrase key until an integer (or, after ``gfp_flags``,
+any word) ends it: ``objects to shrink 5`` → ``objects_to_shrink=5``. In shrink_slab the
+first two words are the shrinker symbol (``%pS``) and pointer (``%p:``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+from numba import njit
+
+from analysis.ingest.ftrace_layout import FNV_OFFSET, FNV_PRIME, fnv1a, gather
+
+__all__ = ["COMMON_SCHEMA", "KNOWN_EVENTS", "event_frame", "tokenize"]
+
+INT, STR, FLAGS = "int", "str", "flags"
+
+# Column order per event: the union over kernel versions, in printed order.
+_RECLAIM_BEGIN = ("order", "may_writepage", "gfp_flags", "classzone_idx")
+_ISOLATE = ("start_pfn", "end_pfn", "nr_scanned", "nr_taken")
+_DEFER = ("node", "zone", "order", "order_failed", "consider", "limit")
+_KCOMPACTD = ("nid", "order", "classzone_idx")
+_SHRINK_COUNTS = (
+    "nr_dirty",
+    "nr_writeback",
+    "nr_congested",
+    "nr_immediate",
+    "nr_activate",
+    "nr_activate_anon",
+    "nr_activate_file",
+    "nr_ref_keep",
+    "nr_unmap_fail",
+)
+KNOWN_EVENTS: dict[str, tuple[str, ...]] = {
+    "mm_vmscan_kswapd_sleep": ("nid",),
+    "mm_vmscan_kswapd_wake": ("nid", "zid", "order"),
+    "mm_vmscan_wakeup_kswapd": ("nid", "zid", "order", "gfp_flags"),
+    "mm_vmscan_direct_reclaim_begin": _RECLAIM_BEGIN,
+    "mm_vmscan_memcg_reclaim_begin": _RECLAIM_BEGIN,
+    "mm_vmscan_memcg_softlimit_reclaim_begin": _RECLAIM_BEGIN,
+    "mm_vmscan_direct_reclaim_end": ("nr_reclaimed",),
+    "mm_vmscan_memcg_reclaim_end": ("nr_reclaimed",),
+    "mm_vmscan_memcg_softlimit_reclaim_end": ("nr_reclaimed",),
+    "mm_vmscan_node_reclaim_begin": ("nid", "order", "gfp_flags"),
+    "mm_vmscan_node_reclaim_end": ("nr_reclaimed",),
+    "mm_shrink_slab_start": (
+        "shrinker",
+        "shrinker_ptr",
+        "nid",
+        "nr_objects_to_shrink",
+        "gfp_flags",
+        "pgs_scanned",
+        "lru_pgs",
+        "cache_items",
+        "delta",
+        "total_scan",
+        "priority",
+    ),
+    "mm_shrink_slab_end": (
+        "shrinker",
+        "shrinker_ptr",
+        "nid",
+        "unused_scan",
+        "new_scan",
+        "total_scan",
+        "retval",
+    ),
+    "mm_vmscan_lru_isolate": (
+        "isolate_mode",
+        "classzone",
+        "order",
+        "nr_requested",
+        "nr_scanned",
+        "nr_skipped",
+        "nr_taken",
+        "file",
+        "lru",
+    ),
+    "mm_vmscan_writepage": ("page", "pfn", "flags"),
+    "mm_vmscan_write_folio": ("page", "pfn", "flags"),
+    "mm_vmscan_lru_shrink_inactive": (
+        "nid",
+        "zid",
+        "nr_scanned",
+        "nr_reclaimed",
+        *_SHRINK_COUNTS,
+        "priority",
+        "flags",
+    ),
+    "mm_vmscan_lru_shrink_active": (
+        "nid",
+        "nr_taken",
+        "nr_active",
+        "nr_deactivated",
+        "nr_referenced",
+        "priority",
+        "flags",
+    ),
+    "mm_vmscan_throttled": ("nid", "usec_timeout", "usect_delayed", "reason"),
+    "mm_vmscan_reclaim_pages": ("nid", "nr_scanned", "nr_reclaimed", *_SHRINK_COUNTS),
+    "writeback_congestion_wait": ("usec_timeout", "usec_delayed"),
+    "writeback_wait_iff_congested": ("usec_timeout", "usec_delayed"),
+    "mm_compaction_begin": ("zone_start", "migrate_pfn", "free_pfn", "zone_end", "mode"),
+    "mm_compaction_end": ("zone_start", "migrate_pfn", "free_pfn", "zone_end", "mode", "status"),
+    "mm_compaction_try_to_compact_pages": ("order", "gfp_mask", "priority", "mode"),
+    "mm_compaction_suitable": ("node", "zone", "order", "ret"),
+    "mm_compaction_finished": ("node", "zone", "order", "ret"),
+    "mm_compaction_deferred": _DEFER,
+    "mm_compaction_defer_compaction": _DEFER,
+    "mm_compaction_defer_reset": _DEFER,
+    "mm_compaction_kcompactd_sleep": ("nid",),
+    "mm_compaction_kcompactd_wake": _KCOMPACTD,
+    "mm_compaction_wakeup_kcompactd": _KCOMPACTD,
+    "mm_compaction_isolate_migratepages": _ISOLATE,
+    "mm_compaction_isolate_freepages": _ISOLATE,
+    "mm_compaction_fast_isolate_freepages": _ISOLATE,
+    "mm_compaction_migratepages": ("nr_migrated", "nr_failed"),
+}
+SHRINK_SLAB = frozenset({"mm_shrink_slab_start", "mm_shrink_slab_end"})
+
+# Field types; everything else in a known event is an integer (decimal or 0x-hex pfns).
+_TYPES = {
+    "gfp_flags": FLAGS,
+    "gfp_mask": FLAGS,
+    "flags": FLAGS,
+    "shrinker": STR,
+    "shrinker_ptr": STR,  # hashed (4.15-5.11) or raw: an identity, not a number
+    "page": STR,
+    "lru": STR,
+    "reason": STR,
+    "mode": STR,
+    "status": STR,
+    "zone": STR,
+    "ret": STR,
+}
+# kcompactd events print the zone *name* (%-8s) under classzone_idx (4.6+).
+_EVENT_TYPES = {
+    ("mm_compaction_kcompactd_wake", "classzone_idx"): STR,
+    ("mm_compaction_wakeup_kcompactd", "classzone_idx"): STR,
+}
+# Free-text phrases of shrink_slab → the TP_STRUCT__entry field they print.
+_PHRASES = {
+    "objects_to_shrink": "nr_objects_to_shrink",
+    "unused_scan_count": "unused_scan",
+    "new_scan_count": "new_scan",
+    "last_shrinker_return_val": "retval",
+}
+_SYNTHETIC = {-2: "shrinker", -3: "shrinker_ptr"}
+
+COMMON_SCHEMA = {
+    "line": pl.Int64,
+    "comm": pl.String,
+    "pid": pl.Int32,
+    "tgid": pl.Int32,
+    "cpu": pl.Int32,
+    "irq_flags": pl.String,
+    "ts_ns": pl.Int64,
+}
+_POLARS = {INT: pl.Int64, STR: pl.String, FLAGS: pl.List(pl.String)}
+FIELDS_DTYPE = pl.List(pl.Struct({"key": pl.String, "value": pl.String}))
+
+
+def field_type(event: str, key: str) -> str:
+    """Type of a known event's field: ``int``, ``str`` or ``flags`` (List[String])."""
+    return _EVENT_TYPES.get((event, key), _TYPES.get(key, INT))
+
+
+def event_schema(event: str) -> dict[str, pl.DataType]:
+    """Full Polars schema of an event frame (common columns + the event's own)."""
+    schema = dict(COMMON_SCHEMA)
+    if event in KNOWN_EVENTS:
+        for key in KNOWN_EVENTS[event]:
+            schema[key] = _POLARS[field_type(event, key)]
+    else:
+        schema["payload"] = pl.String
+        schema["fields"] = FIELDS_DTYPE
+    return schema
+
+
+@njit(inline="always")
+def _isdigit(c):
+    return 48 <= c <= 57
+
+
+@njit(nogil=True, cache=True)
+def _parse_int(buf, s, e):
+    """Decimal (optionally negative) or 0x-hex integer filling buf[s:e]; (value, ok)."""
+    neg = False
+    if s < e and buf[s] == 45:
+        neg = True
+        s += 1
+    if s >= e:
+        return 0, False
+    v = 0
+    if e - s > 2 and buf[s] == 48 and (buf[s + 1] == 120 or buf[s + 1] == 88):
+        if e - s - 2 > 15:
+            return 0, False
+        for i in range(s + 2, e):
+            c = buf[i]
+            if _isdigit(c):
+                d = c - 48
+            elif 97 <= c <= 102:
+                d = c - 87
+            elif 65 <= c <= 70:
+                d = c - 55
+            else:
+                return 0, False
+            v = v * 16 + d
+    else:
+        if e - s > 18:
+            return 0, False
+        for i in range(s, e):
+            if not _isdigit(buf[i]):
+                return 0, False
+            v = v * 10 + (buf[i] - 48)
+    return (-v if neg else v), True
+
+
+@njit(nogil=True, cache=True)
+def tokenize(buf, pstart, pend, mode, gfp):
+    """Split payloads ``buf[pstart:pend]`` into fields (see module docstring).
+
+    Returns per line (first token index, token count, key-signature hash) and per token
+    (key span, value span, integer value, integer ok). A key start of -2/-3 marks the
+    synthetic shrinker symbol/pointer keys; a value span of (-1, -1) a bare phrase.
+    """
+    n = pstart.size
+    first = np.empty(n, np.int64)
+    total = 0
+    for k in range(n):
+        first[k] = total
+        inword = False
+        for i in range(pstart[k], pend[k]):
+            if buf[i] != 32 and not inword:
+                total += 1
+            inword = buf[i] != 32
+    count = np.zeros(n, np.int64)
+    sig = np.empty(n, np.uint64)
+    ks = np.empty(total, np.int64)
+    ke = np.empty(total, np.int64)
+    vs = np.empty(total, np.int64)
+    ve = np.empty(total, np.int64)
+    ival = np.zeros(total, np.int64)
+    iok = np.zeros(total, np.bool_)
+    for k in range(n):
+        t = first[k]
+        h = FNV_OFFSET
+        i = pstart[k]
+        e = pend[k]
+        word = 0
+        ps = -1
+        pe = -1
+        while True:
+            while i < e and buf[i] == 32:
+                i += 1
+            if i >= e:
+                break
+            ws = i
+            eq = -1
+            while i < e and buf[i] != 32:
+                if buf[i] == 61 and eq < 0:
+                    eq = i
+                    if i + 1 < e and buf[i + 1] == 40:  # "=(" value runs to ")"
+                        while i < e and buf[i] != 41:
+                            i += 1
+                        if i < e:
+                            i += 1
+                        break
+                i += 1
+            we = i
+            word += 1
+            if mode[k] == 1 and word <= 2:
+                # shrink_slab: "%pS %p:" shrinker symbol then pointer
+                ks[t] = -1 - word
+                ke[t] = -1 - word
+                vs[t] = ws
+                ve[t] = we - 1 if word == 2 and buf[we - 1] == 58 else we
+                h = (h ^ np.uint64(word)) * FNV_PRIME
+                t += 1
+                continue
+            if eq > ws:
+                if ps >= 0:
+                    ks[t] = ps
+                    ke[t] = pe
+                    vs[t] = -1
+                    ve[t] = -1
+                    h = (h ^ fnv1a(buf, ps, pe)) * FNV_PRIME
+                    t += 1
+                    ps = -1
+                vend = we - 1 if buf[we - 1] == 44 else we
+                ks[t] = ws
+                ke[t] = eq
+                vs[t] = eq + 1
+                ve[t] = vend
+                ival[t], iok[t] = _parse_int(buf, eq + 1, vend)
+                h = (h ^ fnv1a(buf, ws, eq)) * FNV_PRIME
+                t += 1
+                continue
+            v, ok = _parse_int(buf, ws, we)
+            is_gfp = pe - ps == gfp.size
+            if is_gfp:
+                for j in range(gfp.size):
+                    if buf[ps + j] != gfp[j]:
+                        is_gfp = False
+                        break
+            if ps >= 0 and (ok or is_gfp):
+                ks[t] = ps
+                ke[t] = pe
+                vs[t] = ws
+                ve[t] = we
+                ival[t] = v
+                iok[t] = ok
+                h = (h ^ fnv1a(buf, ps, pe)) * FNV_PRIME
+                t += 1
+                ps = -1
+            elif ps >= 0:
+                pe = we
+            else:
+                ps = ws
+                pe = we
+        if ps >= 0:
+            ks[t] = ps
+            ke[t] = pe
+            vs[t] = -1
+            ve[t] = -1
+            h = (h ^ fnv1a(buf, ps, pe)) * FNV_PRIME
+            t += 1
+        count[k] = t - first[k]
+        sig[k] = h
+    return first, count, sig, ks, ke, vs, ve, ival, iok
+
+
+GFP_LITERAL = np.frombuffer(b"gfp_flags", np.uint8).copy()
+
+
+def strings(buf: np.ndarray, s: np.ndarray, e: np.ndarray, valid: np.ndarray) -> pl.Series:
+    """Polars String series of the byte spans ``buf[s:e]``; null where not ``valid``."""
+    offsets, data = gather(buf, s, e, valid)
+    mask = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
+    arr = pa.LargeStringArray.from_buffers(len(s), pa.py_buffer(offsets), pa.py_buffer(data), mask)
+    return pl.Series(arr)
+
+
+def ints(values: np.ndarray, valid: np.ndarray, dtype: pl.DataType = pl.Int64) -> pl.Series:
+    """Polars integer series with nulls where not ``valid``."""
+    mask = None if valid.all() else ~valid
+    return pl.Series(pa.array(values, mask=mask)).cast(dtype)
+
+
+def key_name(buf: np.ndarray, s: int, e: int) -> str:
+    """Field name of a token key: ``nid:`` → ``nid``, ``objects to shrink`` → TP field name."""
+    if s < 0:
+        return _SYNTHETIC[s]
+    text = bytes(buf[s:e]).decode("utf-8", "replace")
+    name = "_".join(text.split()).strip(":")
+    return _PHRASES.get(name, name)
+
+
+def _column(
+    event: str, key: str, kind: str | None, buf: np.ndarray, tok: np.ndarray, present, toks
+) -> pl.Series:
+    """One event column from the token values at ``tok`` (rows without the key: null)."""
+    _, _, vs, ve, ival, iok = toks
+    safe = np.where(present, tok, 0)
+    if kind == INT:
+        return ints(ival[safe], present & iok[safe]).alias(key)
+    text = strings(buf, vs[safe], ve[safe], present & (vs[safe] >= 0)).alias(key)
+    if kind == FLAGS:
+        return text.str.split("|")
+    if kind is None and present.any() and bool(iok[safe][present].all()):
+        # An unlisted field (e.g. 7.1's memcg_id): integer when every value is one.
+        return ints(ival[safe], present).alias(key)
+    return text
+
+
+def _range_columns(frame: pl.DataFrame) -> pl.DataFrame:
+    """``range=(0x1 ~ 0x2)`` of compaction isolate events → ``start_pfn``/``end_pfn``."""
+    if "range" not in frame.columns:
+        return frame
+    parts = frame["range"].str.strip_chars("()").str.split_exact(" ~ ", 1).struct.unnest()
+    hexes = [
+        parts[c].str.strip_prefix("0x").str.to_integer(base=16, strict=False) for c in parts.columns
+    ]
+    return frame.drop("range").with_columns(
+        hexes[0].cast(pl.Int64).alias("start_pfn"), hexes[1].cast(pl.Int64).alias("end_pfn")
+    )
+
+
+def _fields_column(buf, rows_first, rows_count, toks) -> pl.Series:
+    """``fields`` of an unknown event: List[Struct{key, value}] of its key=value tokens."""
+    ks, ke, vs, ve, _, _ = toks
+    offsets = np.zeros(len(rows_count) + 1, np.int64)
+    np.cumsum(rows_count, out=offsets[1:])
+    idx = np.repeat(rows_first - offsets[:-1], rows_count) + np.arange(offsets[-1])
+    keep = ks[idx] >= 0
+    keys = strings(buf, ks[idx], ke[idx], keep)
+    values = strings(buf, vs[idx], ve[idx], keep & (vs[idx] >= 0))
+    structs = pl.DataFrame({"key": keys, "value": values}).to_struct("fields").to_arrow()
+    lists = pa.LargeListArray.from_arrays(pa.array(offsets), structs)
+    return pl.Series("fields", lists).cast(FIELDS_DTYPE)
+
+
+def event_frame(event: str, buf: np.ndarray, common: pl.DataFrame, tokens: tuple) -> pl.DataFrame:
+    """Typed frame of one event: ``common`` columns plus one column per payload field.
+
+    ``tokens`` = (first, count, sig, pstart, pend, ks, ke, vs, ve, ival, iok) restricted
+    to this event's rows for the first five entries.
+    """
+    first, count, sig, pstart, pend, *toks = tokens
+    if event not in KNOWN_EVENTS:
+        payload = strings(buf, pstart, pend, np.ones(len(pstart), bool)).alias("payload")
+        return common.with_columns(payload, _fields_column(buf, first, count, toks))
+    ks, ke = toks[0], toks[1]
+    _, ufirst, uinv = np.unique(sig, return_index=True, return_inverse=True)
+    keys: list[str] = []
+    table: list[dict[str, int]] = []
+    for row in ufirst:
+        names = [key_name(buf, ks[t], ke[t]) for t in range(first[row], first[row] + count[row])]
+        positions: dict[str, int] = {}
+        for pos, name in enumerate(names):
+            positions.setdefault(name, pos)
+        table.append(positions)
+        keys.extend(name for name in names if name not in keys)
+    columns = []
+    for key in keys:
+        pos = np.array([row.get(key, -1) for row in table], np.int64)[uinv.ravel()]
+        present = pos >= 0
+        kind = field_type(event, key) if key in KNOWN_EVENTS[event] else None
+        columns.append(_column(event, key, kind, buf, first + pos, present, toks))
+    frame = _range_columns(common.with_columns(columns))
+    schema = event_schema(event)
+    missing = [
+        pl.lit(None, dtype).alias(name) for name, dtype in schema.items() if name not in frame
+    ]
+    frame = frame.with_columns(missing)
+    extra = [c for c in frame.columns if c not in schema]
+    return frame.select([*schema, *extra]).cast(schema)

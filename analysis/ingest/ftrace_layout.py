@@ -1,0 +1,438 @@
+"""Line layouts of trace text: split a block of bytes into lines and classify each one.
+
+Compiled with numba because per-line Python (or capture-group regexes) cannot keep up
+with hundreds of MB of trace. One pass over the bytes gives, per line, its kind
+(event, header, blank, lost-events marker, stack-trace line, unparsed with a reason)
+and for events the spans of comm, irq flags, event name and payload plus pid, tgid,
+cpu and the timestamp. Layouts accepted (``trace-formats.md`` §1):
+
+- ftrace ``trace``/``trace_pipe``: ``<comm>-<pid> [(<tgid>)] [<cpu>] [<flags>] <ts>: <event>: ...``
+  comm split from pid at the last ``-`` before the pid digits (comm may hold spaces, ``-``,
+  ``/``, ``:``, be ``<...>`` or empty); tgid ``(%7d)``/``(-------)``; 0, 4 or 5 flag chars.
+- ``trace-cmd report``: same without flags; its preamble (``version = 6``, ``cpus=2``,
+  ``CPU 1 is empty``) counts as header lines.
+- ``perf script``: ``<comm> <tid> [<cpu>] <ts>: [<system>:]<event>: ...`` (also ``pid/tid``).
+- mail-reformatted ``<ts> <comm>-<pid> <event>: ...`` (no cpu column).
+- ``> `` quote prefixes (any depth) are removed first; a trailing ``\\r`` is dropped.
+- Timestamps ``secs.frac`` become ns; a bare integer (counter/TSC clock) is kept raw.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+__all__ = [
+    "BLANK",
+    "EVENT",
+    "HEADER",
+    "KINDS",
+    "LOST",
+    "REASONS",
+    "STACK",
+    "UNPARSED",
+    "find_lines",
+    "gather",
+    "scan_lines",
+]
+
+EVENT, HEADER, BLANK, LOST, STACK, UNPARSED = 0, 1, 2, 3, 4, 5
+KINDS = ("event", "header", "blank", "lost", "stack", "unparsed")
+# Unparsed reasons, indexed by the code scan_lines stores.
+REASONS = (
+    "",
+    "no trace line layout matched",
+    "bad timestamp",
+    "bad event name",
+    "truncated final line",
+)
+R_LAYOUT, R_TIMESTAMP, R_EVENT = 1, 2, 3
+
+FNV_OFFSET = np.uint64(14695981039346656037)
+FNV_PRIME = np.uint64(1099511628211)
+
+
+@njit(nogil=True, cache=True)
+def find_lines(buf):
+    """Start/end byte offsets of every line in ``buf`` (end excludes ``\\n`` and ``\\r``)."""
+    n = 0
+    for i in range(buf.size):
+        if buf[i] == 10:
+            n += 1
+    if buf.size > 0 and buf[buf.size - 1] != 10:
+        n += 1
+    starts = np.empty(n, np.int64)
+    ends = np.empty(n, np.int64)
+    k = 0
+    s = 0
+    for i in range(buf.size):
+        if buf[i] == 10:
+            starts[k] = s
+            ends[k] = i - 1 if i > s and buf[i - 1] == 13 else i
+            k += 1
+            s = i + 1
+    if k < n:
+        starts[k] = s
+        ends[k] = buf.size - 1 if buf[buf.size - 1] == 13 else buf.size
+    return starts, ends
+
+
+@njit(nogil=True, cache=True)
+def fnv1a(buf, s, e):
+    """64-bit FNV-1a hash of ``buf[s:e]`` (names are grouped by hash, decoded once)."""
+    h = FNV_OFFSET
+    for i in range(s, e):
+        h = (h ^ np.uint64(buf[i])) * FNV_PRIME
+    return h
+
+
+@njit(inline="always")
+def _isdigit(c):
+    return 48 <= c <= 57
+
+
+@njit(inline="always")
+def _isname(c):
+    # Event names: [A-Za-z0-9_]
+    return _isdigit(c) or 65 <= c <= 90 or 97 <= c <= 122 or c == 95
+
+
+@njit(nogil=True, cache=True)
+def _starts(buf, s, e, lit):
+    if e - s < lit.size:
+        return False
+    for i in range(lit.size):  # noqa: SIM110 (numba: no generator expressions)
+        if buf[s + i] != lit[i]:
+            return False
+    return True
+
+
+@njit(nogil=True, cache=True)
+def _parse_ts(buf, s, e):
+    """Parse ``secs[.frac]`` in buf[s:e]; return (ns or raw, is_counter, ok)."""
+    secs = 0
+    i = s
+    while i < e and _isdigit(buf[i]):
+        if i - s >= 18:
+            return 0, False, False
+        secs = secs * 10 + (buf[i] - 48)
+        i += 1
+    if i == s:
+        return 0, False, False
+    if i == e:
+        return secs, True, True
+    if buf[i] != 46:
+        return 0, False, False
+    i += 1
+    frac = 0
+    nd = 0
+    while i < e and _isdigit(buf[i]):
+        if nd < 9:
+            frac = frac * 10 + (buf[i] - 48)
+            nd += 1
+        i += 1
+    if i != e or nd == 0 or secs > 9_000_000_000:
+        return 0, False, False
+    while nd < 9:
+        frac *= 10
+        nd += 1
+    return secs * 1_000_000_000 + frac, False, True
+
+
+@njit(nogil=True, cache=True)
+def _parse_event(buf, i, e, out, k):
+    """From buf[i:] parse ``[system:]event: payload``; fill event/payload spans; return kind."""
+    while i < e and buf[i] == 32:
+        i += 1
+    if i < e and buf[i] == 60:  # "<stack trace>", "<user stack trace>"
+        return STACK
+    ns = i
+    while i < e and (_isname(buf[i]) or buf[i] == 58):
+        if buf[i] == 58 and (i + 1 == e or buf[i + 1] == 32):
+            break
+        if buf[i] == 58:
+            ns = i + 1  # system prefix ("vmscan:") dropped
+        i += 1
+    if i == e or i == ns or buf[i] != 58:  # noqa: SIM109 (numba-friendly)
+        out[k, 9] = R_EVENT
+        return UNPARSED
+    out[k, 6] = ns
+    out[k, 7] = i
+    i += 1
+    while i < e and buf[i] == 32:
+        i += 1
+    out[k, 8] = i
+    return EVENT
+
+
+@njit(nogil=True, cache=True)
+def _parse_int_back(buf, lo, j):
+    """Digits ending at buf[j] (inclusive), scanning left; return (value, first index)."""
+    v = 0
+    mul = 1
+    while j >= lo and _isdigit(buf[j]):
+        if mul > 1_000_000_000:
+            return -1, j
+        v += (buf[j] - 48) * mul
+        mul *= 10
+        j -= 1
+    return v, j + 1
+
+
+@njit(nogil=True, cache=True)
+def _try_bracket(buf, s, e, b, out, k):
+    """Parse a line whose cpu column ``[N]`` opens at ``b``; return kind or -1 to try the next."""
+    # cpu digits and "] "
+    j = b + 1
+    cpu = 0
+    while j < e and _isdigit(buf[j]):
+        cpu = cpu * 10 + (buf[j] - 48)
+        j += 1
+    if j == b + 1 or j >= e or buf[j] != 93 or j - b > 7:
+        return -1
+    after = j + 1
+    # Backwards: optional (tgid), pid digits, then '-' (ftrace) or ' ' (perf).
+    j = b - 1
+    while j >= s and buf[j] == 32:
+        j -= 1
+    tgid = -1
+    if j >= s and buf[j] == 41:
+        p = j - 1
+        while p >= s and buf[p] != 40:
+            if not (_isdigit(buf[p]) or buf[p] == 32 or buf[p] == 45):
+                return -1
+            p -= 1
+        if p < s:
+            return -1
+        t = j - 1
+        if _isdigit(buf[t]):
+            tgid, _ = _parse_int_back(buf, p + 1, t)
+        j = p - 1
+        while j >= s and buf[j] == 32:
+            j -= 1
+    if j < s or not _isdigit(buf[j]):
+        return -1
+    pid, first = _parse_int_back(buf, s, j)
+    if pid < 0:
+        return -1
+    j = first - 1
+    if j >= s and buf[j] == 47:  # perf "pid/tid": the pid is the thread group id
+        tgid, first = _parse_int_back(buf, s, j - 1)
+        j = first - 1
+    if j < s:
+        return -1
+    if buf[j] == 45:
+        ce = j
+    elif buf[j] == 32:
+        ce = j
+        while ce > s and buf[ce - 1] == 32:
+            ce -= 1
+    else:
+        return -1
+    out[k, 0] = s
+    out[k, 1] = ce
+    out[k, 2] = pid
+    out[k, 3] = tgid
+    out[k, 4] = cpu
+    # Forward: [flags] timestamp':'
+    i = after
+    while i < e and buf[i] == 32:
+        i += 1
+    t0 = i
+    while i < e and buf[i] != 32:
+        i += 1
+    if i > t0 and buf[i - 1] == 58:
+        out[k, 11] = -1
+        out[k, 12] = -1
+        te = i - 1
+    else:
+        out[k, 11] = t0
+        out[k, 12] = i
+        while i < e and buf[i] == 32:
+            i += 1
+        t0 = i
+        while i < e and buf[i] != 32:
+            i += 1
+        if i == t0 or buf[i - 1] != 58:
+            out[k, 9] = R_TIMESTAMP
+            return UNPARSED
+        te = i - 1
+    ts, counter, ok = _parse_ts(buf, t0, te)
+    if not ok:
+        out[k, 9] = R_TIMESTAMP
+        return UNPARSED
+    out[k, 5] = ts
+    out[k, 10] = 1 if counter else 0
+    return _parse_event(buf, i, e, out, k)
+
+
+@njit(nogil=True, cache=True)
+def _try_ts_first(buf, s, e, out, k):
+    """Mail-reformatted ``<ts> <comm>-<pid> <event>: payload``; return kind or -1."""
+    i = s
+    while i < e and buf[i] != 32:
+        i += 1
+    te = i - 1 if i > s and buf[i - 1] == 58 else i
+    ts, counter, ok = _parse_ts(buf, s, te)
+    if not ok or counter:
+        return -1
+    # Event token: the word before the first ": " (or ':' at line end).
+    c = i
+    while c < e and not (buf[c] == 58 and (c + 1 == e or buf[c + 1] == 32)):
+        c += 1
+    if c == e:
+        return -1
+    w = c - 1
+    while w > i and buf[w] != 32:
+        w -= 1
+    if w <= i:
+        return -1
+    j = w - 1
+    while j > i and buf[j] == 32:
+        j -= 1
+    pid, first = _parse_int_back(buf, i, j)
+    if first > j or pid < 0 or buf[first - 1] != 45:
+        return -1
+    cs = i
+    while cs < first - 1 and buf[cs] == 32:
+        cs += 1
+    out[k, 0] = cs
+    out[k, 1] = first - 1
+    out[k, 2] = pid
+    out[k, 3] = -1
+    out[k, 4] = -1
+    out[k, 5] = ts
+    out[k, 10] = 0
+    out[k, 11] = -1
+    out[k, 12] = -1
+    return _parse_event(buf, w + 1, e, out, k)
+
+
+@njit(nogil=True, cache=True)
+def _lost(buf, s, e, out, k):
+    """``CPU:N [LOST M EVENTS]`` / ``CPU:N [LOST EVENTS]`` (count -1 when not given)."""
+    i = s + 4
+    cpu = 0
+    while i < e and _isdigit(buf[i]):
+        cpu = cpu * 10 + (buf[i] - 48)
+        i += 1
+    if i == s + 4 or i + 7 > e or buf[i] != 32:
+        return False
+    i += 1
+    if not (buf[i] == 91 and buf[i + 1] == 76 and buf[i + 2] == 79 and buf[i + 3] == 83):
+        return False
+    i += 6  # "[LOST "
+    count = -1
+    if i < e and _isdigit(buf[i]):
+        count = 0
+        while i < e and _isdigit(buf[i]):
+            count = count * 10 + (buf[i] - 48)
+            i += 1
+    out[k, 4] = cpu
+    out[k, 5] = count
+    return True
+
+
+@njit(nogil=True, cache=True)
+def _preamble(buf, s, e, lits):
+    """trace-cmd report preamble lines (``version = 6``, ``cpus=2``, ``CPU 1 is empty``)."""
+    if _starts(buf, s, e, lits[0]) or _starts(buf, s, e, lits[1]):
+        return True
+    if not _starts(buf, s, e, lits[2]):
+        return False
+    i = s + 3
+    while i < e and (buf[i] == 32 or _isdigit(buf[i])):
+        i += 1
+    return _starts(buf, i, e, lits[3])
+
+
+@njit(nogil=True, cache=True)
+def scan_lines(buf, starts, ends, lits):
+    """Classify every line; return (kind int8[n], fields int64[n, 13], event hash uint64[n]).
+
+    ``fields`` columns: 0-1 comm span, 2 pid, 3 tgid (-1 none), 4 cpu (-1 none; the cpu of
+    a lost marker), 5 ts (ns, or raw counter; the count of a lost marker, -1 unknown),
+    6-7 event-name span, 8 payload start (payload ends at the line end), 9 unparsed reason,
+    10 counter-clock flag, 11-12 irq-flags span (-1 none). ``lits`` holds the byte
+    literals the classifier needs (see ``LITERALS``).
+    """
+    n = starts.size
+    kind = np.empty(n, np.int8)
+    out = np.zeros((n, 13), np.int64)
+    hashes = np.zeros(n, np.uint64)
+    for k in range(n):
+        s = starts[k]
+        e = ends[k]
+        while s < e and (buf[s] == 32 or buf[s] == 9):
+            s += 1
+        while s < e and buf[s] == 62:  # "> " mail quoting, any depth
+            s += 1
+            while s < e and (buf[s] == 32 or buf[s] == 9):
+                s += 1
+        while e > s and (buf[e - 1] == 32 or buf[e - 1] == 9):
+            e -= 1
+        if s == e:
+            kind[k] = BLANK
+            continue
+        c = buf[s]
+        if c == 35:
+            kind[k] = HEADER
+            continue
+        if c == 61 and s + 1 < e and buf[s + 1] == 62:  # " => func" stack frame
+            kind[k] = STACK
+            continue
+        if c == 60 and _starts(buf, s, e, lits[4]):  # "<stack trace>"
+            kind[k] = STACK
+            continue
+        if c == 67 and _starts(buf, s, e, lits[5]) and _lost(buf, s, e, out, k):
+            kind[k] = LOST
+            continue
+        if _preamble(buf, s, e, lits):
+            kind[k] = HEADER
+            continue
+        res = -1
+        b = s
+        while res < 0:
+            while b < e and buf[b] != 91:
+                b += 1
+            if b >= e:
+                break
+            res = _try_bracket(buf, s, e, b, out, k)
+            b += 1
+        if res < 0 and _isdigit(c):
+            res = _try_ts_first(buf, s, e, out, k)
+        if res < 0:
+            out[k, 9] = R_LAYOUT
+            res = UNPARSED
+        kind[k] = res
+        if res == EVENT:
+            hashes[k] = fnv1a(buf, out[k, 6], out[k, 7])
+            ends[k] = e
+    return kind, out, hashes
+
+
+LITERALS = tuple(
+    np.frombuffer(lit, np.uint8).copy()
+    for lit in (b"version = ", b"cpus=", b"CPU", b"is empty", b"<stack trace>", b"CPU:")
+)
+
+
+@njit(nogil=True, cache=True)
+def gather(buf, s, e, valid):
+    """Copy the spans ``buf[s[i]:e[i]]`` (where ``valid``) into Arrow offsets + data buffers."""
+    n = s.size
+    offsets = np.empty(n + 1, np.int64)
+    offsets[0] = 0
+    total = 0
+    for i in range(n):
+        if valid[i] and e[i] > s[i]:
+            total += e[i] - s[i]
+        offsets[i + 1] = total
+    data = np.empty(total, np.uint8)
+    p = 0
+    for i in range(n):
+        if valid[i] and e[i] > s[i]:
+            ln = e[i] - s[i]
+            data[p : p + ln] = buf[s[i] : e[i]]
+            p += ln
+    return offsets, data
