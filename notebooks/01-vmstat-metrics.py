@@ -1,0 +1,94 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Reclaim metrics from /proc/vmstat
+#
+# The mmtests "Ops" table of a bundled capture, computed correctly (allocation stalls
+# summed over zones, efficiency undefined when nothing was scanned, every iteration
+# kept), and the reclaim scan/steal rates and efficiency interval by interval from the
+# 1 s proc-vmstat monitor. On this kernel a memory cgroup limit drives the reclaim, which
+# the global `pgscan_kswapd`/`pgscan_direct` counters do not see: it shows in the
+# "Cgroup-limit" rows. Run headless by `make` (papermill); parameters below.
+
+# %% tags=["parameters"]
+capture = "data"
+build_dir = "build"
+
+# %%
+from pathlib import Path
+
+import altair as alt
+
+from analysis.ingest.mmtests import find_runs
+from analysis.metrics.compare import compare_runs, monitor_series
+from analysis.report.vmstat import format_comparison
+
+figures = Path(build_dir) / "figures"
+figures.mkdir(parents=True, exist_ok=True)
+runs = find_runs(capture)
+for run in runs:
+    print(f"{run.name}: {len(run.iterations)} iterations under {run.path}")
+
+# %% [markdown]
+# ## Ops table: mean ± sd over iterations, % change against the first run
+
+# %%
+print(format_comparison(compare_runs(runs)))
+
+# %% [markdown]
+# ## Scan and steal rates over time
+# One line per iteration; rates are pages per second of each monitor interval.
+
+# %%
+rates = monitor_series(runs)
+long = rates.unpivot(
+    index=["run", "iteration", "t_s", "context"],
+    on=["scanned_pages_per_s", "reclaimed_pages_per_s"],
+    variable_name="counter",
+    value_name="pages_per_s",
+)
+rate_chart = (
+    alt.Chart(long)
+    .mark_line(opacity=0.7)
+    .encode(
+        x=alt.X("t_s:Q", title="time since capture start (s)"),
+        y=alt.Y("pages_per_s:Q", title="pages / s"),
+        color=alt.Color("counter:N", title=None),
+        detail="iteration:N",
+    )
+    .properties(width=280, height=160)
+    .facet(row=alt.Row("context:N", title=None), column=alt.Column("run:N", title=None))
+)
+rate_chart.save(figures / "01-scan-steal-rates.svg")
+rate_chart
+
+# %% [markdown]
+# ## Reclaim efficiency over time (reclaimed / scanned per interval)
+# Intervals that scanned nothing have no efficiency and are not drawn.
+
+# %%
+eff_chart = (
+    alt.Chart(rates.drop_nulls("efficiency_pct"))
+    .mark_line(point=True, opacity=0.7)
+    .encode(
+        x=alt.X("t_s:Q", title="time since capture start (s)"),
+        y=alt.Y("efficiency_pct:Q", title="efficiency (%)", scale=alt.Scale(domain=[0, 100])),
+        color=alt.Color("run:N"),
+        detail="iteration:N",
+    )
+    .properties(width=280, height=160)
+    .facet(column=alt.Column("context:N", title=None))
+)
+eff_chart.save(figures / "01-efficiency.svg")
+eff_chart
