@@ -1,0 +1,218 @@
+"""The stutterp workers: anon-latency probe, random file writers and anon hogs.
+
+Run as ``python -m analysis.capture.workload SPEC.json`` by a shell that has already moved
+itself into the capture's memory cgroup and ``exec``'d Python, so every page the workers
+touch is charged to that cgroup. The launcher forks the workers (sharing the interpreter's
+pages copy-on-write, which keeps the per-worker overhead charged to the cgroup small), lets
+them run, stops them with SIGTERM, and prints one JSON line describing how each ended.
+
+Standard library only: this module is imported in every worker process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import mmap
+import os
+import random
+import signal
+import statistics
+import sys
+import time
+from pathlib import Path
+
+PAGE_BYTES = 4096
+WRITE_BLOCK_BYTES = 4096
+LATENCY_UNIT = "us"
+LOG_HEADER = (
+    "# mmlab anon-latency probe (stutterp mmap-N): one line per mapping: "
+    "<epoch_s> <latency_us>; latency = mmap() plus faulting the mapping one 4096-byte page "
+    "at a time; unit: microseconds\n"
+)
+
+_stop = False
+
+
+def _on_term(signum: int, frame: object) -> None:
+    global _stop
+    _stop = True
+
+
+def fault_mapping_ns(map_bytes: int) -> int:
+    """Time mmap() of an anonymous region plus a write fault on each 4 KiB page (ns).
+
+    Mirrors stutterp's anon-latency worker; the write makes the kernel allocate (and the
+    memcg charge) a real page per fault rather than map the shared zero page.
+    """
+    t0 = time.perf_counter_ns()
+    region = mmap.mmap(-1, map_bytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    for off in range(0, map_bytes, PAGE_BYTES):
+        region[off] = 1
+    elapsed = time.perf_counter_ns() - t0
+    region.close()
+    return elapsed
+
+
+def retouch_ns(region: mmap.mmap, map_bytes: int) -> int:
+    """Time the probe's page loop over an already-faulted mapping: its pure Python cost (ns)."""
+    t0 = time.perf_counter_ns()
+    for off in range(0, map_bytes, PAGE_BYTES):
+        region[off] = 1
+    return time.perf_counter_ns() - t0
+
+
+def run_probe(map_bytes: int, log_path: Path) -> None:
+    """Map, fault and unmap ``map_bytes`` repeatedly, logging ``<epoch_s> <latency_us>``."""
+    with open(log_path, "w") as log:
+        log.write(LOG_HEADER)
+        n = 0
+        while not _stop:
+            epoch = time.time()
+            latency_ns = fault_mapping_ns(map_bytes)
+            log.write(f"{epoch:.6f} {latency_ns / 1000:.3f}\n")
+            n += 1
+            # Flush often: an OOM kill must not take the logged latencies with it.
+            if n % 64 == 0:
+                log.flush()
+
+
+def run_writer(path: Path, file_bytes: int, seed: int) -> None:
+    """Randomly overwrite 4 KiB blocks of a ``file_bytes`` file (fio randwrite, bs=4k).
+
+    No fsync: the point is dirty page-cache pages that reclaim meets at the LRU tail.
+    """
+    rng = random.Random(seed)
+    blocks = max(1, file_bytes // WRITE_BLOCK_BYTES)
+    payload = os.urandom(WRITE_BLOCK_BYTES)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        os.ftruncate(fd, file_bytes)
+        while not _stop:
+            os.pwrite(fd, payload, rng.randrange(blocks) * WRITE_BLOCK_BYTES)
+    finally:
+        os.close(fd)
+
+
+def run_hog(anon_bytes: int) -> None:
+    """Continually map, fill and unmap ``anon_bytes`` of anonymous memory (stutterp's hogs)."""
+    chunk = b"\x5a" * (1 << 20)
+    while not _stop:
+        region = mmap.mmap(-1, anon_bytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+        left = anon_bytes
+        while left > 0 and not _stop:
+            n = min(left, len(chunk))
+            region.write(chunk[:n])
+            left -= n
+        region.close()
+
+
+def _fork(target, *args) -> int:
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            target(*args)
+        except BaseException:
+            code = 1
+        finally:
+            os._exit(code)
+    return pid
+
+
+def _describe(status: int) -> str:
+    if os.WIFSIGNALED(status):
+        return signal.Signals(os.WTERMSIG(status)).name
+    return f"exit {os.WEXITSTATUS(status)}"
+
+
+def _stop_all(children: dict[int, str], grace_s: float = 5.0) -> dict[int, int]:
+    """SIGTERM every child, SIGKILL stragglers after ``grace_s``; return pid -> wait status."""
+    statuses: dict[int, int] = {}
+    for pid in children:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while len(statuses) < len(children):
+        pid, status = os.waitpid(-1, os.WNOHANG)
+        if pid:
+            statuses[pid] = status
+            continue
+        if time.monotonic() > deadline:
+            for other in children.keys() - statuses.keys():
+                os.kill(other, signal.SIGKILL)
+            deadline = float("inf")
+        time.sleep(0.01)
+    return statuses
+
+
+def run_phase(spec: dict) -> dict:
+    """Run one worker count: writers first, then (after ``warmup_s``) hogs and the probe."""
+    work_dir = Path(spec["work_dir"])
+    children: dict[int, str] = {}
+    early: dict[int, int] = {}
+    for i in range(spec["writers"]):
+        path = work_dir / f"writer-{i}"
+        children[_fork(run_writer, path, spec["file_bytes_per_writer"], spec["seed"] + i)] = (
+            "writer"
+        )
+    time.sleep(spec["warmup_s"])
+    for _ in range(spec["hogs"]):
+        children[_fork(run_hog, spec["anon_bytes_per_hog"])] = "hog"
+    children[_fork(run_probe, spec["probe_map_bytes"], Path(spec["log_path"]))] = "probe"
+    deadline = time.monotonic() + spec["duration_s"]
+    while time.monotonic() < deadline and not _stop:
+        # A worker that dies early (the cgroup's OOM killer) is reaped and reported.
+        pid, status = os.waitpid(-1, os.WNOHANG)
+        if pid:
+            early[pid] = status
+        time.sleep(0.05)
+    alive = {pid: role for pid, role in children.items() if pid not in early}
+    statuses = {**early, **_stop_all(alive)}
+    return {
+        "children": [
+            {
+                "pid": pid,
+                "role": children[pid],
+                "ended": _describe(status),
+                "early": pid in early,
+            }
+            for pid, status in sorted(statuses.items())
+        ]
+    }
+
+
+def idle_probe(map_bytes: int, seconds: float) -> dict:
+    """The probe's own cost on an idle cgroup: fault latency and pure loop overhead (us)."""
+    faults: list[float] = []
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        faults.append(fault_mapping_ns(map_bytes) / 1000)
+    region = mmap.mmap(-1, map_bytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    retouch_ns(region, map_bytes)
+    loops = [retouch_ns(region, map_bytes) / 1000 for _ in range(200)]
+    region.close()
+    faults.sort()
+    return {
+        "map_bytes": map_bytes,
+        "unit": LATENCY_UNIT,
+        "mappings": len(faults),
+        "idle_latency_median_us": statistics.median(faults),
+        "idle_latency_p99_us": faults[max(0, int(len(faults) * 0.99) - 1)],
+        "loop_overhead_median_us": statistics.median(loops),
+    }
+
+
+def main(argv: list[str]) -> int:
+    signal.signal(signal.SIGTERM, _on_term)
+    spec = json.loads(Path(argv[0]).read_text())
+    if spec["mode"] == "idle-probe":
+        result = idle_probe(spec["probe_map_bytes"], spec["seconds"])
+    else:
+        result = run_phase(spec)
+    print(json.dumps(result), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
