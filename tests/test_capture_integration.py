@@ -28,7 +28,7 @@ def _why_not() -> str | None:
 
 def _machine_state() -> dict[str, object]:
     """What a capture may touch: top-level tracing, instances, vm sysctls, memory cgroups."""
-    version, root = find_memory_hierarchy(Path("/proc/mounts").read_text())
+    _version, root = find_memory_hierarchy(Path("/proc/mounts").read_text())
     return {
         "tracing_on": (TRACEFS / "tracing_on").read_text(),
         "trace_clock": (TRACEFS / "trace_clock").read_text(),
@@ -69,7 +69,9 @@ def test_real_capture_round_trip(tmp_path):
         assert after == before
         # The change was in force during the capture and the plan used it.
         assert meta["dirty_ratio_used"] == dirty - 1
-        assert meta["sysctl_changes"] == {"vm.dirty_ratio": {"from": str(dirty), "to": str(dirty - 1)}}
+        assert meta["sysctl_changes"] == {
+            "vm.dirty_ratio": {"from": str(dirty), "to": str(dirty - 1)}
+        }
 
         from analysis.ingest import mmtests
 

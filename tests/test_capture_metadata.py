@@ -100,7 +100,7 @@ def test_sysctl_tree_and_restore(tmp_path):
     assert (vm / "dirty_ratio").read_text() == "7"
     changer.restore()
     assert (vm / "dirty_ratio").read_text() == "20"
-    with pytest.raises(InputError, match="no such sysctl vm.nope"):
+    with pytest.raises(InputError, match=r"no such sysctl vm\.nope"):
         changer.set("vm.nope", "1")
 
 

@@ -267,7 +267,7 @@ def test_kill_all_on_a_real_v1_cgroup():
         import subprocess
 
         proc = subprocess.Popen(
-            ["/bin/sh", "-c", f'echo $$ > {cg.procs_file}; sleep 60 & sleep 60 & wait'],
+            ["/bin/sh", "-c", f"echo $$ > {cg.procs_file}; sleep 60 & sleep 60 & wait"],
         )
         deadline = time.monotonic() + 5
         while len(cg.pids()) < 3 and time.monotonic() < deadline:

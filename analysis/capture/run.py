@@ -519,8 +519,9 @@ def _capture(cfg, pre, restorer, progress, tick) -> list[dict]:
     needed = estimate["estimated_total_bytes"] + max(p.file_total_bytes for p in plans)
     progress.messages.append(
         f"trace volume estimate {estimate['estimated_total_bytes'] / MIB:.1f} MiB compressed "
-        f"({estimate['uncompressed_bytes_per_s'] / MIB:.2f} MiB/s raw); "
-        f"{free / (1 << 30):.1f} GiB free"
+        f"({estimate['uncompressed_bytes_per_s'] / MIB:.2f} MiB/s raw, from a "
+        f"{estimate['probe_seconds']:.0f} s probe at {plans[-1].workers} workers; a lower "
+        f"bound if reclaim had not started yet); {free / (1 << 30):.1f} GiB free"
     )
     if needed > free:
         raise InputError(cfg.out, f"needs ~{needed // MIB} MiB, only {free // MIB} MiB free")
