@@ -152,7 +152,7 @@ def _frame_lines(title: str, frame: pl.DataFrame, columns: list[tuple[str, str, 
         cells = []
         for i, (col, _, w) in enumerate(columns):
             v = row[col]
-            text = _num(v, 3) if isinstance(v, float) else str(v)
+            text = _num(v, 3) if isinstance(v, float) or v is None else str(v)
             cells.append(f"{text[: w - 1]:>{w}}" if i else f"{text[: w - 1]:<{w}}")
         out.append("".join(cells))
     return out
@@ -220,7 +220,11 @@ def format_analysis(a: StallAnalysis) -> str:
             ("activated_pages", "activated", 10),
         ],
     )
-    if a.lru_check is not None:
+    if a.lru_check is not None and not a.lru_check.is_empty():
+        out.append(
+            "vmstat counts the whole machine over the iteration; a trace filtered to one\n"
+            "cgroup, or shorter than the iteration, covers less (diff < 0)."
+        )
         out += _frame_lines(
             "LRU trace vs /proc/vmstat deltas (pages)",
             a.lru_check,
