@@ -220,3 +220,16 @@ def test_analyse_composes_and_flags_lost_events():
     assert summary["Time stalled direct reclaim"] == pytest.approx(4e-6)
     assert result.hz.verdict == "agrees"
     assert result.lru_check["counter"].to_list() == ["pgscan_kswapd"]
+
+
+def test_backlog_step_points_keep_first_changes_and_last():
+    end = pl.DataFrame(
+        {
+            "ts_ns": [1, 2, 3, 4, 5, 6],
+            "shrinker": ["a", "a", "a", "a", "b", "b"],
+            "nid": [0] * 6,
+            "new_scan": [0, 0, 5, 5, 1, 1],
+        }
+    )
+    steps = shrinker.deferred_backlog(end, changes_only=True)
+    assert steps["ts_ns"].to_list() == [1, 3, 4, 5, 6]

@@ -154,9 +154,10 @@ def shrinker_table(invocations: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def deferred_backlog(end: pl.DataFrame) -> pl.DataFrame:
+def deferred_backlog(end: pl.DataFrame, *, changes_only: bool = False) -> pl.DataFrame:
     """The deferred counter over time: ``new_scan`` of every ``mm_shrink_slab_end`` as
-    ``deferred_objects`` per ``shrinker`` and ``nid`` (``ts_ns`` ordered)."""
+    ``deferred_objects`` per ``shrinker`` and ``nid`` (``ts_ns`` ordered). ``changes_only``
+    keeps the points a step plot needs (first, changed and last values of each counter)."""
     if "new_scan" not in end.columns:
         return pl.DataFrame(
             schema={
@@ -166,9 +167,15 @@ def deferred_backlog(end: pl.DataFrame) -> pl.DataFrame:
                 "deferred_objects": pl.Int64(),
             }
         )
-    return end.select(
+    backlog = end.select(
         "ts_ns", "shrinker", "nid", pl.col("new_scan").alias("deferred_objects")
     ).sort("ts_ns")
+    if not changes_only:
+        return backlog
+    # Step-plot points: the first value of each counter, every change, and the last value.
+    previous = pl.col("deferred_objects").shift(1).over("shrinker", "nid")
+    is_last = pl.int_range(pl.len()).over("shrinker", "nid") == pl.len().over("shrinker", "nid") - 1
+    return backlog.filter(previous.is_null() | (previous != pl.col("deferred_objects")) | is_last)
 
 
 def work_distribution(invocations: pl.DataFrame) -> pl.DataFrame:

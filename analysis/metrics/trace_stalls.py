@@ -149,7 +149,9 @@ def analyse(
         shrinker_invocations=invocations,
         shrinker=shrinker.shrinker_table(invocations),
         shrinker_work=shrinker.work_distribution(invocations),
-        shrinker_backlog=shrinker.deferred_backlog(trace.events("mm_shrink_slab_end")),
+        shrinker_backlog=shrinker.deferred_backlog(
+            trace.events("mm_shrink_slab_end"), changes_only=True
+        ),
         lru=lru_frame,
         lru_check=lru.lru_vs_vmstat(lru_frame, vmstat_deltas) if vmstat_deltas else None,
         distributions=distribution_table(dict(sorted(series.items()))),
