@@ -96,6 +96,7 @@ def test_comparison_keeps_every_iteration_mean_sd_and_mmtests_sign(work_log):
     # Lower velocity counts as better: 100 - 80*100/85 = +5.88 %.
     assert vel_p.change_pct == pytest.approx(100 - 80 * 100 / 85)
     assert vel_p.sd == 0 and vel_p.n == 2
+    assert eff_v.change_pct == 0.0 and vel_v.change_pct == 0.0  # the base column
 
 
 def test_change_pct_sign_convention():
@@ -110,6 +111,9 @@ def test_cli_compare_vmstat_text_fits_80_columns_and_json(work_log, capsys, monk
     text = capsys.readouterr().out
     assert max(len(line) for line in text.splitlines()) <= 80
     assert "Kswapd efficiency %" in text and "±" in text
+    # Rows that are zero everywhere are listed once, not printed as tables of zeros.
+    assert "Zero in every iteration: Direct pages scanned" in text
+    assert "-0.00%" not in text
     assert (
         main(["compare-vmstat", "--json", str(work_log / "vanilla"), str(work_log / "patched")])
         == 0

@@ -127,7 +127,8 @@ def compare_runs(
             mean, sd = _summary(values)
             if r == 0:
                 base_mean = mean
-            change = change_pct(base_mean, mean, op.better)
+            # The base column is 0.00% by definition; the formula could print -0.00.
+            change = change_pct(base_mean, mean, op.better) if r else (0.0 if mean else None)
             rows.append(
                 RowSummary(run.name, op.label, op.unit, op.better, tuple(values), mean, sd, change)
             )

@@ -98,9 +98,14 @@ def format_comparison(cmp: Comparison) -> str:
     ]
     # A row is left out only when no iteration of any run has its counters.
     absent = set.intersection(*(set(_absent(list(rep.rows))) for rep in reports))
+    zero = [
+        label
+        for k, label in enumerate(dict.fromkeys(r.label for r in cmp.rows))
+        if all(rep.rows[k].value == 0 for rep in reports)
+    ]
     notes = _Footnotes()
     for k, label in enumerate(dict.fromkeys(r.label for r in cmp.rows)):
-        if label in absent:
+        if label in absent or label in zero:
             continue
         cells = [cmp.row(label, run) for run in cmp.runs]
         why = next((rep.rows[k].note for rep in reports if rep.rows[k].value is None), "")
@@ -110,19 +115,20 @@ def format_comparison(cmp: Comparison) -> str:
             mark = f"{notes.mark(why):>11}" if cell.mean is None else _pct(cell.change_pct)
             mean_line += _num(cell.mean) + mark
         lines.append(mean_line.rstrip())
-        if any(c.sd is not None for c in cells):
+        if any(c.sd for c in cells):
             lines.append((" " * _LABEL_WIDTH + "".join(_sd(c.sd) for c in cells)).rstrip())
     lines += [
         "",
         *_wrapped(
             "Mean over iterations (% change vs first run; positive = better, as in "
-            "mmtests), ± sample sd (n-1) below. Pages unless stated. Not tested for "
-            "significance: each iteration gives one total per row, and with fewer than 3 "
-            "iterations per run no change can be shown.",
+            "mmtests), ± sample sd (n-1) below. Pages unless stated. No significance "
+            "test here: a change within the ± spread of either run is not evidence of "
+            "a difference.",
             indent="",
         ),
         *notes.lines(),
     ]
+    lines += _wrapped(f"Zero in every iteration: {', '.join(zero)}." if zero else "")
     lines += _wrapped(
         f"Not in this kernel's vmstat: {', '.join(sorted(absent))}." if absent else ""
     )
