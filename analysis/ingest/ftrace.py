@@ -210,7 +210,7 @@ def _decode(data: bytes) -> tuple[bytes, int]:
         return fixed.encode("utf-8"), bad
 
 
-def _common(buf: np.ndarray, rows: np.ndarray, out: np.ndarray, ends, line_base: int):
+def _common(buf: np.ndarray, rows: np.ndarray, out: np.ndarray, line_base: int):
     """Common columns (line, comm, pid, tgid, cpu, irq_flags, ts_ns) of the event lines ``rows``."""
     f = out[rows]
     flags_ok = f[:, 11] >= 0
@@ -246,7 +246,9 @@ def parse_block(data: bytes, line_base: int, final: bool) -> tuple[_BlockResult,
     res.header, res.blank, res.stack = int(counts[HEADER]), int(counts[BLANK]), int(counts[STACK])
     for k in np.flatnonzero(kind == LOST):
         count = int(out[k, 5])
-        res.lost.append(LostEvents(int(out[k, 4]), None if count < 0 else count, line_base + k + 1))
+        res.lost.append(
+            LostEvents(int(out[k, 4]), None if count < 0 else count, int(line_base + k + 1))
+        )
     for k in np.flatnonzero(kind == UNPARSED):
         entry = res.unparsed.setdefault(REASONS[out[k, 9]], [0, [], []])
         entry[0] += 1
@@ -267,13 +269,13 @@ def parse_block(data: bytes, line_base: int, final: bool) -> tuple[_BlockResult,
     mode = np.array([name in SHRINK_SLAB for name in names], np.int8)[inverse.ravel()]
     pstart, pend = out[rows, 8], ends[rows]
     first_tok, count, sig, *toks = tokenize(buf, pstart, pend, mode, GFP_LITERAL)
-    common = _common(buf, rows, out, ends, line_base)
     order = np.argsort(inverse.ravel(), kind="stable")
     bounds = np.searchsorted(inverse.ravel()[order], np.arange(len(uniq) + 1))
     for j, name in enumerate(names):
         sel = order[bounds[j] : bounds[j + 1]]
         per_row = (first_tok[sel], count[sel], sig[sel], pstart[sel], pend[sel])
-        frames[name] = event_frame(name, buf, common[sel], (*per_row, *toks))
+        common = _common(buf, rows[sel], out, line_base)
+        frames[name] = event_frame(name, buf, common, (*per_row, *toks))
         res.events[name] = len(sel)
     return res, frames
 
@@ -353,7 +355,9 @@ def _write_frames(directory: Path, block: int, frames: dict[str, pl.DataFrame]) 
     for name, frame in frames.items():
         part = directory / f"event={name}"
         part.mkdir(exist_ok=True)
-        frame.write_parquet(part / f"part-{block:06d}.parquet", compression="lz4", statistics=False)
+        frame.write_parquet(
+            part / f"part-{block:06d}.parquet", compression="snappy", statistics=False
+        )
 
 
 def _ingest_into(path: Path, directory: Path, progress: Callable[[int, int], None] | None):
