@@ -42,19 +42,25 @@ figures.mkdir(parents=True, exist_ok=True)
 
 
 def delay_chart(delays: pl.DataFrame, title: str) -> alt.FacetChart:
-    """Throttle delay histogram per reason: count on a log axis, censored bars marked."""
+    """Throttle delay histogram per reason: count on a log axis, censored bars marked.
+
+    Bars start at 0.5 events, not 0, which a log axis cannot show.
+    """
+    data = delays.with_columns(delay_ms=pl.col("delay_us") / 1000, base=pl.lit(0.5))
     return (
-        alt.Chart(delays.with_columns(delay_ms=pl.col("delay_us") / 1000))
-        .mark_bar()
+        alt.Chart(data)
+        .mark_bar(width=4)
         .encode(
             x=alt.X("delay_ms:Q", title="usect_delayed (ms)"),
             y=alt.Y("count:Q", title="events", scale=alt.Scale(type="log")),
+            y2="base:Q",
             color=alt.Color("at_timeout:N", title="at timeout (censored)"),
             tooltip=["context", "reason", "usec_timeout", "delay_us", "count"],
         )
-        .properties(width=260, height=140, title=title)
+        .properties(width=260, height=140)
         .facet(row=alt.Row("context:N", title=None), column=alt.Column("reason:N", title=None))
         .resolve_scale(x="independent")
+        .properties(title=title)
     )
 
 
