@@ -134,6 +134,8 @@ def test_cli_vmstat_on_iteration_and_run(work_log, capsys):
     assert run["metrics"]["Kswapd efficiency %"] == pytest.approx(55.0)
     assert run["n"]["Kswapd efficiency %"] == 2
     assert len(run["iterations"]) == 2
+    assert run["elapsed_s"] == pytest.approx(15.0)  # mean of 10 s and 20 s
+    assert run["elapsed_source"] == "tests-timestamp time ::"
 
 
 def test_monitor_series_rates_per_interval(work_log):

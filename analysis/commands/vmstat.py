@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 from pathlib import Path
 
 import polars as pl
@@ -77,6 +78,7 @@ def _from_directory(args: argparse.Namespace) -> int:
     cmp = compare_runs(runs, args.test, args.elapsed)
     if args.json:
         rows = cmp.rows
+        elapsed = [rep.elapsed.seconds for rep in cmp.reports[0]]
         _print_json(
             {
                 "source": str(args.path),
@@ -86,8 +88,9 @@ def _from_directory(args: argparse.Namespace) -> int:
                 "n": {r.label: r.n for r in rows},
                 "units": {r.label: r.unit for r in rows},
                 "iterations": [rep.to_json() for rep in cmp.reports[0]],
-                "elapsed_s": [rep.elapsed.seconds for rep in cmp.reports[0]],
-                "elapsed_source": sorted({rep.elapsed.source for rep in cmp.reports[0]}),
+                # Each iteration has its own elapsed time (in "iterations"); this is their mean.
+                "elapsed_s": statistics.fmean(elapsed) if None not in elapsed else None,
+                "elapsed_source": ", ".join(sorted({r.elapsed.source for r in cmp.reports[0]})),
             }
         )
     else:
