@@ -220,6 +220,8 @@ def test_analyse_composes_and_flags_lost_events():
     assert summary["Time stalled direct reclaim"] == pytest.approx(4e-6)
     assert result.hz.verdict == "agrees"
     assert result.lru_check["counter"].to_list() == ["pgscan_kswapd"]
+    assert result.throttle["lost_events"].to_list() == [3] * result.throttle.height
+    assert result.lru["lost_events"].unique().to_list() == [3]
 
 
 def test_backlog_step_points_keep_first_changes_and_last():

@@ -128,6 +128,8 @@ def analyse(
             (group["delay_us"] / 1e3).to_list(),
             group["count"].to_list(),
         )
+    # Every table carries its source's lost-event count: any sum may be short by lost events.
+    lost_col = pl.lit(lost, dtype=pl.Int64)
     analysis = StallAnalysis(
         source=str(trace.source),
         input_kind="histogram" if is_histogram else "trace",
@@ -135,24 +137,26 @@ def analyse(
         capture_s=(end - start) / 1e9 if start is not None else None,
         reclaim=reclaim,
         throttle_events=t_events,
-        throttle=throttle.throttle_table(t_events),
+        throttle=throttle.throttle_table(t_events).with_columns(lost_events=lost_col),
         delay_histogram=throttle.delay_histogram(t_events),
         hz=throttle.infer_hz(t_events, config_hz),
         kswapd=daemons["kswapd"],
         kcompactd=daemons["kcompactd"],
         compaction=comp,
-        compaction_time=compaction.compaction_time(comp.intervals),
+        compaction_time=compaction.compaction_time(comp.intervals).with_columns(
+            lost_events=lost_col
+        ),
         compaction_status=compaction.compaction_status(comp.intervals),
         compact_orders=compaction.try_to_compact_by_order(
             trace.events("mm_compaction_try_to_compact_pages")
         ),
         shrinker_invocations=invocations,
-        shrinker=shrinker.shrinker_table(invocations),
+        shrinker=shrinker.shrinker_table(invocations).with_columns(lost_events=lost_col),
         shrinker_work=shrinker.work_distribution(invocations),
         shrinker_backlog=shrinker.deferred_backlog(
             trace.events("mm_shrink_slab_end"), changes_only=True
         ),
-        lru=lru_frame,
+        lru=lru_frame.with_columns(lost_events=lost_col),
         lru_check=lru.lru_vs_vmstat(lru_frame, vmstat_deltas) if vmstat_deltas else None,
         distributions=distribution_table(dict(sorted(series.items()))),
         summary=pl.DataFrame(),
