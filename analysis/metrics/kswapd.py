@@ -20,6 +20,10 @@ the whole capture:
 - ``awake_upper_s`` (upper bound): closed intervals plus open ones run to the capture's edge
   (its first event for a sleep with no wake before it, its last event for a wake with no sleep).
 
+kcompactd also emits its sleep event each time its periodic timeout (HZ/2, for proactive
+compaction) expires without work, so a run of sleeps without wakes is normal there: those
+count as ``unpaired_sleeps`` and add no awake time.
+
 ``awake_kind`` says which: ``exact`` (every interval closed inside the capture, so both bounds
 are equal) or ``lower_bound`` (``awake_s`` is the activity lower bound above). A node whose
 daemon shows activity but no wake or sleep event at all is ``lower_bound`` with the span of

@@ -205,7 +205,7 @@ def pair_intervals(
 
 
 def reclaim_intervals(trace, *, lost_lines: Sequence[int] = ()) -> dict[str, StallIntervals]:
-    """Stall intervals of every reclaim context present in ``trace`` (begin or end seen).
+    """Stall intervals of ``direct`` reclaim and every other context present in ``trace``.
 
     Carries ``order`` and ``gfp_flags`` from the begin (``nid`` too for node reclaim) and
     ``nr_reclaimed`` (pages) from the end. ``trace`` is anything with ``events(name)`` and
@@ -214,7 +214,9 @@ def reclaim_intervals(trace, *, lost_lines: Sequence[int] = ()) -> dict[str, Sta
     names = set(trace.event_names)
     out = {}
     for context, (begin_name, end_name) in RECLAIM_EVENTS.items():
-        if begin_name not in names and end_name not in names:
+        # Direct reclaim is always reported (zero stalls is an answer); other contexts only
+        # when the trace has their events.
+        if context != "direct" and begin_name not in names and end_name not in names:
             continue
         out[context] = pair_intervals(
             trace.events(begin_name),
