@@ -8,7 +8,9 @@ writeback pages sit at the LRU tail. Here "memory" is the capture cgroup's limit
 
 This machine class has no swap, so anon pages cannot be reclaimed: the hogs are sized as
 ``limit - dirty share - probe - margin - process overhead`` so that only file pages can make
-room and the cgroup reclaims rather than OOMs. The files take what the margin leaves plus
+room and the cgroup reclaims rather than OOMs. Each hog maps its share once and keeps it
+resident for the whole phase (``workload.run_hog``), so this anon footprint is permanent and
+the files and the probe live in what is left. The files take what the margin leaves plus
 twice the dirty share, so the working set is ``limit + dirty share`` whatever the margin.
 """
 

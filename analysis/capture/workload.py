@@ -94,17 +94,36 @@ def run_writer(path: Path, file_bytes: int, seed: int) -> None:
         os.close(fd)
 
 
+def touch_pages(region: mmap.mmap, value: int) -> None:
+    """Write ``value`` into the first byte of every 4 KiB page of ``region`` (one pass).
+
+    One extended-slice store, so the pass runs in C: each write marks the page's PTE dirty
+    and young, which is all a re-touch needs to keep the anon page in use.
+    """
+    pages = len(range(0, len(region), PAGE_BYTES))
+    region[::PAGE_BYTES] = bytes([value]) * pages
+
+
 def run_hog(anon_bytes: int) -> None:
-    """Continually map, fill and unmap ``anon_bytes`` of anonymous memory (stutterp's hogs)."""
+    """Map ``anon_bytes`` of anonymous memory once, fill it, then re-touch it until stopped.
+
+    stutterp's hogs "continually map (100-dirty_ratio)% of memory": a footprint that stays
+    resident for the whole phase. With no swap the kernel cannot reclaim these pages, so
+    every page the writers and the probe add must come from the writers' file pages. Filled
+    with a non-zero pattern (written, so each page is a private anon page charged to the
+    memcg, not the shared zero page); every pass then writes one byte per page.
+    """
+    region = mmap.mmap(-1, anon_bytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
     chunk = b"\x5a" * (1 << 20)
+    for off in range(0, anon_bytes, len(chunk)):
+        if _stop:
+            break
+        region[off : off + len(chunk)] = chunk[: anon_bytes - off]
+    passes = 0
     while not _stop:
-        region = mmap.mmap(-1, anon_bytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-        left = anon_bytes
-        while left > 0 and not _stop:
-            n = min(left, len(chunk))
-            region.write(chunk[:n])
-            left -= n
-        region.close()
+        passes += 1
+        touch_pages(region, passes & 0xFF)
+    region.close()
 
 
 def _fork(target, *args) -> int:
