@@ -103,3 +103,22 @@ def test_hog_footprint_stays_at_its_size_until_stopped():
         assert proc.wait(timeout=5) == 0
     finally:
         cg.remove()
+
+
+def test_read_io_counts_this_process_writes_exactly(tmp_path):
+    path = tmp_path / "out"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        before = workload.read_io(os.getpid())
+        written = os.write(fd, b"x" * MIB)
+        after = workload.read_io(os.getpid())
+    finally:
+        os.close(fd)
+    assert set(before) == {"wchar", "write_bytes"}
+    # Nothing else in this thread writes between the two reads (reading /proc is no write).
+    assert after["wchar"] - before["wchar"] == written == MIB
+
+
+def test_read_io_of_a_missing_process_is_empty():
+    # pid_max is at most 2**22, so this pid never exists: no counters, no exception.
+    assert workload.read_io(2**22 + 1) == {}

@@ -165,6 +165,21 @@ def _stop_all(children: dict[int, str], grace_s: float = 5.0) -> dict[int, int]:
     return statuses
 
 
+def read_io(pid: int) -> dict[str, int]:
+    """A process's /proc/<pid>/io counters (bytes; empty if it has gone).
+
+    ``wchar`` is bytes passed to write()/pwrite(); ``write_bytes`` is bytes of page cache the
+    task dirtied (task_io_account_write() when a clean folio becomes dirty), the upper bound
+    on what writeback can write for it.
+    """
+    try:
+        text = Path(f"/proc/{pid}/io").read_text()
+    except OSError:
+        return {}
+    fields = (line.split(": ") for line in text.splitlines())
+    return {name: int(value) for name, value in fields if name in ("wchar", "write_bytes")}
+
+
 def run_phase(spec: dict) -> dict:
     """Run one worker count: writers first, then (after ``warmup_s``) hogs and the probe."""
     work_dir = Path(spec["work_dir"])
@@ -187,6 +202,8 @@ def run_phase(spec: dict) -> dict:
             early[pid] = status
         time.sleep(0.05)
     alive = {pid: role for pid, role in children.items() if pid not in early}
+    # Read before SIGTERM: afterwards the counters vanish with the process.
+    io = {pid: read_io(pid) for pid, role in alive.items() if role == "writer"}
     statuses = {**early, **_stop_all(alive)}
     return {
         "children": [
@@ -195,6 +212,7 @@ def run_phase(spec: dict) -> dict:
                 "role": children[pid],
                 "ended": _describe(status),
                 "early": pid in early,
+                **({"io": io[pid]} if pid in io else {}),
             }
             for pid, status in sorted(statuses.items())
         ]
