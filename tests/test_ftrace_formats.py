@@ -366,7 +366,7 @@ def test_verbatim_line(line: str, event: str, expected: dict) -> None:
 
 
 def test_unknown_event_kept_with_fields() -> None:
-    acc, frames = parse_text(
+    _, frames = parse_text(
         "dd-100 [000] ..... 1.000000: writeback_dirty_page: bdi 8:0: ino=12 index=3\n"
     )
     row = frames["writeback_dirty_page"].row(0, named=True)

@@ -69,11 +69,41 @@ class _HashingReader:
         self.raw.close()
 
 
+class _ZstdReader:
+    """zstd frames decoded one raw block at a time, failing if the input ends mid-frame.
+
+    (``ZstdDecompressor.stream_reader`` returns a silent EOF on a truncated frame.)
+    """
+
+    def __init__(self, raw: _HashingReader) -> None:
+        self.raw = raw
+        self.dctx = zstandard.ZstdDecompressor()
+        self.obj = self.dctx.decompressobj()
+
+    def read(self, size: int) -> bytes:
+        out: list[bytes] = []
+        n = 0
+        while n < size:
+            chunk = self.raw.read(1 << 20)
+            if not chunk:
+                if not self.obj.eof:
+                    raise EOFError("zstd stream ends inside a frame")
+                break
+            data = self.obj.decompress(chunk)
+            while self.obj.eof and self.obj.unused_data:  # concatenated frames
+                rest = self.obj.unused_data
+                self.obj = self.dctx.decompressobj()
+                data += self.obj.decompress(rest)
+            out.append(data)
+            n += len(data)
+        return b"".join(out)
+
+
 def _decompressor(kind: str, raw: _HashingReader) -> BinaryIO:
     if kind == "gzip":
         return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[arg-type]
     if kind == "zstd":
-        return zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)  # type: ignore[arg-type]
+        return _ZstdReader(raw)  # type: ignore[return-value]
     if kind == "xz":
         return lzma.LZMAFile(raw)  # type: ignore[arg-type]
     if kind == "bzip2":

@@ -532,7 +532,10 @@ def ingest(
         return client.gather(futures)
     if len(files) == 1:
         return [_read_for_pool(files[0], cache)]
+    import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    with ProcessPoolExecutor(min(len(files), os.cpu_count() or 1)) as pool:
+    # spawn, not fork: forking a process whose Polars/numba thread pools are live deadlocks.
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(min(len(files), os.cpu_count() or 1), mp_context=context) as pool:
         return list(pool.map(_read_for_pool, files, [cache] * len(files)))
