@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from analysis.capture.cgroup import MemCgroup, find_memory_hierarchy, parse_flat_keyed
-from analysis.capture.run import Interrupted, Restorer, raise_on_signals
+from analysis.capture.run import Interrupted, Restorer, machine_lock, raise_on_signals
 from analysis.capture.sysctl import SysctlChanger
 from analysis.capture.tracefs import (
     TraceInstance,
@@ -279,3 +279,17 @@ def test_kill_all_on_a_real_v1_cgroup():
     finally:
         cg.remove()
     assert not cg.path.exists()
+
+
+def test_a_second_capture_is_refused_while_the_first_holds_the_lock(tmp_path):
+    lock = tmp_path / "capture.lock"
+    with machine_lock(lock):
+        assert lock.read_text() == f"{os.getpid()}\n"
+        # flock is per open file: a second open in this process conflicts like another one.
+        refused = pytest.raises(InputError, match=rf"another mmlab capture \(pid {os.getpid()}\)")
+        with refused, machine_lock(lock):
+            pass
+    # Released (and the pid cleared) on exit: the next capture may run.
+    assert lock.read_text() == ""
+    with machine_lock(lock):
+        pass

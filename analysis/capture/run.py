@@ -9,6 +9,7 @@ exception, and on SIGINT/SIGTERM (turned into :class:`Interrupted` so ``finally`
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import shutil
@@ -35,6 +36,8 @@ TEST = "stutterp"
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # Filesystems whose pages are not written back (shmem) cannot produce dirty/writeback pages.
 NO_WRITEBACK_FS = {"tmpfs", "ramfs"}
+# One capture per machine: see machine_lock.
+LOCK_PATH = Path("/run/lock/mmlab-capture.lock")
 
 
 class Interrupted(BaseException):
@@ -466,15 +469,44 @@ def capture_iteration(
     return meta
 
 
+@contextlib.contextmanager
+def machine_lock(path: Path = LOCK_PATH) -> Iterator[None]:
+    """Hold an exclusive flock on ``path`` for the block, or refuse (InputError) if taken.
+
+    Two captures at once corrupt each other: sysctls are machine-wide, so overlapping
+    save/set/restore pairs leave a changed value behind (A saves 20 sets 19, B saves 19 sets
+    18, A restores 20, B restores 19), and /proc/vmstat deltas would mix both workloads'
+    reclaim. The file holds the holder's pid for the message; the kernel drops the lock when
+    the holder exits, however it exits.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.seek(0)
+            holder = f.read().strip() or "unknown"
+            raise InputError(
+                path, f"another mmlab capture (pid {holder}) is running; wait for it"
+            ) from None
+        f.truncate(0)
+        f.write(f"{os.getpid()}\n")
+        f.flush()
+        try:
+            yield
+        finally:
+            f.truncate(0)
+
+
 def capture(cfg: CaptureConfig, tick: Callable[[Progress], None] = lambda p: None) -> list[dict]:
-    """Run the whole capture; returns each iteration's mmlab.json content."""
+    """Run the whole capture (one at a time per machine); returns each mmlab.json content."""
     progress = Progress(iterations=cfg.iterations)
     if (cfg.out / cfg.run).exists():
         raise InputError(cfg.out / cfg.run, "already exists; choose another --run or OUT")
     pre = preflight(cfg)
     restorer = Restorer()
     metas: list[dict] = []
-    with raise_on_signals():
+    with machine_lock(), raise_on_signals():
         try:
             metas = _capture(cfg, pre, restorer, progress, tick)
         finally:
