@@ -1,77 +1,25 @@
-"""Open capture files whatever their compression, detected from magic bytes, not names.
+"""Small capture files (vmstat dumps, monitors, timestamps) read whole as checked text.
 
-mmtests gzips its monitors; ``mmlab capture`` writes zstd; users paste plain text.
-A truncated or corrupt stream is an :class:`~analysis.errors.InputError` that names
-the file and how far decompression got.
+Decompression (plain, gzip, zstd, xz, bzip2, detected from magic bytes, with errors that
+name the file and offset) is :mod:`analysis.ingest.compressed`'s; this adds the checks a
+text format needs: no NUL bytes, valid UTF-8, each reported with its line.
 """
 
 from __future__ import annotations
 
-import bz2
-import io
-import lzma
-import zlib
 from pathlib import Path
 
-import zstandard
-
 from analysis.errors import InputError
+from analysis.ingest.compressed import iter_blocks
 
-__all__ = ["compression_of", "read_bytes", "read_text"]
+__all__ = ["read_bytes", "read_text"]
 
-_MAGIC = (
-    (b"\x1f\x8b", "gzip"),
-    (b"\x28\xb5\x2f\xfd", "zstd"),
-    (b"\xfd7zXZ\x00", "xz"),
-    (b"BZh", "bzip2"),
-)
-
-
-def compression_of(head: bytes) -> str | None:
-    """Name of the compression whose magic number starts ``head``, or ``None`` for plain."""
-    for magic, name in _MAGIC:
-        if head.startswith(magic):
-            return name
-    return None
-
-
-def _decompress(data: bytes, kind: str) -> bytes:
-    if kind == "gzip":
-        # gzip.decompress raises EOFError on a truncated stream; decompressobj tells how far.
-        out = io.BytesIO()
-        d = zlib.decompressobj(wbits=47)
-        pos = 0
-        while pos < len(data):
-            out.write(d.decompress(data[pos:]))
-            if not d.eof:
-                raise EOFError(f"stream ends early at compressed byte {len(data)}")
-            pos = len(data) - len(d.unused_data)
-            # A multi-member gzip file (concatenated .gz) continues with another header.
-            if d.unused_data:
-                d = zlib.decompressobj(wbits=47)
-        return out.getvalue()
-    if kind == "zstd":
-        with zstandard.ZstdDecompressor().stream_reader(
-            io.BytesIO(data), read_across_frames=True
-        ) as r:
-            return r.read()
-    if kind == "xz":
-        return lzma.decompress(data)
-    if kind == "bzip2":
-        return bz2.decompress(data)
-    raise AssertionError(kind)
+_WHOLE = 1 << 26
 
 
 def read_bytes(path: str | Path) -> bytes:
-    """The decompressed content of ``path`` (plain, gzip, zstd, xz or bzip2)."""
-    raw = Path(path).read_bytes()
-    kind = compression_of(raw[:8])
-    if kind is None:
-        return raw
-    try:
-        return _decompress(raw, kind)
-    except (EOFError, OSError, zlib.error, lzma.LZMAError, zstandard.ZstdError, ValueError) as exc:
-        raise InputError(path, f"corrupt or truncated {kind} stream: {exc}") from None
+    """The decompressed content of ``path``."""
+    return b"".join(block.data for block in iter_blocks(Path(path), _WHOLE))
 
 
 def read_text(path: str | Path) -> str:
