@@ -29,6 +29,9 @@ counter clock, ``epoch_ns`` is null.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import functools
 import hashlib
 import json
 import os
@@ -200,6 +203,8 @@ class _BlockResult:
 
 def _decode(data: bytes) -> tuple[bytes, int]:
     """Valid UTF-8 bytes of ``data`` (invalid sequences → U+FFFD) and how many lines had any."""
+    if data.isascii():  # the usual case, ten times cheaper to check than decoding
+        return data, 0
     try:
         data.decode("utf-8")
         return data, 0
@@ -351,6 +356,29 @@ def epoch_offset_ns(path: Path, first_ts: int | None, counter_clock: bool) -> in
     return None if clock is None else epoch - clock
 
 
+# glibc mallopt parameters (malloc.h).
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+_HEAP_KEEP_BYTES = 256 << 20
+
+
+@functools.cache
+def _reuse_freed_memory() -> None:
+    """Have glibc malloc recycle freed big arrays instead of mapping fresh pages for each.
+
+    Every block allocates ~150 MB of NumPy/numba arrays; by default glibc serves each
+    from its own mmap and unmaps it on free, so every page is faulted in and zeroed again
+    (~40,000 faults per 32 MB block, a quarter of the parse's CPU time). With a higher
+    mmap threshold they come from the heap and are reused; at most ``_HEAP_KEEP_BYTES``
+    of free heap is kept. Process-wide and harmless elsewhere; a no-op without glibc.
+    """
+    try:
+        mallopt = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").mallopt
+    except (OSError, AttributeError):
+        return
+    mallopt(_M_MMAP_THRESHOLD, _HEAP_KEEP_BYTES)
+    mallopt(_M_TRIM_THRESHOLD, _HEAP_KEEP_BYTES)
+
+
 def _write_frames(directory: Path, block: int, frames: dict[str, pl.DataFrame]) -> None:
     for name, frame in frames.items():
         part = directory / f"event={name}"
@@ -362,6 +390,7 @@ def _write_frames(directory: Path, block: int, frames: dict[str, pl.DataFrame]) 
 
 def _ingest_into(path: Path, directory: Path, progress: Callable[[int, int], None] | None):
     """Stream ``path`` into Parquet parts under ``directory``; return (accounting, sha256)."""
+    _reuse_freed_memory()
     digest: list[str] = []
     results: dict[int, _BlockResult] = {}
     nbytes = 0

@@ -18,6 +18,9 @@ first two words are the shrinker symbol (``%pS``) and pointer (``%p:``).
 
 from __future__ import annotations
 
+import functools
+from dataclasses import dataclass
+
 import numpy as np
 import polars as pl
 import pyarrow as pa
@@ -235,8 +238,9 @@ def tokenize(buf, pstart, pend, mode, gfp):
     """Split payloads ``buf[pstart:pend]`` into fields (see module docstring).
 
     Returns per line (first token index, token count, key-signature hash) and per token
-    (key span, value span, integer value, integer ok). A key start of -2/-3 marks the
-    synthetic shrinker symbol/pointer keys; a value span of (-1, -1) a bare phrase.
+    (key span, key hash, value span, integer value, integer ok). A key start of -2/-3
+    marks the synthetic shrinker symbol/pointer keys (key hash 1/2); a value span of
+    (-1, -1) a bare phrase.
     """
     n = pstart.size
     first = np.empty(n, np.int64)
@@ -252,6 +256,7 @@ def tokenize(buf, pstart, pend, mode, gfp):
     sig = np.empty(n, np.uint64)
     ks = np.empty(total, np.int64)
     ke = np.empty(total, np.int64)
+    kh = np.empty(total, np.uint64)
     vs = np.empty(total, np.int64)
     ve = np.empty(total, np.int64)
     ival = np.zeros(total, np.int64)
@@ -287,18 +292,20 @@ def tokenize(buf, pstart, pend, mode, gfp):
                 # shrink_slab: "%pS %p:" shrinker symbol then pointer
                 ks[t] = -1 - word
                 ke[t] = -1 - word
+                kh[t] = np.uint64(word)
                 vs[t] = ws
                 ve[t] = we - 1 if word == 2 and buf[we - 1] == 58 else we
-                h = (h ^ np.uint64(word)) * FNV_PRIME
+                h = (h ^ kh[t]) * FNV_PRIME
                 t += 1
                 continue
             if eq > ws:
                 if ps >= 0:
                     ks[t] = ps
                     ke[t] = pe
+                    kh[t] = fnv1a(buf, ps, pe)
                     vs[t] = -1
                     ve[t] = -1
-                    h = (h ^ fnv1a(buf, ps, pe)) * FNV_PRIME
+                    h = (h ^ kh[t]) * FNV_PRIME
                     t += 1
                     ps = -1
                 vend = we - 1 if buf[we - 1] == 44 else we
@@ -307,7 +314,8 @@ def tokenize(buf, pstart, pend, mode, gfp):
                 vs[t] = eq + 1
                 ve[t] = vend
                 ival[t], iok[t] = _parse_int(buf, eq + 1, vend)
-                h = (h ^ fnv1a(buf, ws, eq)) * FNV_PRIME
+                kh[t] = fnv1a(buf, ws, eq)
+                h = (h ^ kh[t]) * FNV_PRIME
                 t += 1
                 continue
             v, ok = _parse_int(buf, ws, we)
@@ -324,7 +332,8 @@ def tokenize(buf, pstart, pend, mode, gfp):
                 ve[t] = we
                 ival[t] = v
                 iok[t] = ok
-                h = (h ^ fnv1a(buf, ps, pe)) * FNV_PRIME
+                kh[t] = fnv1a(buf, ps, pe)
+                h = (h ^ kh[t]) * FNV_PRIME
                 t += 1
                 ps = -1
             elif ps >= 0:
@@ -335,13 +344,14 @@ def tokenize(buf, pstart, pend, mode, gfp):
         if ps >= 0:
             ks[t] = ps
             ke[t] = pe
+            kh[t] = fnv1a(buf, ps, pe)
             vs[t] = -1
             ve[t] = -1
-            h = (h ^ fnv1a(buf, ps, pe)) * FNV_PRIME
+            h = (h ^ kh[t]) * FNV_PRIME
             t += 1
         count[k] = t - first[k]
         sig[k] = h
-    return first, count, sig, ks, ke, vs, ve, ival, iok
+    return first, count, sig, ks, ke, kh, vs, ve, ival, iok
 
 
 GFP_LITERAL = np.frombuffer(b"gfp_flags", np.uint8).copy()
@@ -355,10 +365,15 @@ def strings(buf: np.ndarray, s: np.ndarray, e: np.ndarray, valid: np.ndarray) ->
     return pl.Series(arr)
 
 
+_ARROW_INTS = {pl.Int64: (np.int64, pa.int64()), pl.Int32: (np.int32, pa.int32())}
+
+
 def ints(values: np.ndarray, valid: np.ndarray, dtype: pl.DataType = pl.Int64) -> pl.Series:
-    """Polars integer series with nulls where not ``valid``."""
-    mask = None if valid.all() else ~valid
-    return pl.Series(pa.array(values, mask=mask)).cast(dtype)
+    """Polars integer series with nulls where not ``valid`` (Arrow buffers, no per-value work)."""
+    np_type, arrow_type = _ARROW_INTS[dtype]
+    data = np.ascontiguousarray(values, np_type)
+    mask = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
+    return pl.Series(pa.Array.from_buffers(arrow_type, len(data), [mask, pa.py_buffer(data)]))
 
 
 def key_name(buf: np.ndarray, s: int, e: int) -> str:
@@ -370,11 +385,109 @@ def key_name(buf: np.ndarray, s: int, e: int) -> str:
     return _PHRASES.get(name, name)
 
 
+_KIND_CODES = {INT: 0, STR: 1, FLAGS: 2}
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """How :func:`fill_fields` maps a known event's raw key spellings to its schema columns."""
+
+    names: tuple[str, ...]
+    kinds: np.ndarray  # int8 per column: 0 int, 1 str, 2 flags
+    hashes: np.ndarray  # uint64 FNV-1a of each accepted raw key text (1/2: shrinker words)
+    columns: np.ndarray  # int64 column index of each spelling
+
+
+@functools.cache
+def _plan(event: str) -> _Plan:
+    """Key table of a known event: every spelling :func:`key_name` maps to one of its fields.
+
+    Spellings are the field name, ``name:`` (shrink_slab's ``nid:``), the name with spaces
+    (``cache items``) and the free-text phrases of ``_PHRASES``; each is kept only if
+    key_name() really maps it to the field, so the compiled fill names columns exactly
+    as the general path does.
+    """
+    names = KNOWN_EVENTS[event]
+    phrases = {field: text.replace("_", " ") for text, field in _PHRASES.items()}
+    hashes: list[int] = []
+    columns: list[int] = []
+    for col, name in enumerate(names):
+        if event in SHRINK_SLAB and name in _SYNTHETIC.values():
+            hashes.append(next(-1 - s for s, n in _SYNTHETIC.items() if n == name))
+            columns.append(col)
+            continue
+        for text in {name, name + ":", name.replace("_", " "), phrases.get(name, name)}:
+            raw = np.frombuffer(text.encode(), np.uint8)
+            if key_name(raw, 0, raw.size) == name:
+                hashes.append(int(fnv1a(raw, 0, raw.size)))
+                columns.append(col)
+    kinds = [_KIND_CODES[field_type(event, name)] for name in names]
+    return _Plan(
+        names, np.array(kinds, np.int8), np.array(hashes, np.uint64), np.array(columns, np.int64)
+    )
+
+
+@njit(nogil=True, cache=True)
+def fill_fields(first, count, kh, vs, ve, ival, iok, hashes, columns, kinds):
+    """Value of every (column, row) of a known event: its first token whose key maps there.
+
+    Returns (integer values, valid, value span start, value span end), each [column, row],
+    and ok = False as soon as a row holds a key outside the plan (new kernel field, odd
+    spelling): the caller then takes the general path, which keeps such fields.
+    """
+    ncol = kinds.size
+    n = first.size
+    vals = np.zeros((ncol, n), np.int64)
+    valid = np.zeros((ncol, n), np.bool_)
+    seen = np.zeros((ncol, n), np.bool_)
+    vstart = np.zeros((ncol, n), np.int64)
+    vend = np.zeros((ncol, n), np.int64)
+    for r in range(n):
+        for t in range(first[r], first[r] + count[r]):
+            c = -1
+            for j in range(hashes.size):
+                if hashes[j] == kh[t]:
+                    c = columns[j]
+                    break
+            if c < 0:
+                return vals, valid, vstart, vend, False
+            if seen[c, r]:  # a repeated key: the first one wins, as in the general path
+                continue
+            seen[c, r] = True
+            if kinds[c] == 0:
+                vals[c, r] = ival[t]
+                valid[c, r] = iok[t]
+            else:
+                vstart[c, r] = vs[t]
+                vend[c, r] = ve[t]
+                valid[c, r] = vs[t] >= 0
+    return vals, valid, vstart, vend, True
+
+
+def _planned_frame(event, buf, common, first, count, toks) -> pl.DataFrame | None:
+    """Known event's frame via :func:`fill_fields`, or None when a key is outside its plan."""
+    plan = _plan(event)
+    _, _, kh, vs, ve, ival, iok = toks
+    vals, valid, vstart, vend, ok = fill_fields(
+        first, count, kh, vs, ve, ival, iok, plan.hashes, plan.columns, plan.kinds
+    )
+    if not ok:
+        return None
+    columns = []
+    for c, name in enumerate(plan.names):
+        if plan.kinds[c] == 0:
+            columns.append(ints(vals[c], valid[c]).alias(name))
+            continue
+        text = strings(buf, vstart[c], vend[c], valid[c]).alias(name)
+        columns.append(text.str.split("|") if plan.kinds[c] == 2 else text)
+    return common.hstack(columns)
+
+
 def _column(
     event: str, key: str, kind: str | None, buf: np.ndarray, tok: np.ndarray, present, toks
 ) -> pl.Series:
     """One event column from the token values at ``tok`` (rows without the key: null)."""
-    _, _, vs, ve, ival, iok = toks
+    _, _, _, vs, ve, ival, iok = toks
     safe = np.where(present, tok, 0)
     if kind == INT:
         return ints(ival[safe], present & iok[safe]).alias(key)
@@ -402,7 +515,7 @@ def _range_columns(frame: pl.DataFrame) -> pl.DataFrame:
 
 def _fields_column(buf, rows_first, rows_count, toks) -> pl.Series:
     """``fields`` of an unknown event: List[Struct{key, value}] of its key=value tokens."""
-    ks, ke, vs, ve, _, _ = toks
+    ks, ke, _, vs, ve, _, _ = toks
     offsets = np.zeros(len(rows_count) + 1, np.int64)
     np.cumsum(rows_count, out=offsets[1:])
     idx = np.repeat(rows_first - offsets[:-1], rows_count) + np.arange(offsets[-1])
@@ -424,6 +537,9 @@ def event_frame(event: str, buf: np.ndarray, common: pl.DataFrame, tokens: tuple
     if event not in KNOWN_EVENTS:
         payload = strings(buf, pstart, pend, np.ones(len(pstart), bool)).alias("payload")
         return common.with_columns(payload, _fields_column(buf, first, count, toks))
+    planned = _planned_frame(event, buf, common, first, count, toks)
+    if planned is not None:
+        return planned
     ks, ke = toks[0], toks[1]
     _, ufirst, uinv = np.unique(sig, return_index=True, return_inverse=True)
     keys: list[str] = []
