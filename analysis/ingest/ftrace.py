@@ -67,6 +67,7 @@ from analysis.ingest.ftrace_layout import (
     REASONS,
     STACK,
     UNPARSED,
+    count_lines,
     find_lines,
     scan_lines,
 )
@@ -201,7 +202,7 @@ class _BlockResult:
     first_ts: int | None = None
 
 
-def _decode(data: bytes) -> tuple[bytes, int]:
+def _decode(data: bytes | bytearray) -> tuple[bytes | bytearray, int]:
     """Valid UTF-8 bytes of ``data`` (invalid sequences → U+FFFD) and how many lines had any."""
     if data.isascii():  # the usual case, ten times cheaper to check than decoding
         return data, 0
@@ -232,7 +233,7 @@ def _common(buf: np.ndarray, rows: np.ndarray, out: np.ndarray, line_base: int):
     )
 
 
-def parse_block(data: bytes, line_base: int, final: bool) -> tuple[_BlockResult, dict]:
+def parse_block(data: bytes | bytearray, line_base: int, final: bool) -> tuple[_BlockResult, dict]:
     """Parse whole lines ``data`` (first line is line ``line_base + 1``) into event frames.
 
     Returns the block's accounting and ``{event name: DataFrame}``.
@@ -415,7 +416,7 @@ def _ingest_into(path: Path, directory: Path, progress: Callable[[int, int], Non
             inflight.put(block)  # blocks while WORKERS+1 blocks are in flight: bounded memory
             pool.submit(work, block, chunk.data, line_base, chunk.final)
             nbytes += len(chunk.data)
-            line_base += chunk.data.count(b"\n")
+            line_base += count_lines(np.frombuffer(chunk.data, np.uint8))
             if progress is not None:
                 progress(len(chunk.data), line_base)
     if errors:

@@ -31,6 +31,7 @@ __all__ = [
     "REASONS",
     "STACK",
     "UNPARSED",
+    "count_lines",
     "find_lines",
     "gather",
     "scan_lines",
@@ -53,14 +54,20 @@ FNV_PRIME = np.uint64(1099511628211)
 
 
 @njit(nogil=True, cache=True)
-def find_lines(buf):
-    """Start/end byte offsets of every line in ``buf`` (end excludes ``\\n`` and ``\\r``)."""
+def count_lines(buf):
+    """Number of lines in ``buf``: its newlines, plus one for an unterminated last line."""
     n = 0
     for i in range(buf.size):
-        if buf[i] == 10:
-            n += 1
+        n += buf[i] == 10
     if buf.size > 0 and buf[buf.size - 1] != 10:
         n += 1
+    return n
+
+
+@njit(nogil=True, cache=True)
+def find_lines(buf):
+    """Start/end byte offsets of every line in ``buf`` (end excludes ``\\n`` and ``\\r``)."""
+    n = count_lines(buf)
     starts = np.empty(n, np.int64)
     ends = np.empty(n, np.int64)
     k = 0
