@@ -25,6 +25,7 @@
 capture = "data"
 seed = "../shared/seeds/000_901e324e43c5b0b5.txt"
 build_dir = "build"
+timeline_window_s = 2.0
 
 # %%
 from pathlib import Path
@@ -139,7 +140,8 @@ capture_chart
 
 # %% [markdown]
 # ## Stall timeline of the first trace
-# Each bar is one reclaim interval of one task (time since the trace's first event).
+# Each bar is one reclaim interval of one task (time since the trace's first stall), for
+# the first `timeline_window_s` seconds: a whole capture has tens of thousands of stalls.
 
 # %%
 timeline = None
@@ -156,7 +158,7 @@ if results:
                     pl.col("pid").cast(pl.String),
                     begin_s=(pl.col("begin_ts_ns") - origin) / 1e9,
                     end_s=(pl.col("end_ts_ns") - origin) / 1e9,
-                )
+                ).filter(pl.col("begin_s") < timeline_window_s)
             )
             .mark_bar(height=3)
             .encode(
