@@ -180,7 +180,10 @@ timeline
 backlog_chart = None
 if results:
     backlog = pl.concat(
-        [r.shrinker_backlog.with_columns(trace=pl.lit(p.parent.name)) for p, r in results.items()],
+        [
+            r.shrinker_backlog.with_columns(trace=pl.lit(f"{p.parent.parent.name}/{p.parent.name}"))
+            for p, r in results.items()
+        ],
         how="vertical_relaxed",
     )
     if not backlog.is_empty():
@@ -198,7 +201,7 @@ if results:
                 detail="nid:N",
             )
             .properties(width=260, height=140)
-            .facet(column=alt.Column("trace:N", title=None))
+            .facet(facet=alt.Facet("trace:N", title=None), columns=3)
         )
         backlog_chart.save(figures / "02-shrinker-backlog.svg")
 backlog_chart
