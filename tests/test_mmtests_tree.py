@@ -149,3 +149,15 @@ def test_monitor_series_rates_per_interval(work_log):
     assert patched0["reclaimed_pages_per_s"].to_list() == [300.0, 300.0]
     assert patched0["efficiency_pct"].to_list() == [75.0, 75.0]
     assert set(rates["run"]) == {"patched"}
+
+
+def test_iteration_config_hz_and_counter_deltas(work_log):
+    it = mmtests.find_runs(work_log / "vanilla")[0].iterations[0]
+    assert it.config_hz is None
+    (it.path / "kconfig-6.1.0.txt.gz").write_bytes(
+        gzip.compress(b"# CONFIG_HZ_1000 is not set\nCONFIG_HZ_300=y\nCONFIG_HZ=300\n")
+    )
+    assert it.config_hz == 300
+    deltas = it.counter_deltas("stutterp")
+    assert (deltas["pgscan_kswapd"], deltas["pgsteal_kswapd"]) == (1000, 600)
+    assert "nr_free_pages" not in deltas  # a gauge

@@ -11,6 +11,8 @@ import os
 import platform
 from pathlib import Path
 
+from analysis.ingest.kconfig import config_hz
+
 __all__ = [
     "SYSSTATE_FILES",
     "config_hz",
@@ -59,16 +61,6 @@ def kconfig_text(proc: Path = Path("/proc")) -> str | None:
     if not gz.is_file():
         return None
     return gzip.decompress(gz.read_bytes()).decode()
-
-
-def config_hz(kconfig: str | None) -> int | None:
-    """``CONFIG_HZ`` (timer ticks per second, the jiffy length) from kconfig text, else None."""
-    if kconfig is None:
-        return None
-    for line in kconfig.splitlines():
-        if line.startswith("CONFIG_HZ="):
-            return int(line.split("=", 1)[1])
-    return None
 
 
 def cpu_info(cpuinfo_text: str) -> dict[str, object]:

@@ -12,10 +12,8 @@ import json
 from pathlib import Path
 
 from analysis.errors import InputError
-from analysis.ingest import histogram, mmtests, vmstat
+from analysis.ingest import histogram, mmtests
 from analysis.ingest.compressed import iter_blocks
-from analysis.ingest.textfile import read_text
-from analysis.metrics.throttle import config_hz
 from analysis.metrics.trace_stalls import StallAnalysis, analyse
 from analysis.report.stalls import as_json, format_analysis, format_uniq_c
 
@@ -57,27 +55,14 @@ def _head(path: Path) -> str:
     return block.data.decode("utf-8", errors="replace") if block else ""
 
 
-def _kconfig_hz(directory: Path) -> int | None:
-    for candidate in sorted(directory.glob("kconfig-*")):
-        return config_hz(read_text(candidate))
-    return None
-
-
-def _vmstat_deltas(path: Path) -> dict[str, int] | None:
-    """Counter deltas over the capture of the iteration holding the trace ``path``."""
+def _iteration(path: Path) -> tuple[mmtests.Iteration, str] | None:
+    """The mmtests iteration holding the trace ``path`` and its test name, if it is in one."""
     try:
         (run,) = mmtests.find_runs(path.parent)
         (iteration,) = run.iterations
-        test = path.name.removeprefix("ftrace-").split(".")[0]
-        deltas, _ = vmstat.counter_deltas(iteration.vmstat(test))
     except (InputError, ValueError):
         return None
-    drop = {"interval", "epoch_s", "dt_s"}
-    return {
-        c: int(deltas[c].sum())
-        for c in deltas.columns
-        if c not in drop and deltas[c].null_count() == 0
-    }
+    return iteration, path.name.removeprefix("ftrace-").split(".")[0]
 
 
 def _analyse_file(path: Path, args: argparse.Namespace) -> StallAnalysis:
@@ -89,8 +74,15 @@ def _analyse_file(path: Path, args: argparse.Namespace) -> StallAnalysis:
     # Imported here: the trace reader pulls in numba, which `mmlab --help` should not pay for.
     from analysis.ingest import ftrace
 
-    hz = args.hz if args.hz is not None else _kconfig_hz(path.parent)
-    return analyse(ftrace.read(path), config_hz=hz, vmstat_deltas=_vmstat_deltas(path))
+    hz, deltas = args.hz, None
+    if found := _iteration(path):
+        iteration, test = found
+        hz = hz if hz is not None else iteration.config_hz
+        try:
+            deltas = iteration.counter_deltas(test)
+        except InputError:
+            deltas = None  # a trace without vmstat snapshots still has its stall statistics
+    return analyse(ftrace.read(path), config_hz=hz, vmstat_deltas=deltas)
 
 
 def _sources(path: Path) -> list[Path]:

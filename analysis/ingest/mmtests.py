@@ -15,6 +15,7 @@ from pathlib import Path
 
 from analysis.errors import InputError
 from analysis.ingest import vmstat
+from analysis.ingest.kconfig import config_hz
 from analysis.ingest.textfile import read_text
 from analysis.metrics.reclaim import Elapsed
 
@@ -108,6 +109,24 @@ class Iteration:
         """``mmlab.json`` written by ``mmlab capture`` (empty for plain mmtests trees)."""
         meta = self.path / "mmlab.json"
         return json.loads(meta.read_text()) if meta.exists() else {}
+
+    @property
+    def config_hz(self) -> int | None:
+        """CONFIG_HZ of the capturing kernel from ``kconfig-*`` (None when not saved)."""
+        for candidate in sorted(self.path.glob("kconfig-*")):
+            if (hz := config_hz(read_text(candidate))) is not None:
+                return hz
+        return None
+
+    def counter_deltas(self, test: str) -> dict[str, int]:
+        """Counter increments of /proc/vmstat over the iteration (see :meth:`vmstat`);
+        counters that went down (:class:`~analysis.ingest.vmstat.CounterReset`) are left out."""
+        deltas, _ = vmstat.counter_deltas(self.vmstat(test))
+        return {
+            c: int(deltas[c].sum())
+            for c in deltas.columns
+            if c not in {"interval", "epoch_s", "dt_s"} and deltas[c].null_count() == 0
+        }
 
     def vmstat_monitor(self, test: str) -> vmstat.Samples | None:
         """The proc-vmstat monitor log of ``test``, or None when it was not monitored."""

@@ -21,12 +21,12 @@ Every row is weighted by ``count`` when the frame has one (histograms from mails
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from functools import reduce
 
 import polars as pl
 
+from analysis.ingest.kconfig import config_hz
 from analysis.metrics.stalls import label_context
 
 __all__ = [
@@ -205,12 +205,3 @@ def infer_hz(events: pl.DataFrame, config_hz: int | None = None) -> HzEstimate:
     else:
         verdict = "agrees" if hz is not None and abs(hz - config_hz) < 0.5 else "conflicts"
     return HzEstimate(jiffy, hz, method, nonzero, len(delays), config_hz, verdict)
-
-
-_CONFIG_HZ = re.compile(r"^CONFIG_HZ=(\d+)\s*$", re.MULTILINE)
-
-
-def config_hz(kconfig_text: str) -> int | None:
-    """CONFIG_HZ from the text of a kernel config (``CONFIG_HZ=250``), or None if absent."""
-    match = _CONFIG_HZ.search(kconfig_text)
-    return int(match.group(1)) if match else None
