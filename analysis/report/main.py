@@ -14,6 +14,8 @@ from pathlib import Path
 from analysis.errors import InputError
 from analysis.ingest.mmtests import Run, find_runs
 from analysis.metrics.compare import compare_runs
+from analysis.metrics.trace_stalls import analyse
+from analysis.report.stalls import format_analysis
 from analysis.report.vmstat import format_comparison
 
 __all__ = ["SECTIONS", "build_report"]
@@ -24,8 +26,29 @@ def vmstat_section(runs: tuple[Run, ...]) -> str:
     return format_comparison(compare_runs(runs))
 
 
+def stalls_section(runs: tuple[Run, ...]) -> str:
+    """Reclaim stalls, throttling, daemons, shrinkers and LRU of every traced iteration."""
+    from analysis.ingest import ftrace  # numba start-up only when a report is built
+
+    parts = []
+    for run in runs:
+        for it in run.iterations:
+            for test in it.tests:
+                for trace in sorted(it.path.glob(f"ftrace-{test}.*")):
+                    if trace.suffix == ".start":
+                        continue
+                    analysis = analyse(
+                        ftrace.read(trace),
+                        config_hz=it.config_hz,
+                        vmstat_deltas=it.counter_deltas(test),
+                    )
+                    parts.append(f"-- {run.name} iter-{it.index} --\n{format_analysis(analysis)}")
+    return "\n".join(parts) if parts else "No ftrace captures.\n"
+
+
 SECTIONS: tuple[tuple[str, Callable[[tuple[Run, ...]], str]], ...] = (
     ("Reclaim Ops from /proc/vmstat", vmstat_section),
+    ("Reclaim stalls from ftrace", stalls_section),
 )
 
 

@@ -137,7 +137,7 @@ def _daemon_lines(a: StallAnalysis) -> list[str]:
             f"{r.awake_s:>10.3f}{r.awake_upper_s:>10.3f}  {r.awake_kind}"
         )
     out.append(
-        "lower_bound: no sleep event closes an interval; awake_s sums wake -> last own event\n"
+        "lower_bound: no sleep closes an interval; awake_s sums wake -> own last event\n"
         "before the next wake, upper_s runs open intervals to the capture's edge."
     )
     return out
