@@ -70,6 +70,7 @@ from analysis.ingest.ftrace_layout import (
     count_lines,
     find_lines,
     scan_lines,
+    take_columns,
 )
 
 __all__ = [
@@ -216,19 +217,23 @@ def _decode(data: bytes | bytearray) -> tuple[bytes | bytearray, int]:
         return fixed.encode("utf-8"), bad
 
 
+# scan_lines' fields columns: comm span, pid, tgid, cpu, ts, irq-flags span.
+_COMMON_FIELDS = np.array([0, 1, 2, 3, 4, 5, 11, 12])
+
+
 def _common(buf: np.ndarray, rows: np.ndarray, out: np.ndarray, line_base: int):
     """Common columns (line, comm, pid, tgid, cpu, irq_flags, ts_ns) of the event lines ``rows``."""
-    f = out[rows]
-    flags_ok = f[:, 11] >= 0
+    comm_s, comm_e, pid, tgid, cpu, ts, flags_s, flags_e = take_columns(out, rows, _COMMON_FIELDS)
+    every = np.ones(len(rows), bool)
     return pl.DataFrame(
         [
-            pl.Series("line", rows + (line_base + 1), pl.Int64),
-            strings(buf, f[:, 0], f[:, 1], np.ones(len(rows), bool)).alias("comm"),
-            pl.Series("pid", f[:, 2], pl.Int32),
-            ints(f[:, 3], f[:, 3] >= 0, pl.Int32).alias("tgid"),
-            ints(f[:, 4], f[:, 4] >= 0, pl.Int32).alias("cpu"),
-            strings(buf, f[:, 11], f[:, 12], flags_ok).alias("irq_flags"),
-            pl.Series("ts_ns", f[:, 5], pl.Int64),
+            pl.Series("line", rows + (line_base + 1)),
+            strings(buf, comm_s, comm_e, every).alias("comm"),
+            ints(pid, every, pl.Int32).alias("pid"),
+            ints(tgid, tgid >= 0, pl.Int32).alias("tgid"),
+            ints(cpu, cpu >= 0, pl.Int32).alias("cpu"),
+            strings(buf, flags_s, flags_e, flags_s >= 0).alias("irq_flags"),
+            pl.Series("ts_ns", ts),
         ]
     )
 

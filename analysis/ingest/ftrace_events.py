@@ -26,7 +26,7 @@ import polars as pl
 import pyarrow as pa
 from numba import njit
 
-from analysis.ingest.ftrace_layout import FNV_OFFSET, FNV_PRIME, fnv1a, gather
+from analysis.ingest.ftrace_layout import FNV_OFFSET, FNV_PRIME, fnv1a, string_views
 
 __all__ = ["COMMON_SCHEMA", "KNOWN_EVENTS", "event_frame", "tokenize"]
 
@@ -245,13 +245,15 @@ def tokenize(buf, pstart, pend, mode, gfp):
     n = pstart.size
     first = np.empty(n, np.int64)
     total = 0
-    for k in range(n):
+    for k in range(n):  # words per line, an upper bound on its tokens (branch-free count)
         first[k] = total
-        inword = False
+        prev = 1
+        c = 0
         for i in range(pstart[k], pend[k]):
-            if buf[i] != 32 and not inword:
-                total += 1
-            inword = buf[i] != 32
+            sp = 1 if buf[i] == 32 else 0
+            c += prev & (1 - sp)
+            prev = sp
+        total += c
     count = np.zeros(n, np.int64)
     sig = np.empty(n, np.uint64)
     ks = np.empty(total, np.int64)
@@ -269,6 +271,7 @@ def tokenize(buf, pstart, pend, mode, gfp):
         word = 0
         ps = -1
         pe = -1
+        shrink = mode[k] == 1
         while True:
             while i < e and buf[i] == 32:
                 i += 1
@@ -276,20 +279,36 @@ def tokenize(buf, pstart, pend, mode, gfp):
                 break
             ws = i
             eq = -1
-            while i < e and buf[i] != 32:
-                if buf[i] == 61 and eq < 0:
+            hk = FNV_OFFSET
+            v = 0
+            digits = True
+            while i < e:
+                c = buf[i]
+                if c == 32:
+                    break
+                if c == 61:  # the key (hashed as it is read) ends at the first "="
                     eq = i
-                    if i + 1 < e and buf[i + 1] == 40:  # "=(" value runs to ")"
+                    i += 1
+                    if i < e and buf[i] == 40:  # "=(" value runs to ")"
                         while i < e and buf[i] != 41:
                             i += 1
                         if i < e:
                             i += 1
+                        digits = False
                         break
+                    # The value, parsed as a decimal on the way (else _parse_int below).
+                    while i < e and buf[i] != 32:
+                        d = buf[i] - 48
+                        if d < 0 or d > 9:
+                            digits = False
+                        v = v * 10 + d
+                        i += 1
+                    break
+                hk = (hk ^ np.uint64(c)) * FNV_PRIME
                 i += 1
             we = i
             word += 1
-            if mode[k] == 1 and word <= 2:
-                # shrink_slab: "%pS %p:" shrinker symbol then pointer
+            if shrink and word <= 2:
                 ks[t] = -1 - word
                 ke[t] = -1 - word
                 kh[t] = np.uint64(word)
@@ -313,9 +332,13 @@ def tokenize(buf, pstart, pend, mode, gfp):
                 ke[t] = eq
                 vs[t] = eq + 1
                 ve[t] = vend
-                ival[t], iok[t] = _parse_int(buf, eq + 1, vend)
-                kh[t] = fnv1a(buf, ws, eq)
-                h = (h ^ kh[t]) * FNV_PRIME
+                if digits and 0 < vend - eq - 1 <= 18 and vend == we:
+                    ival[t] = v
+                    iok[t] = True
+                else:
+                    ival[t], iok[t] = _parse_int(buf, eq + 1, vend)
+                kh[t] = hk
+                h = (h ^ hk) * FNV_PRIME
                 t += 1
                 continue
             v, ok = _parse_int(buf, ws, we)
@@ -359,10 +382,10 @@ GFP_LITERAL = np.frombuffer(b"gfp_flags", np.uint8).copy()
 
 def strings(buf: np.ndarray, s: np.ndarray, e: np.ndarray, valid: np.ndarray) -> pl.Series:
     """Polars String series of the byte spans ``buf[s:e]``; null where not ``valid``."""
-    offsets, data = gather(buf, s, e, valid)
+    views, data = string_views(buf, s, e, valid)
     mask = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
-    arr = pa.LargeStringArray.from_buffers(len(s), pa.py_buffer(offsets), pa.py_buffer(data), mask)
-    return pl.Series(arr)
+    buffers = [mask, pa.py_buffer(views), pa.py_buffer(data)]
+    return pl.Series(pa.Array.from_buffers(pa.string_view(), len(s), buffers))
 
 
 _ARROW_INTS = {pl.Int64: (np.int64, pa.int64()), pl.Int32: (np.int32, pa.int32())}
@@ -394,6 +417,7 @@ class _Plan:
 
     names: tuple[str, ...]
     kinds: np.ndarray  # int8 per column: 0 int, 1 str, 2 flags
+    slots: np.ndarray  # int64 per column: its row in the int (kind 0) or span (else) output
     hashes: np.ndarray  # uint64 FNV-1a of each accepted raw key text (1/2: shrinker words)
     columns: np.ndarray  # int64 column index of each spelling
 
@@ -405,7 +429,8 @@ def _plan(event: str) -> _Plan:
     Spellings are the field name, ``name:`` (shrink_slab's ``nid:``), the name with spaces
     (``cache items``) and the free-text phrases of ``_PHRASES``; each is kept only if
     key_name() really maps it to the field, so the compiled fill names columns exactly
-    as the general path does.
+    as the general path does. They are listed in printed order (fill_fields looks for
+    each key just after the previous one's).
     """
     names = KNOWN_EVENTS[event]
     phrases = {field: text.replace("_", " ") for text, field in _PHRASES.items()}
@@ -416,69 +441,79 @@ def _plan(event: str) -> _Plan:
             hashes.append(next(-1 - s for s, n in _SYNTHETIC.items() if n == name))
             columns.append(col)
             continue
-        for text in {name, name + ":", name.replace("_", " "), phrases.get(name, name)}:
+        spellings = (phrases.get(name, name), name + ":", name, name.replace("_", " "))
+        for text in dict.fromkeys(spellings):
             raw = np.frombuffer(text.encode(), np.uint8)
             if key_name(raw, 0, raw.size) == name:
                 hashes.append(int(fnv1a(raw, 0, raw.size)))
                 columns.append(col)
-    kinds = [_KIND_CODES[field_type(event, name)] for name in names]
-    return _Plan(
-        names, np.array(kinds, np.int8), np.array(hashes, np.uint64), np.array(columns, np.int64)
-    )
+    kinds = np.array([_KIND_CODES[field_type(event, name)] for name in names], np.int8)
+    is_int = kinds == 0
+    slots = np.where(is_int, np.cumsum(is_int) - 1, np.cumsum(~is_int) - 1)
+    return _Plan(names, kinds, slots, np.array(hashes, np.uint64), np.array(columns, np.int64))
 
 
 @njit(nogil=True, cache=True)
-def fill_fields(first, count, kh, vs, ve, ival, iok, hashes, columns, kinds):
+def fill_fields(first, count, kh, vs, ve, ival, iok, plan_hashes, plan_columns, kinds, slots):
     """Value of every (column, row) of a known event: its first token whose key maps there.
 
-    Returns (integer values, valid, value span start, value span end), each [column, row],
-    and ok = False as soon as a row holds a key outside the plan (new kernel field, odd
-    spelling): the caller then takes the general path, which keeps such fields.
+    Returns integer values [int slot, row], value span starts and ends [span slot, row],
+    valid [column, row], and ok = False as soon as a row holds a key outside the plan
+    (new kernel field, odd spelling): the caller then takes the general path, which
+    keeps such fields.
     """
     ncol = kinds.size
     n = first.size
-    vals = np.zeros((ncol, n), np.int64)
+    n_int = 0
+    for c in range(ncol):
+        n_int += kinds[c] == 0
+    vals = np.zeros((n_int, n), np.int64)
+    vstart = np.zeros((ncol - n_int, n), np.int64)
+    vend = np.zeros((ncol - n_int, n), np.int64)
     valid = np.zeros((ncol, n), np.bool_)
-    seen = np.zeros((ncol, n), np.bool_)
-    vstart = np.zeros((ncol, n), np.int64)
-    vend = np.zeros((ncol, n), np.int64)
+    seen = np.zeros(ncol, np.bool_)
+    m = plan_hashes.size
+    j = 0
     for r in range(n):
+        seen[:] = False
         for t in range(first[r], first[r] + count[r]):
-            c = -1
-            for j in range(hashes.size):
-                if hashes[j] == kh[t]:
-                    c = columns[j]
-                    break
-            if c < 0:
-                return vals, valid, vstart, vend, False
-            if seen[c, r]:  # a repeated key: the first one wins, as in the general path
+            # Keys come in printed order: start looking just after the last match.
+            tries = 0
+            while tries < m and plan_hashes[j] != kh[t]:
+                j = j + 1 if j + 1 < m else 0
+                tries += 1
+            if tries == m:
+                return vals, vstart, vend, valid, False
+            c = plan_columns[j]
+            if seen[c]:  # a repeated key: the first one wins, as in the general path
                 continue
-            seen[c, r] = True
+            seen[c] = True
             if kinds[c] == 0:
-                vals[c, r] = ival[t]
+                vals[slots[c], r] = ival[t]
                 valid[c, r] = iok[t]
             else:
-                vstart[c, r] = vs[t]
-                vend[c, r] = ve[t]
+                vstart[slots[c], r] = vs[t]
+                vend[slots[c], r] = ve[t]
                 valid[c, r] = vs[t] >= 0
-    return vals, valid, vstart, vend, True
+    return vals, vstart, vend, valid, True
 
 
 def _planned_frame(event, buf, common, first, count, toks) -> pl.DataFrame | None:
     """Known event's frame via :func:`fill_fields`, or None when a key is outside its plan."""
     plan = _plan(event)
     _, _, kh, vs, ve, ival, iok = toks
-    vals, valid, vstart, vend, ok = fill_fields(
-        first, count, kh, vs, ve, ival, iok, plan.hashes, plan.columns, plan.kinds
+    vals, vstart, vend, valid, ok = fill_fields(
+        first, count, kh, vs, ve, ival, iok, plan.hashes, plan.columns, plan.kinds, plan.slots
     )
     if not ok:
         return None
     columns = []
     for c, name in enumerate(plan.names):
+        slot = plan.slots[c]
         if plan.kinds[c] == 0:
-            columns.append(ints(vals[c], valid[c]).alias(name))
+            columns.append(ints(vals[slot], valid[c]).alias(name))
             continue
-        text = strings(buf, vstart[c], vend[c], valid[c]).alias(name)
+        text = strings(buf, vstart[slot], vend[slot], valid[c]).alias(name)
         columns.append(text.str.split("|") if plan.kinds[c] == 2 else text)
     return common.hstack(columns)
 

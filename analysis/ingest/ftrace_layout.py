@@ -33,8 +33,9 @@ __all__ = [
     "UNPARSED",
     "count_lines",
     "find_lines",
-    "gather",
     "scan_lines",
+    "string_views",
+    "take_columns",
 ]
 
 EVENT, HEADER, BLANK, LOST, STACK, UNPARSED = 0, 1, 2, 3, 4, 5
@@ -425,23 +426,49 @@ LITERALS = tuple(
 )
 
 
+VIEW_INLINE = 12  # Arrow string_view: strings up to 12 bytes live inside their 16-byte view
+
+
 @njit(nogil=True, cache=True)
-def gather(buf, s, e, valid):
-    """Copy the spans ``buf[s[i]:e[i]]`` (where ``valid``) into Arrow offsets + data buffers."""
+def string_views(buf, s, e, valid):
+    """Arrow ``string_view`` buffers of the spans ``buf[s[i]:e[i]]`` (empty where not ``valid``).
+
+    Returns (views uint32[4n], data uint8): view i is (length, 12 inline bytes) for short
+    strings, else (length, 4-byte prefix, buffer 0, offset into ``data``). Polars keeps
+    strings as views, so it adopts these buffers without converting them.
+    """
     n = s.size
-    offsets = np.empty(n + 1, np.int64)
-    offsets[0] = 0
     total = 0
     for i in range(n):
-        if valid[i] and e[i] > s[i]:
+        if valid[i] and e[i] - s[i] > VIEW_INLINE:
             total += e[i] - s[i]
-        offsets[i + 1] = total
+    views = np.zeros(4 * n, np.uint32)
+    inline = views.view(np.uint8)
     data = np.empty(total, np.uint8)
     p = 0
     for i in range(n):
-        if valid[i]:
-            # A byte loop beats slice assignment for the short spans seen here.
-            for j in range(s[i], e[i]):
-                data[p] = buf[j]
-                p += 1
-    return offsets, data
+        size = e[i] - s[i]
+        if not valid[i] or size <= 0:
+            continue
+        views[4 * i] = size
+        if size <= VIEW_INLINE:
+            for j in range(size):
+                inline[16 * i + 4 + j] = buf[s[i] + j]
+            continue
+        for j in range(4):
+            inline[16 * i + 4 + j] = buf[s[i] + j]
+        views[4 * i + 3] = p
+        for j in range(size):
+            data[p + j] = buf[s[i] + j]
+        p += size
+    return views, data
+
+
+@njit(nogil=True, cache=True)
+def take_columns(out, rows, columns):
+    """``out[rows][:, columns]`` transposed: one contiguous array per column (the common part)."""
+    taken = np.empty((columns.size, rows.size), np.int64)
+    for r in range(rows.size):
+        for j in range(columns.size):
+            taken[j, r] = out[rows[r], columns[j]]
+    return taken
