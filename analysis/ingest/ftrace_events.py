@@ -28,7 +28,7 @@ from numba import njit
 
 from analysis.ingest.ftrace_layout import FNV_OFFSET, FNV_PRIME, fnv1a, string_views
 
-__all__ = ["COMMON_SCHEMA", "KNOWN_EVENTS", "event_frame", "tokenize"]
+__all__ = ["COMMON_SCHEMA", "KNOWN_EVENTS", "event_frame", "field_plan", "tokenize"]
 
 INT, STR, FLAGS = "int", "str", "flags"
 
@@ -380,12 +380,19 @@ def tokenize(buf, pstart, pend, mode, gfp):
 GFP_LITERAL = np.frombuffer(b"gfp_flags", np.uint8).copy()
 
 
+def view_series(views: np.ndarray, valid: np.ndarray | None, data: pa.Buffer) -> pl.Series:
+    """Polars String series over Arrow string_view buffers; null where not ``valid``."""
+    mask = None
+    if valid is not None and not valid.all():
+        mask = pa.py_buffer(np.packbits(valid, bitorder="little"))
+    buffers = [mask, pa.py_buffer(views), data]
+    return pl.Series(pa.Array.from_buffers(pa.string_view(), len(views) // 4, buffers))
+
+
 def strings(buf: np.ndarray, s: np.ndarray, e: np.ndarray, valid: np.ndarray) -> pl.Series:
     """Polars String series of the byte spans ``buf[s:e]``; null where not ``valid``."""
     views, data = string_views(buf, s, e, valid)
-    mask = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
-    buffers = [mask, pa.py_buffer(views), pa.py_buffer(data)]
-    return pl.Series(pa.Array.from_buffers(pa.string_view(), len(s), buffers))
+    return view_series(views, valid, pa.py_buffer(data))
 
 
 _ARROW_INTS = {pl.Int64: (np.int64, pa.int64()), pl.Int32: (np.int32, pa.int32())}
@@ -413,7 +420,7 @@ _KIND_CODES = {INT: 0, STR: 1, FLAGS: 2}
 
 @dataclass(frozen=True)
 class _Plan:
-    """How :func:`fill_fields` maps a known event's raw key spellings to its schema columns."""
+    """How the compiled emitter (:mod:`.ftrace_columns`) maps raw key spellings to columns."""
 
     names: tuple[str, ...]
     kinds: np.ndarray  # int8 per column: 0 int, 1 str, 2 flags
@@ -423,13 +430,13 @@ class _Plan:
 
 
 @functools.cache
-def _plan(event: str) -> _Plan:
+def field_plan(event: str) -> _Plan:
     """Key table of a known event: every spelling :func:`key_name` maps to one of its fields.
 
     Spellings are the field name, ``name:`` (shrink_slab's ``nid:``), the name with spaces
     (``cache items``) and the free-text phrases of ``_PHRASES``; each is kept only if
     key_name() really maps it to the field, so the compiled fill names columns exactly
-    as the general path does. They are listed in printed order (fill_fields looks for
+    as the general path does. They are listed in printed order (the emitter looks for
     each key just after the previous one's).
     """
     names = KNOWN_EVENTS[event]
@@ -451,71 +458,6 @@ def _plan(event: str) -> _Plan:
     is_int = kinds == 0
     slots = np.where(is_int, np.cumsum(is_int) - 1, np.cumsum(~is_int) - 1)
     return _Plan(names, kinds, slots, np.array(hashes, np.uint64), np.array(columns, np.int64))
-
-
-@njit(nogil=True, cache=True)
-def fill_fields(first, count, kh, vs, ve, ival, iok, plan_hashes, plan_columns, kinds, slots):
-    """Value of every (column, row) of a known event: its first token whose key maps there.
-
-    Returns integer values [int slot, row], value span starts and ends [span slot, row],
-    valid [column, row], and ok = False as soon as a row holds a key outside the plan
-    (new kernel field, odd spelling): the caller then takes the general path, which
-    keeps such fields.
-    """
-    ncol = kinds.size
-    n = first.size
-    n_int = 0
-    for c in range(ncol):
-        n_int += kinds[c] == 0
-    vals = np.zeros((n_int, n), np.int64)
-    vstart = np.zeros((ncol - n_int, n), np.int64)
-    vend = np.zeros((ncol - n_int, n), np.int64)
-    valid = np.zeros((ncol, n), np.bool_)
-    seen = np.zeros(ncol, np.bool_)
-    m = plan_hashes.size
-    j = 0
-    for r in range(n):
-        seen[:] = False
-        for t in range(first[r], first[r] + count[r]):
-            # Keys come in printed order: start looking just after the last match.
-            tries = 0
-            while tries < m and plan_hashes[j] != kh[t]:
-                j = j + 1 if j + 1 < m else 0
-                tries += 1
-            if tries == m:
-                return vals, vstart, vend, valid, False
-            c = plan_columns[j]
-            if seen[c]:  # a repeated key: the first one wins, as in the general path
-                continue
-            seen[c] = True
-            if kinds[c] == 0:
-                vals[slots[c], r] = ival[t]
-                valid[c, r] = iok[t]
-            else:
-                vstart[slots[c], r] = vs[t]
-                vend[slots[c], r] = ve[t]
-                valid[c, r] = vs[t] >= 0
-    return vals, vstart, vend, valid, True
-
-
-def _planned_frame(event, buf, common, first, count, toks) -> pl.DataFrame | None:
-    """Known event's frame via :func:`fill_fields`, or None when a key is outside its plan."""
-    plan = _plan(event)
-    _, _, kh, vs, ve, ival, iok = toks
-    vals, vstart, vend, valid, ok = fill_fields(
-        first, count, kh, vs, ve, ival, iok, plan.hashes, plan.columns, plan.kinds, plan.slots
-    )
-    if not ok:
-        return None
-    columns = []
-    for c, name in enumerate(plan.names):
-        slot = plan.slots[c]
-        if plan.kinds[c] == 0:
-            columns.append(ints(vals[slot], valid[c]).alias(name))
-            continue
-        text = strings(buf, vstart[slot], vend[slot], valid[c]).alias(name)
-        columns.append(text.str.split("|") if plan.kinds[c] == 2 else text)
-    return common.hstack(columns)
 
 
 def _column(
@@ -572,9 +514,6 @@ def event_frame(event: str, buf: np.ndarray, common: pl.DataFrame, tokens: tuple
     if event not in KNOWN_EVENTS:
         payload = strings(buf, pstart, pend, np.ones(len(pstart), bool)).alias("payload")
         return common.with_columns(payload, _fields_column(buf, first, count, toks))
-    planned = _planned_frame(event, buf, common, first, count, toks)
-    if planned is not None:
-        return planned
     ks, ke = toks[0], toks[1]
     _, ufirst, uinv = np.unique(sig, return_index=True, return_inverse=True)
     keys: list[str] = []

@@ -33,9 +33,9 @@ __all__ = [
     "UNPARSED",
     "count_lines",
     "find_lines",
+    "put_view",
     "scan_lines",
     "string_views",
-    "take_columns",
 ]
 
 EVENT, HEADER, BLANK, LOST, STACK, UNPARSED = 0, 1, 2, 3, 4, 5
@@ -429,13 +429,33 @@ LITERALS = tuple(
 VIEW_INLINE = 12  # Arrow string_view: strings up to 12 bytes live inside their 16-byte view
 
 
+@njit(inline="always")
+def put_view(buf, s, e, views, inline, g, data, p):
+    """Write the Arrow string_view of ``buf[s:e]`` as view ``g`` (``views``: uint32[4n],
+    ``inline`` its bytes): (length, 12 inline bytes) for a short string, else (length,
+    4-byte prefix, buffer 0, offset ``p`` into ``data``), its bytes copied to ``data[p:]``.
+    An empty or reversed span stays an empty string. Returns the next free ``p``.
+    """
+    size = e - s
+    if size <= 0:
+        return p
+    views[4 * g] = size
+    if size <= VIEW_INLINE:
+        for j in range(size):
+            inline[16 * g + 4 + j] = buf[s + j]
+        return p
+    for j in range(4):
+        inline[16 * g + 4 + j] = buf[s + j]
+    views[4 * g + 3] = p
+    for j in range(size):
+        data[p + j] = buf[s + j]
+    return p + size
+
+
 @njit(nogil=True, cache=True)
 def string_views(buf, s, e, valid):
-    """Arrow ``string_view`` buffers of the spans ``buf[s[i]:e[i]]`` (empty where not ``valid``).
-
-    Returns (views uint32[4n], data uint8): view i is (length, 12 inline bytes) for short
-    strings, else (length, 4-byte prefix, buffer 0, offset into ``data``). Polars keeps
-    strings as views, so it adopts these buffers without converting them.
+    """Arrow ``string_view`` buffers (views uint32[4n], data) of the spans ``buf[s[i]:e[i]]``,
+    empty where not ``valid``. Polars keeps strings as views, so it adopts these as they are.
     """
     n = s.size
     total = 0
@@ -447,28 +467,6 @@ def string_views(buf, s, e, valid):
     data = np.empty(total, np.uint8)
     p = 0
     for i in range(n):
-        size = e[i] - s[i]
-        if not valid[i] or size <= 0:
-            continue
-        views[4 * i] = size
-        if size <= VIEW_INLINE:
-            for j in range(size):
-                inline[16 * i + 4 + j] = buf[s[i] + j]
-            continue
-        for j in range(4):
-            inline[16 * i + 4 + j] = buf[s[i] + j]
-        views[4 * i + 3] = p
-        for j in range(size):
-            data[p + j] = buf[s[i] + j]
-        p += size
+        if valid[i]:
+            p = put_view(buf, s[i], e[i], views, inline, i, data, p)
     return views, data
-
-
-@njit(nogil=True, cache=True)
-def take_columns(out, rows, columns):
-    """``out[rows][:, columns]`` transposed: one contiguous array per column (the common part)."""
-    taken = np.empty((columns.size, rows.size), np.int64)
-    for r in range(rows.size):
-        for j in range(columns.size):
-            taken[j, r] = out[rows[r], columns[j]]
-    return taken
