@@ -372,7 +372,7 @@ def _write_frames(directory: Path, block: int, frames: dict[str, pl.DataFrame]) 
         part = directory / f"event={name}"
         part.mkdir(exist_ok=True)
         frame.write_parquet(
-            part / f"part-{block:06d}.parquet", compression="snappy", statistics=False
+            part / f"part-{block:06d}.parquet", compression="lz4", statistics=False
         )
 
 
