@@ -215,13 +215,21 @@ def _decode(data: bytes | bytearray) -> tuple[bytes | bytearray, int]:
         return fixed.encode("utf-8"), bad
 
 
+def _byte_array(data: bytes | bytearray) -> np.ndarray:
+    """Read-only uint8 view of ``data``, whatever its type: numba compiles (and caches) one
+    version of each kernel per argument type, and bytes give read-only arrays."""
+    buf = np.frombuffer(data, np.uint8)
+    buf.flags.writeable = False
+    return buf
+
+
 def parse_block(data: bytes | bytearray, line_base: int, final: bool) -> tuple[_BlockResult, dict]:
     """Parse whole lines ``data`` (first line is line ``line_base + 1``) into event frames.
 
     Returns the block's accounting and ``{event name: DataFrame}``.
     """
     data, invalid = _decode(data)
-    buf = np.frombuffer(data, np.uint8)
+    buf = _byte_array(data)
     starts, ends = find_lines(buf)
     raw_ends = ends.copy()
     kind, out, hashes = scan_lines(buf, starts, ends, LITERALS)
@@ -371,9 +379,7 @@ def _write_frames(directory: Path, block: int, frames: dict[str, pl.DataFrame]) 
     for name, frame in frames.items():
         part = directory / f"event={name}"
         part.mkdir(exist_ok=True)
-        frame.write_parquet(
-            part / f"part-{block:06d}.parquet", compression="lz4", statistics=False
-        )
+        frame.write_parquet(part / f"part-{block:06d}.parquet", compression="lz4", statistics=False)
 
 
 def _ingest_into(path: Path, directory: Path, progress: Callable[[int, int], None] | None):
@@ -403,7 +409,7 @@ def _ingest_into(path: Path, directory: Path, progress: Callable[[int, int], Non
             inflight.put(block)  # blocks while WORKERS+1 blocks are in flight: bounded memory
             pool.submit(work, block, chunk.data, line_base, chunk.final)
             nbytes += len(chunk.data)
-            line_base += count_lines(np.frombuffer(chunk.data, np.uint8))
+            line_base += count_lines(_byte_array(chunk.data))
             if progress is not None:
                 progress(len(chunk.data), line_base)
     if errors:
