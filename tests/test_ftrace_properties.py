@@ -96,3 +96,74 @@ def test_any_text_accounted_once(parts, trailing_newline) -> None:
 def test_random_bytes_never_crash(data) -> None:
     acc, _ = parse_text(data)
     assert acc.lines == _expected_lines(data) == _identity(acc)
+
+
+# Payloads of three known events, generated field by field so the expected column values
+# are known without the parser: keys in any order, some missing, some repeated (the first
+# one counts), string values short (inline in the Arrow view) or long (> 12 bytes), and
+# sometimes a field no kernel has (then the general path must keep it as a column).
+INT_KEYS = ("nid", "zid", "nr_scanned", "nr_reclaimed", "nr_dirty", "priority")
+WORDS = st.text(st.sampled_from("abcdefghijklmnopqrstuvwxyz_0123456789"), max_size=30)
+FLAG_LISTS = st.lists(st.sampled_from(["RECLAIM_WB_FILE", "RECLAIM_WB_ASYNC", "X"]), min_size=1)
+field = st.one_of(
+    st.tuples(st.sampled_from(INT_KEYS), st.integers(0, 10**15)),
+    st.tuples(st.just("flags"), FLAG_LISTS),
+)
+event_line = st.one_of(
+    st.tuples(st.just("mm_vmscan_lru_shrink_inactive"), st.lists(field, max_size=10)),
+    st.tuples(
+        st.just("mm_vmscan_throttled"),
+        st.lists(
+            st.one_of(
+                st.tuples(
+                    st.sampled_from(("nid", "usec_timeout", "usect_delayed")), st.integers(0, 10**6)
+                ),
+                st.tuples(st.just("reason"), WORDS),
+            ),
+            max_size=6,
+        ),
+    ),
+    st.tuples(
+        st.just("mm_vmscan_lru_isolate"),
+        st.lists(
+            st.one_of(
+                st.tuples(st.sampled_from(("order", "nr_taken")), st.integers(0, 512)),
+                st.tuples(st.just("lru"), WORDS),
+            ),
+            max_size=6,
+        ),
+    ),
+)
+
+
+def _value_text(value) -> str:
+    return "|".join(value) if isinstance(value, list) else str(value)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(event_line, st.booleans()), min_size=1, max_size=12))
+def test_event_fields_match_generated_values(lines) -> None:
+    text = ""
+    expected: dict[str, list[tuple[int, dict, bool]]] = {}
+    for number, ((event, fields), extra) in enumerate(lines, start=1):
+        payload = " ".join(f"{key}={_value_text(value)}" for key, value in fields)
+        payload += " memcg_id=7" if extra else ""
+        text += f"   dd-{number} [001] ..... 5.{number:06d}: {event}: {payload}\n"
+        first: dict = {}
+        for key, value in fields:
+            first.setdefault(key, value)
+        expected.setdefault(event, []).append((number, first, extra))
+    acc, frames = parse_text(text)
+    assert acc.events == {event: len(rows) for event, rows in expected.items()}
+    for event, rows in expected.items():
+        frame = frames[event]
+        assert frame["line"].to_list() == [number for number, _, _ in rows]
+        assert frame["pid"].to_list() == [number for number, _, _ in rows]
+        assert frame["comm"].to_list() == ["dd"] * len(rows)
+        keys = {key for _, first, _ in rows for key in first}
+        for key in keys:
+            assert frame[key].to_list() == [first.get(key) for _, first, _ in rows], key
+        if any(extra for _, _, extra in rows):
+            assert frame["memcg_id"].to_list() == [7 if extra else None for _, _, extra in rows]
+        else:
+            assert "memcg_id" not in frame.columns
