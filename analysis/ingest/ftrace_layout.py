@@ -71,9 +71,27 @@ def find_lines(buf):
     n = count_lines(buf)
     starts = np.empty(n, np.int64)
     ends = np.empty(n, np.int64)
+    ones = np.uint64(0x0101010101010101)
+    high = np.uint64(0x8080808080808080)
+    newlines = np.uint64(0x0A0A0A0A0A0A0A0A)
     k = 0
     s = 0
-    for i in range(buf.size):
+    size = buf.size
+    words = size // 8
+    packed = buf[: words * 8].view(np.uint64)
+    for w in range(words):
+        # Lines average ~190 bytes: test 8 bytes at once for a newline (the classic
+        # "has a zero byte" test on word ^ 0x0a..0a), single bytes only where one is.
+        x = packed[w] ^ newlines
+        if ((x - ones) & ~x & high) == 0:
+            continue
+        for i in range(w * 8, w * 8 + 8):
+            if buf[i] == 10:
+                starts[k] = s
+                ends[k] = i - 1 if i > s and buf[i - 1] == 13 else i
+                k += 1
+                s = i + 1
+    for i in range(words * 8, size):
         if buf[i] == 10:
             starts[k] = s
             ends[k] = i - 1 if i > s and buf[i - 1] == 13 else i
@@ -81,7 +99,7 @@ def find_lines(buf):
             s = i + 1
     if k < n:
         starts[k] = s
-        ends[k] = buf.size - 1 if buf[buf.size - 1] == 13 else buf.size
+        ends[k] = size - 1 if buf[size - 1] == 13 else size
     return starts, ends
 
 
