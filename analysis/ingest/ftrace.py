@@ -6,10 +6,19 @@ payloads and columns: :mod:`analysis.ingest.ftrace_events`), plain or gz/zst/xz/
 
 Streaming: the decompressed text is cut into blocks of whole lines (``BLOCK_BYTES``),
 parsed by two worker threads (the numba and Polars kernels release the GIL) and written
-as Parquet part files ``event=<name>/part-<block>.parquet``, so memory stays bounded by a
-few blocks whatever the input size. The dataset is cached in ``build/ingest/<sha256>/``,
-keyed by the SHA-256 of the input's raw bytes (hashed in the same pass as the parse); a
-small stat index (size, mtime) finds it again without re-reading the file.
+as lz4 Parquet part files ``event=<name>/part-<block>.parquet``, so memory stays bounded
+by a few blocks whatever the input size. The dataset is cached in
+``build/ingest/<sha256>/``, keyed by the SHA-256 of the input's raw bytes (hashed by the
+reading thread as it reads); a small stat index (size, mtime) finds it again without
+re-reading the file.
+
+Per block, compiled passes: line ends (:func:`~.ftrace_layout.find_lines`), layout and
+header fields (:func:`~.ftrace_layout.scan_lines`), payload tokens
+(:func:`~.ftrace_events.tokenize`), then one in-order pass writing every common column and
+every field of a known event (:mod:`.ftrace_columns`). Only events the compiled pass
+cannot place (unknown events, a key outside the event's known fields) go through the
+general per-event path (:func:`~.ftrace_events.event_frame`). ``benchmarks/ftrace.md``
+has the throughput (issue 4: ≥ 165 MB/s on 2 cores).
 
 Accounting identity, checked by the tests for arbitrary input::
 

@@ -149,7 +149,7 @@ class BlockColumns:
     """The columns :func:`emit_columns` wrote for one block, sliced per event."""
 
     def __init__(self, buf, out, rows, ids, names, line_base, payload, tokens) -> None:
-        first, count, _, _, _, kh, vs, ve, ival, iok = tokens
+        first, count, _, _, _, *key_values = tokens  # key hash, value span, int value, ok
         n_ev = len(names)
         self.ev_start = _offsets(np.bincount(ids, minlength=n_ev))
         sizes = np.diff(self.ev_start)
@@ -172,11 +172,7 @@ class BlockColumns:
             *payload,
             first,
             count,
-            kh,
-            vs,
-            ve,
-            ival,
-            iok,
+            *key_values,
             _concat([p.hashes for p in tables], np.uint64),
             _concat([p.columns for p in tables], np.int64),
             _offsets(plan_len),
