@@ -21,12 +21,13 @@ SOURCES := $(shell find analysis -name '*.py')
 
 all: $(BUILD)/report.txt $(EXECUTED)
 
-# uv from PyPI if it is missing, then the locked environment (a no-op when current).
+# uv from PyPI if it is missing, then the locked environment (a no-op when current),
+# byte-compiled at install: this machine sets PYTHONDONTWRITEBYTECODE, so nothing else would.
 setup: $(SYNCED)
 $(SYNCED): pyproject.toml uv.lock
 	@command -v uv >/dev/null 2>&1 || $(PYTHON) -m uv --version >/dev/null 2>&1 \
 		|| $(PYTHON) -m pip install --quiet uv
-	$$(command -v uv || echo $(PYTHON) -m uv) sync --locked --python $(PYTHON)
+	$$(command -v uv || echo $(PYTHON) -m uv) sync --locked --compile-bytecode --python $(PYTHON)
 	@touch $@
 
 $(BUILD)/report.txt: $(SYNCED) $(SOURCES) $(shell find data -type f)
