@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from analysis.errors import InputError
@@ -81,13 +82,14 @@ def _first(directory: Path, *patterns: str) -> Path | None:
 
 @dataclass(frozen=True)
 class Iteration:
-    """One ``iter-N`` directory of a run."""
+    """One ``iter-N`` directory of a run. ``times`` and ``metadata`` are read once, when
+    first used: test selection, elapsed time and every analysis ask for them."""
 
     run: str
     index: int
     path: Path
 
-    @property
+    @cached_property
     def times(self) -> dict[str, TestTimes]:
         ts = self.path / "tests-timestamp"
         return read_timestamps(ts) if ts.exists() else {}
@@ -104,7 +106,7 @@ class Iteration:
             )
         return names
 
-    @property
+    @cached_property
     def metadata(self) -> dict:
         """``mmlab.json`` written by ``mmlab capture`` (empty for plain mmtests trees)."""
         meta = self.path / "mmlab.json"

@@ -57,6 +57,11 @@ class Elapsed:
     source: str
 
 
+def _available(needs: tuple[str, ...], need_all: bool, cols: set[str]) -> bool:
+    """All of ``needs`` present (``need_all``), else any: old kernels lack some summands."""
+    return set(needs) <= cols if need_all else bool(set(needs) & cols)
+
+
 @dataclass(frozen=True)
 class OpsDef:
     """One Ops row: its label, unit, which direction is better, and formula."""
@@ -72,7 +77,7 @@ class OpsDef:
 
     def available(self, cols: set[str]) -> bool:
         """Whether this kernel has the counters the row reads."""
-        return set(self.needs) <= cols if self.need_all else bool(set(self.needs) & cols)
+        return _available(self.needs, self.need_all, cols)
 
 
 @dataclass(frozen=True)
@@ -129,7 +134,7 @@ class _Qty:
     need_all: bool = False
 
     def __call__(self, cols: set[str]) -> pl.Expr:
-        available = set(self.needs) <= cols if self.need_all else set(self.needs) & cols
+        available = _available(self.needs, self.need_all, cols)
         return self.build(cols) if available else pl.lit(None, dtype=pl.Int64)
 
 

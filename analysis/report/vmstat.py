@@ -10,7 +10,7 @@ from __future__ import annotations
 import textwrap
 
 from analysis.metrics.compare import Comparison
-from analysis.metrics.reclaim import OpsReport, OpsRow
+from analysis.metrics.reclaim import ABSENT, OpsReport, OpsRow
 
 __all__ = ["format_comparison", "format_ops"]
 
@@ -59,7 +59,7 @@ def _wrapped(text: str, indent: str = "    ") -> list[str]:
 
 
 def _absent(rows: list[OpsRow]) -> list[str]:
-    return [r.label for r in rows if r.note == "counter not in this kernel's vmstat"]
+    return [r.label for r in rows if r.note == ABSENT]
 
 
 def format_ops(report: OpsReport) -> str:
@@ -98,13 +98,12 @@ def format_comparison(cmp: Comparison) -> str:
     ]
     # A row is left out only when no iteration of any run has its counters.
     absent = set.intersection(*(set(_absent(list(rep.rows))) for rep in reports))
+    labels = list(dict.fromkeys(r.label for r in cmp.rows))
     zero = [
-        label
-        for k, label in enumerate(dict.fromkeys(r.label for r in cmp.rows))
-        if all(rep.rows[k].value == 0 for rep in reports)
+        label for k, label in enumerate(labels) if all(rep.rows[k].value == 0 for rep in reports)
     ]
     notes = _Footnotes()
-    for k, label in enumerate(dict.fromkeys(r.label for r in cmp.rows)):
+    for k, label in enumerate(labels):
         if label in absent or label in zero:
             continue
         cells = [cmp.row(label, run) for run in cmp.runs]
