@@ -199,6 +199,18 @@ def _isdigit(c):
     return 48 <= c <= 57
 
 
+@njit(inline="always")
+def _bare_phrase(buf, ps, pe, t, h, ks, ke, kh, vs, ve):
+    """Store the pending words ``buf[ps:pe]`` as a key without a value (a free-text phrase
+    such as shrink_slab's ``cache items``); returns the next token index and line hash."""
+    ks[t] = ps
+    ke[t] = pe
+    kh[t] = fnv1a(buf, ps, pe)
+    vs[t] = -1
+    ve[t] = -1
+    return t + 1, (h ^ kh[t]) * FNV_PRIME
+
+
 @njit(nogil=True, cache=True)
 def _parse_int(buf, s, e):
     """Decimal (optionally negative) or 0x-hex integer filling buf[s:e]; (value, ok)."""
@@ -319,13 +331,7 @@ def tokenize(buf, pstart, pend, mode, gfp):
                 continue
             if eq > ws:
                 if ps >= 0:
-                    ks[t] = ps
-                    ke[t] = pe
-                    kh[t] = fnv1a(buf, ps, pe)
-                    vs[t] = -1
-                    ve[t] = -1
-                    h = (h ^ kh[t]) * FNV_PRIME
-                    t += 1
+                    t, h = _bare_phrase(buf, ps, pe, t, h, ks, ke, kh, vs, ve)
                     ps = -1
                 vend = we - 1 if buf[we - 1] == 44 else we
                 ks[t] = ws
@@ -365,13 +371,7 @@ def tokenize(buf, pstart, pend, mode, gfp):
                 ps = ws
                 pe = we
         if ps >= 0:
-            ks[t] = ps
-            ke[t] = pe
-            kh[t] = fnv1a(buf, ps, pe)
-            vs[t] = -1
-            ve[t] = -1
-            h = (h ^ kh[t]) * FNV_PRIME
-            t += 1
+            t, h = _bare_phrase(buf, ps, pe, t, h, ks, ke, kh, vs, ve)
         count[k] = t - first[k]
         sig[k] = h
     return first, count, sig, ks, ke, kh, vs, ve, ival, iok
