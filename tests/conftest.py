@@ -1,4 +1,4 @@
-"""Shared test fixtures: paths to the repo's bundled data and the project's shared references."""
+"""Shared test fixtures: paths to the repository's bundled data (nothing outside the clone)."""
 
 from __future__ import annotations
 
@@ -8,12 +8,14 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "data"
-SHARED = REPO.parent / "shared"
+MAIL = DATA / "mail"
 
 
 @pytest.fixture
 def seeds_dir() -> Path:
-    path = SHARED / "seeds"
-    if not path.is_dir():
-        pytest.skip(f"shared seeds not found at {path}")
-    return path
+    """data/mail/: the seed threads, committed byte for byte (data/mail/README.md).
+
+    A missing directory is a failure, not a skip: a clone without its seeds is broken.
+    """
+    assert MAIL.is_dir(), f"seed mails missing: {MAIL}"
+    return MAIL
