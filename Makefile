@@ -32,7 +32,7 @@ $(SYNCED): pyproject.toml uv.lock
 
 $(BUILD)/report.txt: $(SYNCED) $(SOURCES) $(shell find data -type f)
 	@mkdir -p $(BUILD)
-	$(PY) -m analysis.report.main --data data --out $@
+	$(MMLAB) report --data data --out $@
 	@cat $@
 
 $(BUILD)/notebooks/%.ipynb: notebooks/%.py $(SYNCED) $(SOURCES)

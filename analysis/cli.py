@@ -21,6 +21,7 @@ COMMAND_MODULES = (
     "analysis.commands.capture",
     "analysis.commands.stalls",
     "analysis.commands.ingest",
+    "analysis.commands.report",
 )
 
 

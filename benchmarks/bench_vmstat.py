@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from analysis.ingest import vmstat
-from analysis.metrics.reclaim import interval_series, ops_report
+from analysis.metrics.ops import interval_series, ops_report
 
 SAMPLES = 3600
 

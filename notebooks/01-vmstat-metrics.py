@@ -32,7 +32,7 @@ import altair as alt
 
 from analysis.ingest.mmtests import find_runs
 from analysis.metrics.compare import compare_runs, monitor_series
-from analysis.report.vmstat import format_comparison
+from analysis.report.ops import format_comparison
 
 figures = Path(build_dir) / "figures"
 figures.mkdir(parents=True, exist_ok=True)

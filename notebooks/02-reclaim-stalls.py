@@ -23,47 +23,24 @@
 
 # %% tags=["parameters"]
 capture = "data"
-seed = "../shared/seeds/000_901e324e43c5b0b5.txt"
+seed = "data/mail/000_901e324e43c5b0b5.txt"
 build_dir = "build"
 timeline_window_s = 2.0
 
 # %%
 from pathlib import Path
 
-import altair as alt
 import polars as pl
 
-from analysis.ingest import ftrace, histogram
-from analysis.metrics.distribution import distribution_table
-from analysis.metrics.trace_stalls import analyse
-from analysis.report.stalls import format_analysis, format_distributions
+from analysis.ingest import histogram
+from analysis.ingest.captures import traces_below
+from analysis.metrics.trace_analysis import analyse_file, analyse_trace, pooled, reclaim_series
+from analysis.report.charts import backlog_chart, delay_chart, timeline_chart
+from analysis.report.trace_analysis import format_analysis, format_distributions
+from analysis.stats.describe import distribution_table
 
 figures = Path(build_dir) / "figures"
 figures.mkdir(parents=True, exist_ok=True)
-
-
-def delay_chart(delays: pl.DataFrame, title: str) -> alt.FacetChart:
-    """Throttle delay histogram per reason: count on a log axis, censored bars marked.
-
-    Bars start at 0.5 events, not 0, which a log axis cannot show.
-    """
-    data = delays.with_columns(delay_ms=pl.col("delay_us") / 1000, base=pl.lit(0.5))
-    return (
-        alt.Chart(data)
-        .mark_bar(width=4)
-        .encode(
-            x=alt.X("delay_ms:Q", title="usect_delayed (ms)"),
-            y=alt.Y("count:Q", title="events", scale=alt.Scale(type="log")),
-            y2="base:Q",
-            color=alt.Color("at_timeout:N", title="at timeout (censored)"),
-            tooltip=["context", "reason", "usec_timeout", "delay_us", "count"],
-        )
-        .properties(width=260, height=140)
-        .facet(row=alt.Row("context:N", title=None), column=alt.Column("reason:N", title=None))
-        .resolve_scale(x="independent")
-        .properties(title=title)
-    )
-
 
 # %% [markdown]
 # ## Seed 000: the mail's histograms, block by block
@@ -76,7 +53,7 @@ seed_path = Path(seed)
 if seed_path.is_file():
     labels = {0: "vanilla", 1: "vanilla", 2: "kswapd", 3: "direct totals"}
     labels |= {4: "direct", 5: "direct", 6: "direct"}
-    seed_result = analyse(histogram.read(seed_path, labels=labels), config_hz=250)
+    seed_result = analyse_trace(histogram.read(seed_path, labels=labels), config_hz=250)
     print(format_analysis(seed_result))
     print(histogram.totals_consistency(histogram.read(seed_path)))
     seed_chart = delay_chart(
@@ -93,8 +70,9 @@ seed_chart
 # ## Bundled captures: one analysis per trace
 
 # %%
-traces = sorted(p for p in Path(capture).rglob("ftrace-*") if not p.name.endswith(".start"))
-results = {path: analyse(ftrace.read(path)) for path in traces}
+# Each trace with its iteration's CONFIG_HZ and vmstat deltas, as build/report.txt has it.
+traces = traces_below(Path(capture))
+results = {f"{p.parent.parent.name}/{p.parent.name}": analyse_file(p) for p in traces}
 for result in results.values():
     print(format_analysis(result))
 
@@ -104,31 +82,14 @@ for result in results.values():
 # pooled column uses every sample.
 
 # %%
-series = {}
-pooled: dict[str, list[float]] = {}
-for path, result in results.items():
-    name = f"{path.parent.parent.name}/{path.parent.name}"
-    for context, paired in result.reclaim.items():
-        closed = paired.intervals.filter(pl.col("status") == "closed")
-        ms = (closed["duration_ns"] / 1e6).to_list()
-        series[f"{name} {context}"] = (ms, None)
-        pooled.setdefault(context, []).extend(ms)
-for context, ms in pooled.items():
-    series[f"pooled {context}"] = (ms, None)
+series = reclaim_series(results)
 print(format_distributions(distribution_table(series)) if series else "no reclaim intervals")
 
 # %% [markdown]
 # ## Throttle delays per reason and context (log count axis)
 
 # %%
-delays = (
-    pl.concat(
-        [r.delay_histogram.with_columns(trace=pl.lit(str(p))) for p, r in results.items()],
-        how="vertical_relaxed",
-    )
-    if results
-    else pl.DataFrame()
-)
+delays = pooled(results, "delay_histogram")
 capture_chart = None
 if not delays.is_empty():
     pooled_delays = delays.group_by(
@@ -146,29 +107,11 @@ capture_chart
 # %%
 timeline = None
 if results:
-    first_path, first = next(iter(results.items()))
+    first = next(iter(results.values()))
     frames = [s.intervals.filter(pl.col("status") == "closed") for s in first.reclaim.values()]
     if frames:
         intervals = pl.concat(frames, how="vertical_relaxed")
-        origin = intervals["begin_ts_ns"].min()
-        timeline = (
-            alt.Chart(
-                intervals.select(
-                    "kind",
-                    pl.col("pid").cast(pl.String),
-                    begin_s=(pl.col("begin_ts_ns") - origin) / 1e9,
-                    end_s=(pl.col("end_ts_ns") - origin) / 1e9,
-                ).filter(pl.col("begin_s") < timeline_window_s)
-            )
-            .mark_bar(height=3)
-            .encode(
-                x=alt.X("begin_s:Q", title="time (s)"),
-                x2="end_s:Q",
-                y=alt.Y("pid:N", title="task", axis=alt.Axis(labels=False, ticks=False)),
-                color=alt.Color("kind:N", title="reclaim"),
-            )
-            .properties(width=560, height=220, title=str(first_path))
-        )
+        timeline = timeline_chart(intervals, timeline_window_s, first.source)
         timeline.save(figures / "02-stall-timeline.svg")
 timeline
 
@@ -177,31 +120,9 @@ timeline
 # `new_scan` of each `mm_shrink_slab_end`: the shared deferred counter after the call.
 
 # %%
-backlog_chart = None
-if results:
-    backlog = pl.concat(
-        [
-            r.shrinker_backlog.with_columns(trace=pl.lit(f"{p.parent.parent.name}/{p.parent.name}"))
-            for p, r in results.items()
-        ],
-        how="vertical_relaxed",
-    )
-    if not backlog.is_empty():
-        backlog = backlog.with_columns(
-            t_s=(pl.col("ts_ns") - pl.col("ts_ns").min().over("trace")) / 1e9,
-            shrinker=pl.col("shrinker").str.replace(r"\+0x.*$", ""),
-        )
-        backlog_chart = (
-            alt.Chart(backlog)
-            .mark_line(interpolate="step-after")
-            .encode(
-                x=alt.X("t_s:Q", title="time (s)"),
-                y=alt.Y("deferred_objects:Q", title="deferred objects"),
-                color=alt.Color("shrinker:N"),
-                detail="nid:N",
-            )
-            .properties(width=260, height=140)
-            .facet(facet=alt.Facet("trace:N", title=None), columns=3)
-        )
-        backlog_chart.save(figures / "02-shrinker-backlog.svg")
-backlog_chart
+backlog = pooled(results, "shrinker_backlog")
+backlog_figure = None
+if not backlog.is_empty():
+    backlog_figure = backlog_chart(backlog)
+    backlog_figure.save(figures / "02-shrinker-backlog.svg")
+backlog_figure

@@ -65,10 +65,14 @@ def test_hog_footprint_stays_at_its_size_until_stopped():
     version, root = _memory_cgroup()
     # Not "mmlab-*": the capture round-trip test compares that set before and after.
     cg = MemCgroup.create(version, root, f"mmlabtest-hog-{os.getpid()}", LIMIT_BYTES)
+    # The child reports its own RssAnon before it maps anything: read from here, the
+    # baseline races with the hog's first writes and, on a loaded machine, includes them.
     code = (
-        "import signal, sys; from analysis.capture import workload; "
+        "import signal, sys; from pathlib import Path; from analysis.capture import workload; "
         "signal.signal(signal.SIGTERM, workload._on_term); "
-        f"print('ready', flush=True); workload.run_hog({HOG_BYTES})"
+        "rss = [l.split()[1] for l in Path('/proc/self/status').read_text().splitlines() "
+        "if l.startswith('RssAnon:')][0]; "
+        f"print('ready', rss, flush=True); workload.run_hog({HOG_BYTES})"
     )
     try:
         proc = subprocess.Popen(
@@ -77,11 +81,13 @@ def test_hog_footprint_stays_at_its_size_until_stopped():
             stdout=subprocess.PIPE,
             preexec_fn=lambda: cg.procs_file.write_text(str(os.getpid())),
         )
-        assert proc.stdout.readline().strip() == b"ready"
+        ready, baseline = proc.stdout.readline().split()
+        assert ready == b"ready"
         assert cg.pids() == [proc.pid]
-        baseline_kib = _rss_anon_kib(proc.pid)
+        baseline_kib = int(baseline)
         size_kib = HOG_BYTES // 1024
-        deadline = time.monotonic() + 10
+        # A bound against a hang, not a speed target: filling 32 MiB takes milliseconds idle.
+        deadline = time.monotonic() + 120
         while (_rss_anon_kib(proc.pid) or 0) < baseline_kib + size_kib:
             assert time.monotonic() < deadline, "hog never filled its region"
             time.sleep(0.001)

@@ -17,6 +17,7 @@ import zstandard
 from analysis.cli import main
 from analysis.errors import InputError
 from analysis.ingest import ftrace
+from analysis.ingest.ftrace import reader
 from tests.conftest import DATA
 
 BUNDLED = DATA / "stutterp-dirty20" / "dirty20" / "iter-0" / "ftrace-stutterp.zst"
@@ -86,7 +87,7 @@ def test_cache_is_reused_and_keyed_by_content(tmp_path: Path, monkeypatch) -> No
     path = tmp_path / "t.trace"
     path.write_bytes(TEXT)
     first = ftrace.read(path, cache_dir=tmp_path / "c")
-    monkeypatch.setattr(ftrace, "parse_block", _fail)
+    monkeypatch.setattr(reader, "parse_block", _fail)
     again = ftrace.read(path, cache_dir=tmp_path / "c")
     assert again.directory == first.directory
     assert again.directory.name.startswith(__import__("hashlib").sha256(TEXT).hexdigest())
@@ -101,7 +102,7 @@ def _fail(*args, **kwargs):
 
 
 def test_line_numbers_global_across_blocks(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr(ftrace, "BLOCK_BYTES", 300)
+    monkeypatch.setattr(reader, "BLOCK_BYTES", 300)
     path = tmp_path / "t.trace"
     path.write_bytes(TEXT * 20)
     trace = ftrace.read(path, cache_dir=tmp_path / "c")
@@ -142,8 +143,6 @@ def test_no_start_file_no_epoch(tmp_path: Path) -> None:
 
 
 def _bundled_text() -> bytes:
-    if not BUNDLED.is_file():
-        pytest.skip(f"bundled capture {BUNDLED} not present")
     return zstandard.ZstdDecompressor().stream_reader(BUNDLED.open("rb")).read()
 
 

@@ -7,7 +7,7 @@ import pytest
 
 from analysis.errors import InputError
 from analysis.ingest import histogram
-from analysis.metrics import stalls, throttle
+from analysis.metrics import pairing, throttle
 
 SEED = "000_901e324e43c5b0b5.txt"
 
@@ -18,7 +18,7 @@ def seed000(seeds_dir):
 
 
 def _table(hist) -> pl.DataFrame:
-    events = throttle.throttle_events(hist, stalls.all_intervals({}))
+    events = throttle.throttle_events(hist, pairing.all_intervals({}))
     return throttle.throttle_table(events)
 
 
@@ -73,7 +73,7 @@ def test_seed000_totals_block_matches_breakdowns(seed000):
 
 
 def test_seed000_hz_is_250(seed000):
-    events = throttle.throttle_events(seed000, stalls.all_intervals({}))
+    events = throttle.throttle_events(seed000, pairing.all_intervals({}))
     estimate = throttle.infer_hz(events, config_hz=250)
     assert (estimate.jiffy_us, estimate.hz, estimate.verdict) == (4000, 250.0, "agrees")
     assert throttle.infer_hz(events, config_hz=1000).verdict == "conflicts"

@@ -11,6 +11,7 @@ import pytest
 from analysis.cli import main
 from analysis.ingest import mmtests
 from analysis.metrics.compare import change_pct, compare_runs
+from analysis.metrics.ops import iteration_elapsed
 
 # Per (run, iteration): kswapd scanned, kswapd reclaimed, elapsed seconds from `time ::`.
 TREE = {
@@ -68,7 +69,7 @@ def test_timestamps_and_elapsed_from_time_line(work_log):
     t = it.times["stutterp"]
     assert (t.begin_epoch, t.end_epoch, t.rc) == (1600000000, 1600000100, 0)
     assert (t.user_s, t.system_s, t.elapsed_s) == (1.5, 2.25, 20.0)
-    assert it.elapsed("stutterp").source == "tests-timestamp time ::"
+    assert iteration_elapsed(it, "stutterp").source == "tests-timestamp time ::"
 
 
 def test_gnu_time_clock_format(tmp_path):

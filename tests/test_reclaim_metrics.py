@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from analysis.ingest import vmstat
-from analysis.metrics.reclaim import Elapsed, interval_series, ops_report
+from analysis.metrics.ops import Elapsed, interval_series, ops_report
 
 # Seed 000 (5.15.0-rc1 vanilla), "Ops" deltas as published; elapsed from "Duration Elapsed".
 SEED = {

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+from analysis.cli import main
 from analysis.ingest.mmtests import find_runs
-from analysis.report.main import main
 from tests.conftest import DATA
 
 
 def test_report_covers_every_run_and_iteration(tmp_path):
     out = tmp_path / "report.txt"
-    assert main(["--data", str(DATA), "--out", str(out)]) == 0
+    assert main(["report", "--data", str(DATA), "--out", str(out)]) == 0
     text = out.read_text()
     runs = find_runs(DATA)
     assert "== Reclaim Ops from /proc/vmstat ==" in text
@@ -23,5 +23,5 @@ def test_report_covers_every_run_and_iteration(tmp_path):
 
 
 def test_report_on_missing_data_is_a_clear_error(tmp_path, capsys):
-    assert main(["--data", str(tmp_path), "--out", str(tmp_path / "r.txt")]) == 2
+    assert main(["report", "--data", str(tmp_path), "--out", str(tmp_path / "r.txt")]) == 2
     assert "no mmtests run here" in capsys.readouterr().err

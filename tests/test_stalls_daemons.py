@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from analysis.metrics.kswapd import daemon_awake
+from analysis.metrics.daemons import daemon_awake
 from tests.test_stalls_support import frame
 
 NID = {"nid": pl.Int64}

@@ -6,9 +6,9 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from analysis.metrics import compaction, lru, shrinker, stalls, throttle
-from analysis.metrics.distribution import stall_distribution
-from analysis.metrics.trace_stalls import analyse
+from analysis.metrics import compaction, lru, pairing, shrinker, throttle
+from analysis.metrics.trace_analysis import analyse_trace
+from analysis.stats.describe import stall_distribution
 from tests.test_stalls_support import Accounting, FakeTrace, Lost, frame
 
 I64 = pl.Int64
@@ -92,7 +92,7 @@ def _trace(lost=()) -> FakeTrace:
 
 
 def _intervals(trace):
-    return stalls.all_intervals(stalls.reclaim_intervals(trace))
+    return pairing.all_intervals(pairing.reclaim_intervals(trace))
 
 
 def test_throttle_context_and_censoring():
@@ -148,7 +148,7 @@ def test_shrinker_deferred_work_lands_on_kswapd():
 
 def test_lru_by_context_and_vmstat_discrepancy():
     trace = _trace()
-    labelled = stalls.label_context(
+    labelled = pairing.label_context(
         trace.events("mm_vmscan_lru_shrink_inactive"), _intervals(trace)
     )
     table = lru.lru_table(labelled)
@@ -203,7 +203,7 @@ def test_mmtests_stall_row_nearest_rank_and_buckets():
 
 def test_analyse_composes_and_flags_lost_events():
     trace = _trace(lost=[Lost(cpu=1, count=3, line=25)])
-    result = analyse(trace, config_hz=250, vmstat_deltas={"pgscan_kswapd": 32})
+    result = analyse_trace(trace, config_hz=250, vmstat_deltas={"pgscan_kswapd": 32})
     direct = result.reclaim["direct"].report
     assert (direct.count, direct.total_s, direct.lost_affected) == (1, 4000 / 1e9, 1)
     assert result.lost_events == 3

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from analysis.metrics.stalls import label_context, pair_intervals
+from analysis.metrics.pairing import label_context, pair_intervals
 from tests.test_stalls_support import frame
 
 ORDER = {"order": pl.Int64}

@@ -13,7 +13,7 @@ import pytest
 import zstandard
 
 from analysis.ingest import ftrace
-from analysis.metrics.trace_stalls import analyse
+from analysis.metrics.trace_analysis import analyse_trace
 from tests.conftest import DATA, REPO
 
 LINE = re.compile(r"-(\d+)\s+.*?\[\d+\]\s+\S+\s+(\d+)\.(\d+): (\w+): (.*)$")
@@ -21,8 +21,7 @@ LINE = re.compile(r"-(\d+)\s+.*?\[\d+\]\s+\S+\s+(\d+)\.(\d+): (\w+): (.*)$")
 
 def _capture():
     found = sorted(DATA.glob("*/*/iter-*/ftrace-*.zst"))
-    if not found:
-        pytest.skip(f"no bundled capture under {DATA}")
+    assert found, f"no bundled capture under {DATA}"
     return found[0]
 
 
@@ -53,7 +52,7 @@ def test_memcg_stalls_and_throttle_agree_with_independent_count():
     path = _capture()
     durations, throttled = _independent(path)
     # The shared ingest cache: a real capture is parsed once per checkout, not per test run.
-    result = analyse(ftrace.read(path, cache_dir=REPO / "build" / "ingest"))
+    result = analyse_trace(ftrace.read(path, cache_dir=REPO / "build" / "ingest"))
     if not durations and not throttled:
         pytest.skip(f"{path} has no memcg reclaim or throttle events")
     memcg = result.reclaim["memcg"].report

@@ -11,7 +11,7 @@ import pytest
 
 from analysis.ingest import mmtests
 from analysis.metrics.compare import iteration_report
-from analysis.metrics.reclaim import ops_report
+from analysis.metrics.ops import ops_report
 from tests.conftest import DATA
 
 ITERATIONS = (

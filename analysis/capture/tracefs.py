@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from analysis.errors import InputError
+from analysis.ingest.ftrace.events import LEGACY_THROTTLE, NOISY
 
 __all__ = [
-    "LEGACY_WRITEBACK_EVENTS",
     "TRACE_CLOCK",
     "TraceInstance",
     "TraceStreamer",
@@ -32,10 +32,6 @@ __all__ = [
 
 TRACEFS = Path("/sys/kernel/tracing")
 TRACE_CLOCK = "mono"
-# Removed in 5.16 (wait_iff_congested) and ~5.18 (congestion_wait); enabled where present.
-LEGACY_WRITEBACK_EVENTS = ("writeback_congestion_wait", "writeback_wait_iff_congested")
-# Fires once per isolation batch: by far the busiest vmscan event, off unless asked.
-NOISY_EVENTS = ("mm_vmscan_lru_isolate",)
 
 
 def ensure_tracefs(root: Path = TRACEFS, mounts: Path = Path("/proc/mounts")) -> Path:
@@ -64,10 +60,10 @@ def reclaim_event_set(events_dir: Path, include: tuple[str, ...] = ()) -> list[s
         if not sysdir.is_dir():
             continue
         for ev in sorted(p.name for p in sysdir.iterdir() if p.is_dir()):
-            if ev in NOISY_EVENTS and ev not in include:
+            if ev in NOISY and ev not in include:
                 continue
             chosen.append(f"{system}/{ev}")
-    for ev in LEGACY_WRITEBACK_EVENTS:
+    for ev in LEGACY_THROTTLE:
         if (events_dir / "writeback" / ev).is_dir():
             chosen.append(f"writeback/{ev}")
     for ev in include:

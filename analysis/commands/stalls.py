@@ -12,10 +12,11 @@ import json
 from pathlib import Path
 
 from analysis.errors import InputError
-from analysis.ingest import histogram, mmtests
+from analysis.ingest import histogram
+from analysis.ingest.captures import traces_below
 from analysis.ingest.compressed import iter_blocks
-from analysis.metrics.trace_stalls import StallAnalysis, analyse
-from analysis.report.stalls import as_json, format_analysis, format_uniq_c
+from analysis.metrics.trace_analysis import TraceAnalysis, analyse_file, analyse_trace
+from analysis.report.trace_analysis import as_json, format_analysis, format_uniq_c
 
 __all__ = ["register"]
 
@@ -55,49 +56,21 @@ def _head(path: Path) -> str:
     return block.data.decode("utf-8", errors="replace") if block else ""
 
 
-def _iteration(path: Path) -> tuple[mmtests.Iteration, str] | None:
-    """The mmtests iteration holding the trace ``path`` and its test name, if it is in one."""
-    try:
-        (run,) = mmtests.find_runs(path.parent)
-        (iteration,) = run.iterations
-    except (InputError, ValueError):
-        return None
-    return iteration, path.name.removeprefix("ftrace-").split(".")[0]
-
-
-def _analyse_file(path: Path, args: argparse.Namespace) -> StallAnalysis:
+def _analyse(path: Path, args: argparse.Namespace) -> TraceAnalysis:
     labels = dict(args.label)
     if histogram.looks_like_histogram(_head(path)):
-        return analyse(histogram.read(path, labels=labels), config_hz=args.hz)
+        return analyse_trace(histogram.read(path, labels=labels), config_hz=args.hz)
     if labels:
         raise InputError(path, "--label applies to histogram text, and this is a trace")
-    # Imported here: the trace reader pulls in numba, which `mmlab --help` should not pay for.
-    from analysis.ingest import ftrace
-
-    hz, deltas = args.hz, None
-    if found := _iteration(path):
-        iteration, test = found
-        hz = hz if hz is not None else iteration.config_hz
-        try:
-            deltas = iteration.counter_deltas(test)
-        except InputError:
-            deltas = None  # a trace without vmstat snapshots still has its stall statistics
-    return analyse(ftrace.read(path), config_hz=hz, vmstat_deltas=deltas)
+    return analyse_file(path, config_hz=args.hz)
 
 
 def _sources(path: Path) -> list[Path]:
-    if not path.is_dir():
-        return [path]
-    found = sorted(
-        p for p in path.rglob("ftrace-*") if p.is_file() and not p.name.endswith(".start")
-    )
-    if not found:
-        raise InputError(path, "no ftrace-* file below this directory")
-    return found
+    return traces_below(path) if path.is_dir() else [path]
 
 
 def run(args: argparse.Namespace) -> int:
-    results = [_analyse_file(source, args) for path in args.paths for source in _sources(path)]
+    results = [_analyse(source, args) for path in args.paths for source in _sources(path)]
     if args.json:
         # allow_nan=False: every missing number must be null, never NaN.
         print(json.dumps([as_json(r) for r in results], indent=2, allow_nan=False))

@@ -12,8 +12,8 @@ import polars as pl
 from analysis.errors import InputError
 from analysis.ingest import mmtests, vmstat
 from analysis.metrics.compare import Comparison, compare_runs, iteration_report
-from analysis.metrics.reclaim import CONTEXTS, Elapsed, OpsReport, interval_series, ops_report
-from analysis.report.vmstat import format_comparison, format_ops
+from analysis.metrics.ops import CONTEXTS, Elapsed, OpsReport, interval_series, ops_report
+from analysis.report.ops import format_comparison, format_ops
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -37,6 +37,7 @@ from pathlib import Path
 import polars as pl
 
 from analysis.errors import InputError
+from analysis.ingest.ftrace.events import LEGACY_THROTTLE, THROTTLED, polars_fields
 
 __all__ = [
     "Histogram",
@@ -47,8 +48,6 @@ __all__ = [
     "read",
     "totals_consistency",
 ]
-
-THROTTLED = "mm_vmscan_throttled"
 
 COMMON_SCHEMA: dict[str, pl.DataType] = {
     "line": pl.Int64(),
@@ -65,17 +64,10 @@ HISTOGRAM_SCHEMA: dict[str, pl.DataType] = {
     "context": pl.String(),
     "count": pl.Int64(),
 }
-# Field schemas of the events mails carry (include/trace/events/vmscan.h, writeback.h), so an
-# absent event still yields a frame the metrics can select from.
+# Field schemas of the events mails carry, so an absent event still yields a frame the
+# metrics can select from.
 KNOWN_FIELDS: dict[str, dict[str, pl.DataType]] = {
-    THROTTLED: {
-        "nid": pl.Int64(),
-        "usec_timeout": pl.Int64(),
-        "usect_delayed": pl.Int64(),
-        "reason": pl.String(),
-    },
-    "writeback_congestion_wait": {"usec_timeout": pl.Int64(), "usec_delayed": pl.Int64()},
-    "writeback_wait_iff_congested": {"usec_timeout": pl.Int64(), "usec_delayed": pl.Int64()},
+    name: polars_fields(name) for name in (THROTTLED, *LEGACY_THROTTLE)
 }
 
 _SPACES = re.compile(r"[\u00a0\u2000-\u200b\u202f\u205f\u3000\t]")

@@ -18,7 +18,6 @@ from analysis.errors import InputError
 from analysis.ingest import vmstat
 from analysis.ingest.kconfig import config_hz
 from analysis.ingest.textfile import read_text
-from analysis.metrics.reclaim import Elapsed
 
 __all__ = ["Iteration", "Run", "TestTimes", "find_runs", "read_timestamps"]
 
@@ -147,23 +146,6 @@ class Iteration:
         if monitor is None:
             raise InputError(self.path, "no tests-sysstate and no proc-vmstat monitor")
         return monitor
-
-    def elapsed(self, test: str) -> Elapsed:
-        """Velocity's time base, in mmtests' order of preference: the benchmark's own
-        ``time ::`` line, then capture metadata, then the vmstat monitor's span."""
-        times = self.times.get(test)
-        if times and times.elapsed_s:
-            return Elapsed(times.elapsed_s, "tests-timestamp time ::")
-        meta = self.metadata
-        if meta.get("start_epoch_s") and meta.get("end_epoch_s"):
-            return Elapsed(meta["end_epoch_s"] - meta["start_epoch_s"], "mmlab.json")
-        if times and times.begin_epoch and times.end_epoch:
-            return Elapsed(times.end_epoch - times.begin_epoch, "tests-timestamp begin/end")
-        monitor = self.vmstat_monitor(test)
-        if monitor is not None and len(monitor) > 1:
-            t = monitor.frame["epoch_s"]
-            return Elapsed(t[-1] - t[0], "vmstat sample span")
-        return Elapsed(None, "unknown")
 
 
 @dataclass(frozen=True)

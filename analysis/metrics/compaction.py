@@ -4,7 +4,7 @@ Sources (include/trace/events/compaction.h): ``mm_compaction_begin`` / ``mm_comp
 (``compact_zone()``; the end adds ``status``, a free string such as ``success``, ``complete``,
 ``contended``, ``partial_skipped``), and ``mm_compaction_try_to_compact_pages`` (``order
 gfp_mask priority``, the direct-compaction entry point). kcompactd's awake time is in
-:mod:`analysis.metrics.kswapd` (same wake/sleep shape).
+:mod:`analysis.metrics.daemons` (same wake/sleep shape).
 
 Context of a compaction interval, from the task that ran it (as mmtests splits them):
 ``khugepaged``, ``kswapd`` (kswapd compacts for high-order wakes), ``kcompactd``, else
@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from analysis.metrics.stalls import StallIntervals, pair_intervals
+from analysis.metrics.pairing import StallIntervals, pair_intervals
 
 __all__ = [
     "compaction_context",

@@ -8,23 +8,23 @@ convention (positive = better; see :func:`change_pct`).
 
 from __future__ import annotations
 
-import math
-import statistics
 from dataclasses import dataclass
 
 import polars as pl
 
 from analysis.errors import InputError
 from analysis.ingest.mmtests import Iteration, Run
-from analysis.metrics.reclaim import (
+from analysis.metrics.ops import (
     HIGHER,
     OPS,
     Elapsed,
     OpsReport,
     interval_series,
+    iteration_elapsed,
     ops_report,
     reclaim_rates,
 )
+from analysis.stats.describe import mean_sd
 
 __all__ = [
     "Comparison",
@@ -68,7 +68,7 @@ def iteration_report(
 ) -> OpsReport:
     """The Ops table of one iteration (velocity over its best-known elapsed time)."""
     name = _test_of(iteration, test)
-    base = Elapsed(elapsed, "command line") if elapsed else iteration.elapsed(name)
+    base = Elapsed(elapsed, "command line") if elapsed else iteration_elapsed(iteration, name)
     return ops_report(iteration.vmstat(name), base)
 
 
@@ -103,13 +103,6 @@ class Comparison:
         return next(r for r in self.rows if r.label == label and r.run == run)
 
 
-def _summary(values: list[float | None]) -> tuple[float | None, float | None]:
-    present = [v for v in values if v is not None and not math.isnan(v)]
-    mean = statistics.fmean(present) if present else None
-    sd = statistics.stdev(present) if len(present) >= 2 else None
-    return mean, sd
-
-
 def compare_runs(
     runs: tuple[Run, ...], test: str | None = None, elapsed: float | None = None
 ) -> Comparison:
@@ -124,7 +117,7 @@ def compare_runs(
         base_mean = None
         for r, run in enumerate(runs):
             values = [rep.rows[k].value for rep in reports[r]]
-            mean, sd = _summary(values)
+            mean, sd = mean_sd(values)
             if r == 0:
                 base_mean = mean
             # The base column is 0.00% by definition; the formula could print -0.00.

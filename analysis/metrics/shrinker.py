@@ -13,7 +13,7 @@ Sources: ``mm_shrink_slab_start`` / ``mm_shrink_slab_end`` (include/trace/events
   ``total_scan`` = what was left unscanned, ``retval`` = objects freed.
 
 Per invocation (start paired with the next end of the same pid, see
-:func:`analysis.metrics.stalls.pair_intervals`), all counts are objects:
+:func:`analysis.metrics.pairing.pair_intervals`), all counts are objects:
 ``deferred_in_objects`` (taken), ``delta_objects``, ``to_scan_objects``, ``scanned_objects``
 (start ``total_scan`` − end ``total_scan``, floored at 0), ``freed_objects``,
 ``deferred_out_objects`` (end ``new_scan``). The context is ``kswapd``, the enclosing reclaim
@@ -29,8 +29,8 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
-from analysis.metrics.distribution import nearest_rank
-from analysis.metrics.stalls import StallIntervals, label_context, pair_intervals
+from analysis.metrics.pairing import StallIntervals, label_context, pair_intervals
+from analysis.stats.describe import nearest_rank
 
 __all__ = [
     "deferred_backlog",

@@ -26,12 +26,11 @@ from functools import reduce
 
 import polars as pl
 
+from analysis.ingest.ftrace.events import LEGACY_THROTTLE, THROTTLED
 from analysis.ingest.kconfig import config_hz
-from analysis.metrics.stalls import label_context
+from analysis.metrics.pairing import label_context
 
 __all__ = [
-    "LEGACY_EVENTS",
-    "THROTTLED",
     "HzEstimate",
     "config_hz",
     "delay_histogram",
@@ -40,8 +39,6 @@ __all__ = [
     "throttle_table",
 ]
 
-THROTTLED = "mm_vmscan_throttled"
-LEGACY_EVENTS = ("writeback_congestion_wait", "writeback_wait_iff_congested")
 # Values of CONFIG_HZ that Kconfig offers (kernel/Kconfig.hz), for inferring HZ when the delay
 # quantum does not divide a second (HZ=300: jiffies_to_usecs rounds 3333.3 us).
 KCONFIG_HZ = (100, 250, 300, 1000)
@@ -57,13 +54,13 @@ def throttle_events(trace, intervals: pl.DataFrame) -> pl.DataFrame:
 
     Columns: ``event``, ``reason`` (the event name for legacy events), ``usec_timeout``,
     ``delay_us`` (``usect_delayed`` or ``usec_delayed``), ``count`` (1 per traced event),
-    ``context`` (see :func:`analysis.metrics.stalls.label_context`), ``ts_ns``, ``pid``,
-    ``comm``, ``line``. ``intervals`` is :func:`analysis.metrics.stalls.all_intervals`.
+    ``context`` (see :func:`analysis.metrics.pairing.label_context`), ``ts_ns``, ``pid``,
+    ``comm``, ``line``. ``intervals`` is :func:`analysis.metrics.pairing.all_intervals`.
     """
     frames = []
     for name, delay in (
         (THROTTLED, "usect_delayed"),
-        *((n, "usec_delayed") for n in LEGACY_EVENTS),
+        *((n, "usec_delayed") for n in LEGACY_THROTTLE),
     ):
         if name not in trace.event_names:
             continue

@@ -1,4 +1,5 @@
-"""Stall distributions in the shape of mmtests' stall tables.
+"""Descriptive summaries: mean ± sample sd of independent runs, and stall distributions in
+the shape of mmtests' stall tables (nearest-rank percentiles, millisecond buckets).
 
 mmtests prints, per kernel: Min, percentiles, Max, Amean, Samples and counts of stalls in
 millisecond buckets [0,5) [5,10) [10,100) [100,500) [500,1000) [1000,5000) [5000,max).
@@ -12,15 +13,32 @@ from __future__ import annotations
 
 import itertools
 import math
+import statistics
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 import polars as pl
 
-__all__ = ["BUCKETS_MS", "PERCENTILES", "distribution_table", "nearest_rank", "stall_distribution"]
+__all__ = [
+    "BUCKETS_MS",
+    "PERCENTILES",
+    "distribution_table",
+    "mean_sd",
+    "nearest_rank",
+    "stall_distribution",
+]
 
 PERCENTILES = (25, 50, 75, 90, 95, 99)
 BUCKETS_MS = (0, 5, 10, 100, 500, 1000, 5000)
+
+
+def mean_sd(values: Sequence[float | None]) -> tuple[float | None, float | None]:
+    """Mean and sample standard deviation (n−1) of the values present (None and NaN are
+    missing); None where undefined (no value; fewer than two for the sd)."""
+    present = [v for v in values if v is not None and not math.isnan(v)]
+    mean = statistics.fmean(present) if present else None
+    sd = statistics.stdev(present) if len(present) >= 2 else None
+    return mean, sd
 
 
 def nearest_rank(values: np.ndarray, weights: np.ndarray, p: float) -> float:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import textwrap
 
 from analysis.metrics.compare import Comparison
-from analysis.metrics.reclaim import ABSENT, OpsReport, OpsRow
+from analysis.metrics.ops import ABSENT, OpsReport, OpsRow
 
 __all__ = ["format_comparison", "format_ops"]
 
@@ -89,35 +89,24 @@ def _sd(value: float | None) -> str:
 
 def format_comparison(cmp: Comparison) -> str:
     """Runs side by side: mean over iterations (% change vs the first run, positive =
-    better as in mmtests), and ± sample standard deviation on the line below."""
-    width = 24
+    better as in mmtests), and ± sample standard deviation on the line below.
+
+    Two runs fit 80 columns; with more, each further run gets its own block beside the
+    first run, as one would paste them pairwise into a reply."""
     reports = [rep for reps in cmp.reports for rep in reps]
-    lines = [
-        " " * _LABEL_WIDTH + "".join(f"{run[-width + 1 :]:>{width}}" for run in cmp.runs),
-        f"{'Iterations':<{_LABEL_WIDTH}}" + "".join(f"{len(r):>{width}}" for r in cmp.reports),
-    ]
     # A row is left out only when no iteration of any run has its counters.
     absent = set.intersection(*(set(_absent(list(rep.rows))) for rep in reports))
     labels = list(dict.fromkeys(r.label for r in cmp.rows))
     zero = [
         label for k, label in enumerate(labels) if all(rep.rows[k].value == 0 for rep in reports)
     ]
+    shown = [(k, label) for k, label in enumerate(labels) if label not in absent | set(zero)]
     notes = _Footnotes()
-    for k, label in enumerate(labels):
-        if label in absent or label in zero:
-            continue
-        cells = [cmp.row(label, run) for run in cmp.runs]
-        why = next((rep.rows[k].note for rep in reports if rep.rows[k].value is None), "")
-        mean_line = f"{display_label(label, cells[0].unit):<{_LABEL_WIDTH}}"
-        for cell in cells:
-            # A cell without a mean carries the footnote in its % slot.
-            mark = f"{notes.mark(why):>11}" if cell.mean is None else _pct(cell.change_pct)
-            mean_line += _num(cell.mean) + mark
-        lines.append(mean_line.rstrip())
-        if any(c.sd for c in cells):
-            lines.append((" " * _LABEL_WIDTH + "".join(_sd(c.sd) for c in cells)).rstrip())
+    blocks = [cmp.runs] if len(cmp.runs) <= 2 else [(cmp.runs[0], r) for r in cmp.runs[1:]]
+    lines: list[str] = []
+    for runs in blocks:
+        lines += [*_block(cmp, runs, shown, notes), ""]
     lines += [
-        "",
         *_wrapped(
             "Mean over iterations (% change vs first run; positive = better, as in "
             "mmtests), ± sample sd (n-1) below. Pages unless stated. No significance "
@@ -132,3 +121,29 @@ def format_comparison(cmp: Comparison) -> str:
         f"Not in this kernel's vmstat: {', '.join(sorted(absent))}." if absent else ""
     )
     return "\n".join(lines) + "\n"
+
+
+def _block(
+    cmp: Comparison, runs: tuple[str, ...], shown: list[tuple[int, str]], notes: _Footnotes
+) -> list[str]:
+    """The table lines of ``runs`` (a subset of ``cmp.runs``, first run first)."""
+    width = 24
+    reports = [cmp.reports[cmp.runs.index(run)] for run in runs]
+    lines = [
+        " " * _LABEL_WIDTH + "".join(f"{run[-width + 1 :]:>{width}}" for run in runs),
+        f"{'Iterations':<{_LABEL_WIDTH}}" + "".join(f"{len(r):>{width}}" for r in reports),
+    ]
+    for k, label in shown:
+        cells = [cmp.row(label, run) for run in runs]
+        why = next(
+            (rep.rows[k].note for reps in reports for rep in reps if rep.rows[k].value is None), ""
+        )
+        mean_line = f"{display_label(label, cells[0].unit):<{_LABEL_WIDTH}}"
+        for cell in cells:
+            # A cell without a mean carries the footnote in its % slot.
+            mark = f"{notes.mark(why):>11}" if cell.mean is None else _pct(cell.change_pct)
+            mean_line += _num(cell.mean) + mark
+        lines.append(mean_line.rstrip())
+        if any(c.sd for c in cells):
+            lines.append((" " * _LABEL_WIDTH + "".join(_sd(c.sd) for c in cells)).rstrip())
+    return lines

@@ -1,4 +1,6 @@
-"""Every reclaim statistic of one trace (or mail histogram) in one pass: :func:`analyse`.
+"""Every reclaim statistic of one trace (or mail histogram) in one pass: :func:`analyse_trace`;
+of a trace file with its iteration's CONFIG_HZ and vmstat (:func:`analyse_file`); of every
+trace of an mmtests iteration (:func:`analyse_iteration`).
 
 This composes the single-purpose modules (``stalls``, ``throttle``, ``kswapd``,
 ``compaction``, ``shrinker``, ``lru``, ``distribution``) over anything shaped like
@@ -13,31 +15,44 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 import polars as pl
 
-from analysis.metrics import compaction, kswapd, lru, shrinker, stalls, throttle
-from analysis.metrics.distribution import distribution_table
+from analysis.errors import InputError
+from analysis.ingest import mmtests
+from analysis.ingest.captures import iteration_of, iteration_traces
+from analysis.metrics import compaction, daemons, lru, pairing, shrinker, throttle
+from analysis.stats.describe import distribution_table
 
-__all__ = ["StallAnalysis", "analyse", "capture_activity", "vmscan_summary"]
+__all__ = [
+    "TraceAnalysis",
+    "analyse_file",
+    "analyse_iteration",
+    "analyse_trace",
+    "capture_activity",
+    "pooled",
+    "reclaim_series",
+    "vmscan_summary",
+]
 
 
 @dataclass(frozen=True)
-class StallAnalysis:
+class TraceAnalysis:
     """All derived frames and reports for one source (field docs in the producing modules)."""
 
     source: str
     input_kind: str
     lost_events: int
     capture_s: float | None
-    reclaim: Mapping[str, stalls.StallIntervals]
+    reclaim: Mapping[str, pairing.StallIntervals]
     throttle_events: pl.DataFrame
     throttle: pl.DataFrame
     delay_histogram: pl.DataFrame
     hz: throttle.HzEstimate
-    kswapd: tuple[kswapd.AwakeReport, ...]
-    kcompactd: tuple[kswapd.AwakeReport, ...]
-    compaction: stalls.StallIntervals
+    kswapd: tuple[daemons.AwakeReport, ...]
+    kcompactd: tuple[daemons.AwakeReport, ...]
+    compaction: pairing.StallIntervals
     compaction_time: pl.DataFrame
     compaction_status: pl.DataFrame
     compact_orders: pl.DataFrame
@@ -71,15 +86,15 @@ def _lost_lines(trace) -> list[int]:
 
 
 def _labelled(trace, name: str, intervals: pl.DataFrame) -> pl.DataFrame:
-    return stalls.label_context(trace.events(name), intervals)
+    return pairing.label_context(trace.events(name), intervals)
 
 
-def analyse(
+def analyse_trace(
     trace,
     *,
     config_hz: int | None = None,
     vmstat_deltas: Mapping[str, int] | None = None,
-) -> StallAnalysis:
+) -> TraceAnalysis:
     """Derive every stall, throttle, daemon, compaction, shrinker and LRU statistic.
 
     ``config_hz`` (CONFIG_HZ of the capturing kernel, if known) is checked against the HZ
@@ -89,17 +104,17 @@ def analyse(
     lost = int(trace.lost_events_total)
     lost_lines = _lost_lines(trace)
     is_histogram = hasattr(trace, "groups")
-    reclaim = {} if is_histogram else stalls.reclaim_intervals(trace, lost_lines=lost_lines)
-    intervals = stalls.all_intervals(reclaim)
+    reclaim = {} if is_histogram else pairing.reclaim_intervals(trace, lost_lines=lost_lines)
+    intervals = pairing.all_intervals(reclaim)
     activity = capture_activity(trace)
     start = activity["ts_ns"].min() if activity.height else None
     end = activity["ts_ns"].max() if activity.height else None
 
     t_events = throttle.throttle_events(trace, intervals)
-    daemons: dict[str, tuple[kswapd.AwakeReport, ...]] = {}
-    for daemon, (wake, sleep, _) in kswapd.DAEMONS.items():
-        daemons[daemon] = tuple(
-            kswapd.daemon_awake(
+    awake: dict[str, tuple[daemons.AwakeReport, ...]] = {}
+    for daemon, (wake, sleep, _) in daemons.DAEMONS.items():
+        awake[daemon] = tuple(
+            daemons.daemon_awake(
                 trace.events(wake),
                 trace.events(sleep),
                 activity,
@@ -130,7 +145,7 @@ def analyse(
         )
     # Every table carries its source's lost-event count: any sum may be short by lost events.
     lost_col = pl.lit(lost, dtype=pl.Int64)
-    analysis = StallAnalysis(
+    analysis = TraceAnalysis(
         source=str(trace.source),
         input_kind="histogram" if is_histogram else "trace",
         lost_events=lost,
@@ -140,8 +155,8 @@ def analyse(
         throttle=throttle.throttle_table(t_events).with_columns(lost_events=lost_col),
         delay_histogram=throttle.delay_histogram(t_events),
         hz=throttle.infer_hz(t_events, config_hz),
-        kswapd=daemons["kswapd"],
-        kcompactd=daemons["kcompactd"],
+        kswapd=awake["kswapd"],
+        kcompactd=awake["kcompactd"],
         compaction=comp,
         compaction_time=compaction.compaction_time(comp.intervals).with_columns(
             lost_events=lost_col
@@ -170,7 +185,7 @@ def analyse(
         writes=_labelled_writes(trace, intervals),
         wakeup_requests=_count(trace, "mm_vmscan_wakeup_kswapd"),
     )
-    return StallAnalysis(**{**analysis.__dict__, "summary": summary})
+    return TraceAnalysis(**{**analysis.__dict__, "summary": summary})
 
 
 def _count(trace, name: str) -> int:
@@ -189,14 +204,14 @@ def _labelled_writes(trace, intervals: pl.DataFrame) -> pl.DataFrame:
 
 
 def vmscan_summary(
-    analysis: StallAnalysis, *, writes: pl.DataFrame, wakeup_requests: int
+    analysis: TraceAnalysis, *, writes: pl.DataFrame, wakeup_requests: int
 ) -> pl.DataFrame:
     """The summary of ``trace-vmscan-postprocess.pl`` (seed 002's "FTrace Reclaim
     Statistics: vmscan"), as ``statistic``, ``value``, ``unit`` rows.
 
     Pages scanned/reclaimed come from ``mm_vmscan_lru_shrink_inactive`` (the counters vmstat
     uses), writes from ``mm_vmscan_write_folio``/``writepage`` ``flags``, kswapd awake time is
-    the lower bound of :mod:`analysis.metrics.kswapd` (its upper bound on the next row).
+    the lower bound of :mod:`analysis.metrics.daemons` (its upper bound on the next row).
     """
 
     def lru_sum(column: str, context: str) -> int:
@@ -241,3 +256,57 @@ def vmscan_summary(
             "unit": [r[2] for r in rows],
         }
     )
+
+
+def _in_iteration(
+    trace: Path, iteration: mmtests.Iteration, test: str, config_hz: int | None
+) -> TraceAnalysis:
+    # Imported here: the trace reader pulls in numba, which `mmlab --help` should not pay for.
+    from analysis.ingest import ftrace
+
+    try:
+        deltas = iteration.counter_deltas(test)
+    except InputError:
+        deltas = None  # a trace without vmstat snapshots still has its stall statistics
+    hz = config_hz if config_hz is not None else iteration.config_hz
+    return analyse_trace(ftrace.read(trace), config_hz=hz, vmstat_deltas=deltas)
+
+
+def analyse_file(trace: Path, *, config_hz: int | None = None) -> TraceAnalysis:
+    """:func:`analyse_trace` of a trace file, with the CONFIG_HZ (unless ``config_hz`` is
+    given) and vmstat deltas of the mmtests iteration holding it, when it is in one."""
+    if found := iteration_of(trace):
+        return _in_iteration(trace, *found, config_hz)
+    from analysis.ingest import ftrace
+
+    return analyse_trace(ftrace.read(trace), config_hz=config_hz)
+
+
+def analyse_iteration(iteration: mmtests.Iteration) -> list[TraceAnalysis]:
+    """:func:`analyse_trace` of every trace of ``iteration`` with its CONFIG_HZ and vmstat."""
+    return [
+        _in_iteration(trace, iteration, test, None) for test, trace in iteration_traces(iteration)
+    ]
+
+
+def reclaim_series(results: Mapping[str, TraceAnalysis]) -> dict[str, tuple[list[float], None]]:
+    """Closed reclaim interval durations (ms) per named trace and context, then every
+    trace's samples of a context pooled (mmtests' shape), for ``distribution_table``."""
+    series: dict[str, tuple[list[float], None]] = {}
+    pooled_ms: dict[str, list[float]] = {}
+    for name, result in results.items():
+        for context, paired in result.reclaim.items():
+            closed = paired.intervals.filter(pl.col("status") == "closed")
+            ms = (closed["duration_ns"] / 1e6).to_list()
+            series[f"{name} {context}"] = (ms, None)
+            pooled_ms.setdefault(context, []).extend(ms)
+    for context, ms in pooled_ms.items():
+        series[f"pooled {context}"] = (ms, None)
+    return series
+
+
+def pooled(results: Mapping[str, TraceAnalysis], table: str) -> pl.DataFrame:
+    """One frame of every result's ``table`` (e.g. ``delay_histogram``, ``shrinker_backlog``)
+    with a ``trace`` column naming its source; empty when there is none."""
+    frames = [getattr(r, table).with_columns(trace=pl.lit(name)) for name, r in results.items()]
+    return pl.concat(frames, how="vertical_relaxed") if frames else pl.DataFrame()

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from analysis.ingest.mmtests import Iteration
 from analysis.ingest.vmstat import CounterReset, Samples, canonical, counter_deltas
 
 __all__ = [
@@ -33,6 +34,7 @@ __all__ = [
     "OpsReport",
     "OpsRow",
     "interval_series",
+    "iteration_elapsed",
     "ops_report",
 ]
 
@@ -60,6 +62,24 @@ class Elapsed:
 def _available(needs: tuple[str, ...], need_all: bool, cols: set[str]) -> bool:
     """All of ``needs`` present (``need_all``), else any: old kernels lack some summands."""
     return set(needs) <= cols if need_all else bool(set(needs) & cols)
+
+
+def iteration_elapsed(iteration: Iteration, test: str) -> Elapsed:
+    """Velocity's time base, in mmtests' order of preference: the benchmark's own
+    ``time ::`` line, then capture metadata, then the vmstat monitor's span."""
+    times = iteration.times.get(test)
+    if times and times.elapsed_s:
+        return Elapsed(times.elapsed_s, "tests-timestamp time ::")
+    meta = iteration.metadata
+    if meta.get("start_epoch_s") and meta.get("end_epoch_s"):
+        return Elapsed(meta["end_epoch_s"] - meta["start_epoch_s"], "mmlab.json")
+    if times and times.begin_epoch and times.end_epoch:
+        return Elapsed(times.end_epoch - times.begin_epoch, "tests-timestamp begin/end")
+    monitor = iteration.vmstat_monitor(test)
+    if monitor is not None and len(monitor) > 1:
+        t = monitor.frame["epoch_s"]
+        return Elapsed(t[-1] - t[0], "vmstat sample span")
+    return Elapsed(None, "unknown")
 
 
 @dataclass(frozen=True)

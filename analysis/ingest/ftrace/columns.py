@@ -4,14 +4,14 @@ Building each event's columns separately (one gather per column over the rows of
 event) reads the 32 MB block and the token arrays in a scattered order, once per column:
 at ~15 million strings per GB of trace that is cache-miss bound. :func:`emit_columns`
 instead walks the event lines once, in order, and writes every common column and every
-field of a known event (:func:`~analysis.ingest.ftrace_events.field_plan`) straight into
+field of a known event (:func:`~analysis.ingest.ftrace.tokenizer.field_plan`) straight into
 its place: per event, rows are contiguous (``ev_start[e] + position``), so each event's
 columns are zero-copy slices. Strings are Arrow ``string_view``\\ s (Polars' own layout);
 those over 12 bytes share one data buffer per block.
 
 An event whose payload holds a key outside its plan (a field a newer kernel added, an
 odd spelling), and every unknown event, is marked not ``planned``: the caller builds its
-fields with the general path (:func:`~analysis.ingest.ftrace_events.event_frame`).
+fields with the general path (:func:`~analysis.ingest.ftrace.tokenizer.event_frame`).
 """
 
 from __future__ import annotations
@@ -21,8 +21,19 @@ import polars as pl
 import pyarrow as pa
 from numba import njit
 
-from analysis.ingest.ftrace_events import KNOWN_EVENTS, field_plan, ints, view_series
-from analysis.ingest.ftrace_layout import put_view
+from analysis.ingest.ftrace.arrow import ints, put_view, view_series
+from analysis.ingest.ftrace.events import KNOWN_EVENTS
+from analysis.ingest.ftrace.layout import (
+    COMM_END,
+    COMM_START,
+    CPU,
+    IRQ_END,
+    IRQ_START,
+    PID,
+    TGID,
+    TS,
+)
+from analysis.ingest.ftrace.tokenizer import field_plan
 
 __all__ = ["BlockColumns", "emit_columns"]
 
@@ -89,7 +100,9 @@ def emit_columns(
     total = 0
     for k in range(n):
         r = rows[k]
-        total += max(0, out[r, 1] - out[r, 0]) + max(0, out[r, 12] - out[r, 11])
+        total += max(0, out[r, COMM_END] - out[r, COMM_START]) + max(
+            0, out[r, IRQ_END] - out[r, IRQ_START]
+        )
         total += max(0, pend[k] - pstart[k])
     data = np.empty(total, np.uint8)
     p = 0
@@ -102,14 +115,14 @@ def emit_columns(
         filled[e] += 1
         g = ev_start[e] + at
         line[g] = line_base + r + 1
-        pid[g] = out[r, 2]
-        tgid[g] = out[r, 3]
-        cpu[g] = out[r, 4]
-        ts[g] = out[r, 5]
-        p = put_view(buf, out[r, 0], out[r, 1], comm, comm_inline, g, data, p)
-        irq_ok[g] = out[r, 11] >= 0
+        pid[g] = out[r, PID]
+        tgid[g] = out[r, TGID]
+        cpu[g] = out[r, CPU]
+        ts[g] = out[r, TS]
+        p = put_view(buf, out[r, COMM_START], out[r, COMM_END], comm, comm_inline, g, data, p)
+        irq_ok[g] = out[r, IRQ_START] >= 0
         if irq_ok[g]:
-            p = put_view(buf, out[r, 11], out[r, 12], irq, irq_inline, g, data, p)
+            p = put_view(buf, out[r, IRQ_START], out[r, IRQ_END], irq, irq_inline, g, data, p)
         if not planned[e]:
             continue
         ne = ev_start[e + 1] - ev_start[e]

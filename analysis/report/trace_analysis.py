@@ -1,4 +1,4 @@
-"""Text tables (80 columns) and JSON for :class:`analysis.metrics.trace_stalls.StallAnalysis`.
+"""Text tables (80 columns) and JSON for :class:`analysis.metrics.trace_analysis.TraceAnalysis`.
 
 The stall distribution follows mmtests' row layout (statistics down, series across); the
 throttle table and the ``uniq -c`` view follow seed 000; the summary follows
@@ -11,7 +11,7 @@ import math
 
 import polars as pl
 
-from analysis.metrics.trace_stalls import StallAnalysis
+from analysis.metrics.trace_analysis import TraceAnalysis
 
 __all__ = ["as_json", "format_analysis", "format_distributions", "format_uniq_c"]
 
@@ -80,7 +80,7 @@ def format_uniq_c(histogram: pl.DataFrame) -> str:
     return "\n".join(out)
 
 
-def _pairing_lines(a: StallAnalysis) -> list[str]:
+def _pairing_lines(a: TraceAnalysis) -> list[str]:
     out = [
         "Reclaim stalls (begin->end per pid)",
         f"{'context':<16}{'count':>8}{'total_s':>10}{'unp.beg':>8}{'overwr':>7}{'open':>6}"
@@ -103,7 +103,7 @@ def _pairing_lines(a: StallAnalysis) -> list[str]:
     return out
 
 
-def _throttle_lines(a: StallAnalysis) -> list[str]:
+def _throttle_lines(a: TraceAnalysis) -> list[str]:
     out = [
         "Throttling (delays at the timeout are right-censored: real wait >= timeout)",
         f"{'reason':<18}{'timeout_us':>10} {'context':<10}{'count':>8}{'zero%':>7}"
@@ -126,7 +126,7 @@ def _throttle_lines(a: StallAnalysis) -> list[str]:
     return out
 
 
-def _daemon_lines(a: StallAnalysis) -> list[str]:
+def _daemon_lines(a: TraceAnalysis) -> list[str]:
     out = [
         f"{'daemon':<10}{'nid':>4}{'wakes':>8}{'rewake':>8}{'sleeps':>7}{'awake_s':>10}"
         f"{'upper_s':>10}  kind"
@@ -158,7 +158,7 @@ def _frame_lines(title: str, frame: pl.DataFrame, columns: list[tuple[str, str, 
     return out
 
 
-def format_analysis(a: StallAnalysis) -> str:
+def format_analysis(a: TraceAnalysis) -> str:
     """The full text report of one source, 80 columns wide."""
     span = f", capture {a.capture_s:.3f} s" if a.capture_s is not None else ""
     lost = (
@@ -251,7 +251,7 @@ def _records(frame: pl.DataFrame) -> list[dict]:
     return [{k: clean(v) for k, v in row.items()} for row in frame.iter_rows(named=True)]
 
 
-def as_json(a: StallAnalysis) -> dict:
+def as_json(a: TraceAnalysis) -> dict:
     """JSON-ready dict: ``throttle`` (reason, usec_timeout, context, count, zero_share,
     timeout_share, mean_usec, ...), ``direct_reclaim`` (count, total_s, unpaired_begin,
     unpaired_end, ...), ``kswapd`` per node (wakes, sleeps, awake_s, awake_kind, ...) and the

@@ -1,8 +1,8 @@
-"""Event payloads: tokenise ``key=value`` and free-text payloads, build typed Polars columns.
+"""Payload tokenizer: ``key=value`` and free-text payloads → tokens → typed Polars columns.
 
-Known events (``trace-formats.md`` §3) get a fixed column set, the union of every kernel
-version's fields, so frames from any kernel share one schema (absent fields are null).
-Columns are named after the kernel's TP_STRUCT__entry fields (= the printed keys).
+Known events (the registry, :mod:`.events`) get a fixed column set, the union of every
+kernel version's fields, so frames from any kernel share one schema (absent fields are
+null), typed per event as the registry says.
 Anything else a newer kernel appends (7.1's ``memcg_id``) is kept as an extra column,
 Int64 if every value is an integer, else String. Unknown events keep ``payload`` (raw
 text) and ``fields`` (List of Struct{key, value}).
@@ -26,135 +26,27 @@ import polars as pl
 import pyarrow as pa
 from numba import njit
 
-from analysis.ingest.ftrace_layout import FNV_OFFSET, FNV_PRIME, fnv1a, string_views
-
-__all__ = ["COMMON_SCHEMA", "KNOWN_EVENTS", "event_frame", "field_plan", "tokenize"]
-
-INT, STR, FLAGS = "int", "str", "flags"
-
-# Column order per event: the union over kernel versions, in printed order.
-_RECLAIM_BEGIN = ("order", "may_writepage", "gfp_flags", "classzone_idx")
-_ISOLATE = ("start_pfn", "end_pfn", "nr_scanned", "nr_taken")
-_DEFER = ("node", "zone", "order", "order_failed", "consider", "limit")
-_KCOMPACTD = ("nid", "order", "classzone_idx")
-_SHRINK_COUNTS = (
-    "nr_dirty",
-    "nr_writeback",
-    "nr_congested",
-    "nr_immediate",
-    "nr_activate",
-    "nr_activate_anon",
-    "nr_activate_file",
-    "nr_ref_keep",
-    "nr_unmap_fail",
+from analysis.ingest.ftrace.arrow import ints, strings
+from analysis.ingest.ftrace.events import (
+    FLAGS,
+    INT,
+    KNOWN_EVENTS,
+    SHRINK_SLAB,
+    STR,
+    field_type,
+    polars_fields,
 )
-KNOWN_EVENTS: dict[str, tuple[str, ...]] = {
-    "mm_vmscan_kswapd_sleep": ("nid",),
-    "mm_vmscan_kswapd_wake": ("nid", "zid", "order"),
-    "mm_vmscan_wakeup_kswapd": ("nid", "zid", "order", "gfp_flags"),
-    "mm_vmscan_direct_reclaim_begin": _RECLAIM_BEGIN,
-    "mm_vmscan_memcg_reclaim_begin": _RECLAIM_BEGIN,
-    "mm_vmscan_memcg_softlimit_reclaim_begin": _RECLAIM_BEGIN,
-    "mm_vmscan_direct_reclaim_end": ("nr_reclaimed",),
-    "mm_vmscan_memcg_reclaim_end": ("nr_reclaimed",),
-    "mm_vmscan_memcg_softlimit_reclaim_end": ("nr_reclaimed",),
-    "mm_vmscan_node_reclaim_begin": ("nid", "order", "gfp_flags"),
-    "mm_vmscan_node_reclaim_end": ("nr_reclaimed",),
-    "mm_shrink_slab_start": (
-        "shrinker",
-        "shrinker_ptr",
-        "nid",
-        "nr_objects_to_shrink",
-        "gfp_flags",
-        "pgs_scanned",
-        "lru_pgs",
-        "cache_items",
-        "delta",
-        "total_scan",
-        "priority",
-    ),
-    "mm_shrink_slab_end": (
-        "shrinker",
-        "shrinker_ptr",
-        "nid",
-        "unused_scan",
-        "new_scan",
-        "total_scan",
-        "retval",
-    ),
-    "mm_vmscan_lru_isolate": (
-        "isolate_mode",
-        "classzone",
-        "order",
-        "nr_requested",
-        "nr_scanned",
-        "nr_skipped",
-        "nr_taken",
-        "file",
-        "lru",
-    ),
-    "mm_vmscan_writepage": ("page", "pfn", "flags"),
-    "mm_vmscan_write_folio": ("page", "pfn", "flags"),
-    "mm_vmscan_lru_shrink_inactive": (
-        "nid",
-        "zid",
-        "nr_scanned",
-        "nr_reclaimed",
-        *_SHRINK_COUNTS,
-        "priority",
-        "flags",
-    ),
-    "mm_vmscan_lru_shrink_active": (
-        "nid",
-        "nr_taken",
-        "nr_active",
-        "nr_deactivated",
-        "nr_referenced",
-        "priority",
-        "flags",
-    ),
-    "mm_vmscan_throttled": ("nid", "usec_timeout", "usect_delayed", "reason"),
-    "mm_vmscan_reclaim_pages": ("nid", "nr_scanned", "nr_reclaimed", *_SHRINK_COUNTS),
-    "writeback_congestion_wait": ("usec_timeout", "usec_delayed"),
-    "writeback_wait_iff_congested": ("usec_timeout", "usec_delayed"),
-    "mm_compaction_begin": ("zone_start", "migrate_pfn", "free_pfn", "zone_end", "mode"),
-    "mm_compaction_end": ("zone_start", "migrate_pfn", "free_pfn", "zone_end", "mode", "status"),
-    "mm_compaction_try_to_compact_pages": ("order", "gfp_mask", "priority", "mode"),
-    "mm_compaction_suitable": ("node", "zone", "order", "ret"),
-    "mm_compaction_finished": ("node", "zone", "order", "ret"),
-    "mm_compaction_deferred": _DEFER,
-    "mm_compaction_defer_compaction": _DEFER,
-    "mm_compaction_defer_reset": _DEFER,
-    "mm_compaction_kcompactd_sleep": ("nid",),
-    "mm_compaction_kcompactd_wake": _KCOMPACTD,
-    "mm_compaction_wakeup_kcompactd": _KCOMPACTD,
-    "mm_compaction_isolate_migratepages": _ISOLATE,
-    "mm_compaction_isolate_freepages": _ISOLATE,
-    "mm_compaction_fast_isolate_freepages": _ISOLATE,
-    "mm_compaction_migratepages": ("nr_migrated", "nr_failed"),
-}
-SHRINK_SLAB = frozenset({"mm_shrink_slab_start", "mm_shrink_slab_end"})
+from analysis.ingest.ftrace.layout import FNV_OFFSET, FNV_PRIME, fnv1a, isdigit
 
-# Field types; everything else in a known event is an integer (decimal or 0x-hex pfns).
-_TYPES = {
-    "gfp_flags": FLAGS,
-    "gfp_mask": FLAGS,
-    "flags": FLAGS,
-    "shrinker": STR,
-    "shrinker_ptr": STR,  # hashed (4.15-5.11) or raw: an identity, not a number
-    "page": STR,
-    "lru": STR,
-    "reason": STR,
-    "mode": STR,
-    "status": STR,
-    "zone": STR,
-    "ret": STR,
-}
-# kcompactd events print the zone *name* (%-8s) under classzone_idx (4.6+).
-_EVENT_TYPES = {
-    ("mm_compaction_kcompactd_wake", "classzone_idx"): STR,
-    ("mm_compaction_wakeup_kcompactd", "classzone_idx"): STR,
-}
+__all__ = [
+    "COMMON_SCHEMA",
+    "GFP_LITERAL",
+    "event_frame",
+    "event_schema",
+    "field_plan",
+    "tokenize",
+]
+
 # Free-text phrases of shrink_slab → the TP_STRUCT__entry field they print.
 _PHRASES = {
     "objects_to_shrink": "nr_objects_to_shrink",
@@ -173,30 +65,14 @@ COMMON_SCHEMA = {
     "irq_flags": pl.String,
     "ts_ns": pl.Int64,
 }
-_POLARS = {INT: pl.Int64, STR: pl.String, FLAGS: pl.List(pl.String)}
 FIELDS_DTYPE = pl.List(pl.Struct({"key": pl.String, "value": pl.String}))
-
-
-def field_type(event: str, key: str) -> str:
-    """Type of a known event's field: ``int``, ``str`` or ``flags`` (List[String])."""
-    return _EVENT_TYPES.get((event, key), _TYPES.get(key, INT))
 
 
 def event_schema(event: str) -> dict[str, pl.DataType]:
     """Full Polars schema of an event frame (common columns + the event's own)."""
-    schema = dict(COMMON_SCHEMA)
     if event in KNOWN_EVENTS:
-        for key in KNOWN_EVENTS[event]:
-            schema[key] = _POLARS[field_type(event, key)]
-    else:
-        schema["payload"] = pl.String
-        schema["fields"] = FIELDS_DTYPE
-    return schema
-
-
-@njit(inline="always")
-def _isdigit(c):
-    return 48 <= c <= 57
+        return {**COMMON_SCHEMA, **polars_fields(event)}
+    return {**COMMON_SCHEMA, "payload": pl.String, "fields": FIELDS_DTYPE}
 
 
 @njit(inline="always")
@@ -226,7 +102,7 @@ def _parse_int(buf, s, e):
             return 0, False
         for i in range(s + 2, e):
             c = buf[i]
-            if _isdigit(c):
+            if isdigit(c):
                 d = c - 48
             elif 97 <= c <= 102:
                 d = c - 87
@@ -239,7 +115,7 @@ def _parse_int(buf, s, e):
         if e - s > 18:
             return 0, False
         for i in range(s, e):
-            if not _isdigit(buf[i]):
+            if not isdigit(buf[i]):
                 return 0, False
             v = v * 10 + (buf[i] - 48)
     return (-v if neg else v), True
@@ -380,32 +256,6 @@ def tokenize(buf, pstart, pend, mode, gfp):
 GFP_LITERAL = np.frombuffer(b"gfp_flags", np.uint8).copy()
 
 
-def view_series(views: np.ndarray, valid: np.ndarray | None, data: pa.Buffer) -> pl.Series:
-    """Polars String series over Arrow string_view buffers; null where not ``valid``."""
-    mask = None
-    if valid is not None and not valid.all():
-        mask = pa.py_buffer(np.packbits(valid, bitorder="little"))
-    buffers = [mask, pa.py_buffer(views), data]
-    return pl.Series(pa.Array.from_buffers(pa.string_view(), len(views) // 4, buffers))
-
-
-def strings(buf: np.ndarray, s: np.ndarray, e: np.ndarray, valid: np.ndarray) -> pl.Series:
-    """Polars String series of the byte spans ``buf[s:e]``; null where not ``valid``."""
-    views, data = string_views(buf, s, e, valid)
-    return view_series(views, valid, pa.py_buffer(data))
-
-
-_ARROW_INTS = {pl.Int64: (np.int64, pa.int64()), pl.Int32: (np.int32, pa.int32())}
-
-
-def ints(values: np.ndarray, valid: np.ndarray, dtype: pl.DataType = pl.Int64) -> pl.Series:
-    """Polars integer series with nulls where not ``valid`` (Arrow buffers, no per-value work)."""
-    np_type, arrow_type = _ARROW_INTS[dtype]
-    data = np.ascontiguousarray(values, np_type)
-    mask = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
-    return pl.Series(pa.Array.from_buffers(arrow_type, len(data), [mask, pa.py_buffer(data)]))
-
-
 def key_name(buf: np.ndarray, s: int, e: int) -> str:
     """Field name of a token key: ``nid:`` → ``nid``, ``objects to shrink`` → TP field name."""
     if s < 0:
@@ -420,7 +270,7 @@ _KIND_CODES = {INT: 0, STR: 1, FLAGS: 2}
 
 @dataclass(frozen=True)
 class _Plan:
-    """How the compiled emitter (:mod:`.ftrace_columns`) maps raw key spellings to columns."""
+    """How the compiled emitter (:mod:`.columns`) maps raw key spellings to columns."""
 
     names: tuple[str, ...]
     kinds: np.ndarray  # int8 per column: 0 int, 1 str, 2 flags

@@ -24,18 +24,32 @@ from numba import njit
 
 __all__ = [
     "BLANK",
+    "COMM_END",
+    "COMM_START",
+    "COUNTER_CLOCK",
+    "CPU",
     "EVENT",
     "HEADER",
+    "IRQ_END",
+    "IRQ_START",
     "KINDS",
     "LOST",
+    "NAME_END",
+    "NAME_START",
+    "PAYLOAD_START",
+    "PID",
+    "REASON",
     "REASONS",
+    "SCAN_COLUMNS",
     "STACK",
+    "TGID",
+    "TS",
     "UNPARSED",
     "count_lines",
     "find_lines",
-    "put_view",
+    "fnv1a",
+    "isdigit",
     "scan_lines",
-    "string_views",
 ]
 
 EVENT, HEADER, BLANK, LOST, STACK, UNPARSED = 0, 1, 2, 3, 4, 5
@@ -49,6 +63,17 @@ REASONS = (
     "truncated final line",
 )
 R_LAYOUT, R_TIMESTAMP, R_EVENT = 1, 2, 3
+
+# Columns of the int64[n, SCAN_COLUMNS] array scan_lines fills, one row per line.
+COMM_START, COMM_END = 0, 1  # comm span
+PID, TGID, CPU = 2, 3, 4  # tgid and cpu -1 when the layout has none; cpu of a lost marker
+TS = 5  # ns (or a raw counter clock); a lost marker's count (-1 unknown)
+NAME_START, NAME_END = 6, 7  # event-name span
+PAYLOAD_START = 8  # the payload ends at the line end
+REASON = 9  # index into REASONS for unparsed lines
+COUNTER_CLOCK = 10  # 1 when the timestamp is a bare counter
+IRQ_START, IRQ_END = 11, 12  # irq-flags span (-1 none)
+SCAN_COLUMNS = 13
 
 FNV_OFFSET = np.uint64(14695981039346656037)
 FNV_PRIME = np.uint64(1099511628211)
@@ -113,14 +138,14 @@ def fnv1a(buf, s, e):
 
 
 @njit(inline="always")
-def _isdigit(c):
+def isdigit(c):
     return 48 <= c <= 57
 
 
 @njit(inline="always")
 def _isname(c):
     # Event names: [A-Za-z0-9_]
-    return _isdigit(c) or 65 <= c <= 90 or 97 <= c <= 122 or c == 95
+    return isdigit(c) or 65 <= c <= 90 or 97 <= c <= 122 or c == 95
 
 
 @njit(nogil=True, cache=True)
@@ -138,7 +163,7 @@ def _parse_ts(buf, s, e):
     """Parse ``secs[.frac]`` in buf[s:e]; return (ns or raw, is_counter, ok)."""
     secs = 0
     i = s
-    while i < e and _isdigit(buf[i]):
+    while i < e and isdigit(buf[i]):
         if i - s >= 18:
             return 0, False, False
         secs = secs * 10 + (buf[i] - 48)
@@ -152,7 +177,7 @@ def _parse_ts(buf, s, e):
     i += 1
     frac = 0
     nd = 0
-    while i < e and _isdigit(buf[i]):
+    while i < e and isdigit(buf[i]):
         if nd < 9:
             frac = frac * 10 + (buf[i] - 48)
             nd += 1
@@ -180,14 +205,14 @@ def _parse_event(buf, i, e, out, k):
             ns = i + 1  # system prefix ("vmscan:") dropped
         i += 1
     if i == e or i == ns or buf[i] != 58:  # noqa: SIM109 (numba-friendly)
-        out[k, 9] = R_EVENT
+        out[k, REASON] = R_EVENT
         return UNPARSED
-    out[k, 6] = ns
-    out[k, 7] = i
+    out[k, NAME_START] = ns
+    out[k, NAME_END] = i
     i += 1
     while i < e and buf[i] == 32:
         i += 1
-    out[k, 8] = i
+    out[k, PAYLOAD_START] = i
     return EVENT
 
 
@@ -196,7 +221,7 @@ def _parse_int_back(buf, lo, j):
     """Digits ending at buf[j] (inclusive), scanning left; return (value, first index)."""
     v = 0
     mul = 1
-    while j >= lo and _isdigit(buf[j]):
+    while j >= lo and isdigit(buf[j]):
         if mul > 1_000_000_000:
             return -1, j
         v += (buf[j] - 48) * mul
@@ -211,7 +236,7 @@ def _try_bracket(buf, s, e, b, out, k):
     # cpu digits and "] "
     j = b + 1
     cpu = 0
-    while j < e and _isdigit(buf[j]):
+    while j < e and isdigit(buf[j]):
         cpu = cpu * 10 + (buf[j] - 48)
         j += 1
     if j == b + 1 or j >= e or buf[j] != 93 or j - b > 7:
@@ -225,18 +250,18 @@ def _try_bracket(buf, s, e, b, out, k):
     if j >= s and buf[j] == 41:
         p = j - 1
         while p >= s and buf[p] != 40:
-            if not (_isdigit(buf[p]) or buf[p] == 32 or buf[p] == 45):
+            if not (isdigit(buf[p]) or buf[p] == 32 or buf[p] == 45):
                 return -1
             p -= 1
         if p < s:
             return -1
         t = j - 1
-        if _isdigit(buf[t]):
+        if isdigit(buf[t]):
             tgid, _ = _parse_int_back(buf, p + 1, t)
         j = p - 1
         while j >= s and buf[j] == 32:
             j -= 1
-    if j < s or not _isdigit(buf[j]):
+    if j < s or not isdigit(buf[j]):
         return -1
     pid, first = _parse_int_back(buf, s, j)
     if pid < 0:
@@ -255,11 +280,11 @@ def _try_bracket(buf, s, e, b, out, k):
             ce -= 1
     else:
         return -1
-    out[k, 0] = s
-    out[k, 1] = ce
-    out[k, 2] = pid
-    out[k, 3] = tgid
-    out[k, 4] = cpu
+    out[k, COMM_START] = s
+    out[k, COMM_END] = ce
+    out[k, PID] = pid
+    out[k, TGID] = tgid
+    out[k, CPU] = cpu
     # Forward: [flags] timestamp':'
     i = after
     while i < e and buf[i] == 32:
@@ -268,28 +293,28 @@ def _try_bracket(buf, s, e, b, out, k):
     while i < e and buf[i] != 32:
         i += 1
     if i > t0 and buf[i - 1] == 58:
-        out[k, 11] = -1
-        out[k, 12] = -1
+        out[k, IRQ_START] = -1
+        out[k, IRQ_END] = -1
         te = i - 1
     else:
-        out[k, 11] = t0
-        out[k, 12] = i
+        out[k, IRQ_START] = t0
+        out[k, IRQ_END] = i
         while i < e and buf[i] == 32:
             i += 1
         t0 = i
         while i < e and buf[i] != 32:
             i += 1
         if i == t0 or buf[i - 1] != 58:
-            out[k, 9] = R_TIMESTAMP
+            out[k, REASON] = R_TIMESTAMP
             return -1
         te = i - 1
     ts, counter, ok = _parse_ts(buf, t0, te)
     if not ok:
         # A later "[N]" may still be the real cpu column (comm holding brackets).
-        out[k, 9] = R_TIMESTAMP
+        out[k, REASON] = R_TIMESTAMP
         return -1
-    out[k, 5] = ts
-    out[k, 10] = 1 if counter else 0
+    out[k, TS] = ts
+    out[k, COUNTER_CLOCK] = 1 if counter else 0
     return _parse_event(buf, i, e, out, k)
 
 
@@ -323,15 +348,15 @@ def _try_ts_first(buf, s, e, out, k):
     cs = i
     while cs < first - 1 and buf[cs] == 32:
         cs += 1
-    out[k, 0] = cs
-    out[k, 1] = first - 1
-    out[k, 2] = pid
-    out[k, 3] = -1
-    out[k, 4] = -1
-    out[k, 5] = ts
-    out[k, 10] = 0
-    out[k, 11] = -1
-    out[k, 12] = -1
+    out[k, COMM_START] = cs
+    out[k, COMM_END] = first - 1
+    out[k, PID] = pid
+    out[k, TGID] = -1
+    out[k, CPU] = -1
+    out[k, TS] = ts
+    out[k, COUNTER_CLOCK] = 0
+    out[k, IRQ_START] = -1
+    out[k, IRQ_END] = -1
     return _parse_event(buf, w + 1, e, out, k)
 
 
@@ -340,7 +365,7 @@ def _lost(buf, s, e, out, k):
     """``CPU:N [LOST M EVENTS]`` / ``CPU:N [LOST EVENTS]`` (count -1 when not given)."""
     i = s + 4
     cpu = 0
-    while i < e and _isdigit(buf[i]):
+    while i < e and isdigit(buf[i]):
         cpu = cpu * 10 + (buf[i] - 48)
         i += 1
     if i == s + 4 or i + 7 > e or buf[i] != 32:
@@ -350,13 +375,13 @@ def _lost(buf, s, e, out, k):
         return False
     i += 6  # "[LOST "
     count = -1
-    if i < e and _isdigit(buf[i]):
+    if i < e and isdigit(buf[i]):
         count = 0
-        while i < e and _isdigit(buf[i]):
+        while i < e and isdigit(buf[i]):
             count = count * 10 + (buf[i] - 48)
             i += 1
-    out[k, 4] = cpu
-    out[k, 5] = count
+    out[k, CPU] = cpu
+    out[k, TS] = count
     return True
 
 
@@ -368,24 +393,20 @@ def _preamble(buf, s, e, lits):
     if not _starts(buf, s, e, lits[2]):
         return False
     i = s + 3
-    while i < e and (buf[i] == 32 or _isdigit(buf[i])):
+    while i < e and (buf[i] == 32 or isdigit(buf[i])):
         i += 1
     return _starts(buf, i, e, lits[3])
 
 
 @njit(nogil=True, cache=True)
 def scan_lines(buf, starts, ends, lits):
-    """Classify every line; return (kind int8[n], fields int64[n, 13], event hash uint64[n]).
-
-    ``fields`` columns: 0-1 comm span, 2 pid, 3 tgid (-1 none), 4 cpu (-1 none; the cpu of
-    a lost marker), 5 ts (ns, or raw counter; the count of a lost marker, -1 unknown),
-    6-7 event-name span, 8 payload start (payload ends at the line end), 9 unparsed reason,
-    10 counter-clock flag, 11-12 irq-flags span (-1 none). ``lits`` holds the byte
-    literals the classifier needs (see ``LITERALS``).
+    """Classify every line; return (kind int8[n], fields int64[n, SCAN_COLUMNS], event hash
+    uint64[n]). ``fields`` columns are named by the constants above (``COMM_START`` ...
+    ``IRQ_END``). ``lits`` holds the byte literals the classifier needs (see ``LITERALS``).
     """
     n = starts.size
     kind = np.empty(n, np.int8)
-    out = np.zeros((n, 13), np.int64)
+    out = np.zeros((n, SCAN_COLUMNS), np.int64)
     hashes = np.zeros(n, np.uint64)
     for k in range(n):
         s = starts[k]
@@ -418,7 +439,7 @@ def scan_lines(buf, starts, ends, lits):
             kind[k] = HEADER
             continue
         res = -1
-        out[k, 9] = R_LAYOUT
+        out[k, REASON] = R_LAYOUT
         b = s
         while res < 0:
             while b < e and buf[b] != 91:
@@ -427,13 +448,13 @@ def scan_lines(buf, starts, ends, lits):
                 break
             res = _try_bracket(buf, s, e, b, out, k)
             b += 1
-        if res < 0 and _isdigit(c):
+        if res < 0 and isdigit(c):
             res = _try_ts_first(buf, s, e, out, k)
         if res < 0:
             res = UNPARSED
         kind[k] = res
         if res == EVENT:
-            hashes[k] = fnv1a(buf, out[k, 6], out[k, 7])
+            hashes[k] = fnv1a(buf, out[k, NAME_START], out[k, NAME_END])
             ends[k] = e
     return kind, out, hashes
 
@@ -442,49 +463,3 @@ LITERALS = tuple(
     np.frombuffer(lit, np.uint8).copy()
     for lit in (b"version = ", b"cpus=", b"CPU", b"is empty", b"<stack trace>", b"CPU:")
 )
-
-
-VIEW_INLINE = 12  # Arrow string_view: strings up to 12 bytes live inside their 16-byte view
-
-
-@njit(inline="always")
-def put_view(buf, s, e, views, inline, g, data, p):
-    """Write the Arrow string_view of ``buf[s:e]`` as view ``g`` (``views``: uint32[4n],
-    ``inline`` its bytes): (length, 12 inline bytes) for a short string, else (length,
-    4-byte prefix, buffer 0, offset ``p`` into ``data``), its bytes copied to ``data[p:]``.
-    An empty or reversed span stays an empty string. Returns the next free ``p``.
-    """
-    size = e - s
-    if size <= 0:
-        return p
-    views[4 * g] = size
-    if size <= VIEW_INLINE:
-        for j in range(size):
-            inline[16 * g + 4 + j] = buf[s + j]
-        return p
-    for j in range(4):
-        inline[16 * g + 4 + j] = buf[s + j]
-    views[4 * g + 3] = p
-    for j in range(size):
-        data[p + j] = buf[s + j]
-    return p + size
-
-
-@njit(nogil=True, cache=True)
-def string_views(buf, s, e, valid):
-    """Arrow ``string_view`` buffers (views uint32[4n], data) of the spans ``buf[s[i]:e[i]]``,
-    empty where not ``valid``. Polars keeps strings as views, so it adopts these as they are.
-    """
-    n = s.size
-    total = 0
-    for i in range(n):
-        if valid[i] and e[i] - s[i] > VIEW_INLINE:
-            total += e[i] - s[i]
-    views = np.zeros(4 * n, np.uint32)
-    inline = views.view(np.uint8)
-    data = np.empty(total, np.uint8)
-    p = 0
-    for i in range(n):
-        if valid[i]:
-            p = put_view(buf, s[i], e[i], views, inline, i, data, p)
-    return views, data

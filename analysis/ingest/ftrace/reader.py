@@ -1,8 +1,8 @@
 """ftrace text → one typed Polars table per event, with an account of every line.
 
 Reads ``trace``, ``trace_pipe``, ``trace-cmd report``, ``perf script`` output and mail
-pastes from any kernel since 2.6.36 (layouts: :mod:`analysis.ingest.ftrace_layout`;
-payloads and columns: :mod:`analysis.ingest.ftrace_events`), plain or gz/zst/xz/bz2.
+pastes from any kernel since 2.6.36 (layouts: :mod:`analysis.ingest.ftrace.layout`;
+payloads and columns: :mod:`analysis.ingest.ftrace.tokenizer`), plain or gz/zst/xz/bz2.
 
 Streaming: the decompressed text is cut into blocks of whole lines (``BLOCK_BYTES``),
 parsed by two worker threads (the numba and Polars kernels release the GIL) and written
@@ -12,12 +12,12 @@ by a few blocks whatever the input size. The dataset is cached in
 reading thread as it reads); a small stat index (size, mtime) finds it again without
 re-reading the file.
 
-Per block, compiled passes: line ends (:func:`~.ftrace_layout.find_lines`), layout and
-header fields (:func:`~.ftrace_layout.scan_lines`), payload tokens
-(:func:`~.ftrace_events.tokenize`), then one in-order pass writing every common column and
-every field of a known event (:mod:`.ftrace_columns`). Only events the compiled pass
+Per block, compiled passes: line ends (:func:`~.layout.find_lines`), layout and
+header fields (:func:`~.layout.scan_lines`), payload tokens
+(:func:`~.tokenizer.tokenize`), then one in-order pass writing every common column and
+every field of a known event (:mod:`.columns`). Only events the compiled pass
 cannot place (unknown events, a key outside the event's known fields) go through the
-general per-event path (:func:`~.ftrace_events.event_frame`). ``benchmarks/ftrace.md``
+general per-event path (:func:`~.tokenizer.event_frame`). ``benchmarks/ftrace.md``
 has the throughput (issue 4: ≥ 165 MB/s on 2 cores).
 
 Accounting identity, checked by the tests for arbitrary input::
@@ -41,12 +41,8 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
-import hashlib
-import json
 import os
 import queue
-import shutil
-import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -58,27 +54,37 @@ import polars as pl
 
 from analysis.errors import InputError
 from analysis.ingest.compressed import iter_blocks
-from analysis.ingest.ftrace_columns import BlockColumns
-from analysis.ingest.ftrace_events import (
-    GFP_LITERAL,
-    SHRINK_SLAB,
-    event_frame,
-    event_schema,
-    tokenize,
+from analysis.ingest.ftrace.cache import (
+    DEFAULT_CACHE,
+    cached,
+    event_parts,
+    load_meta,
+    store,
+    write_frames,
 )
-from analysis.ingest.ftrace_layout import (
+from analysis.ingest.ftrace.columns import BlockColumns
+from analysis.ingest.ftrace.events import SHRINK_SLAB
+from analysis.ingest.ftrace.layout import (
     BLANK,
+    COUNTER_CLOCK,
+    CPU,
     EVENT,
     HEADER,
     LITERALS,
     LOST,
+    NAME_END,
+    NAME_START,
+    PAYLOAD_START,
+    REASON,
     REASONS,
     STACK,
+    TS,
     UNPARSED,
     count_lines,
     find_lines,
     scan_lines,
 )
+from analysis.ingest.ftrace.tokenizer import GFP_LITERAL, event_frame, event_schema, tokenize
 
 __all__ = [
     "Accounting",
@@ -94,8 +100,6 @@ BLOCK_BYTES = 32 << 20
 WORKERS = 2
 SAMPLES = 5
 LINES_KEPT = 1000
-CACHE_VERSION = "1"
-DEFAULT_CACHE = Path("build") / "ingest"
 _COMPRESSED_SUFFIXES = (".gz", ".zst", ".xz", ".bz2")
 
 
@@ -246,16 +250,16 @@ def parse_block(data: bytes | bytearray, line_base: int, final: bool) -> tuple[_
     if final and data and not data.endswith(b"\n"):
         res.truncated = True
         if kind[-1] == UNPARSED:
-            out[-1, 9] = REASONS.index("truncated final line")
+            out[-1, REASON] = REASONS.index("truncated final line")
     counts = np.bincount(kind, minlength=6)
     res.header, res.blank, res.stack = int(counts[HEADER]), int(counts[BLANK]), int(counts[STACK])
     for k in np.flatnonzero(kind == LOST):
-        count = int(out[k, 5])
+        count = int(out[k, TS])
         res.lost.append(
-            LostEvents(int(out[k, 4]), None if count < 0 else count, int(line_base + k + 1))
+            LostEvents(int(out[k, CPU]), None if count < 0 else count, int(line_base + k + 1))
         )
     for k in np.flatnonzero(kind == UNPARSED):
-        entry = res.unparsed.setdefault(REASONS[out[k, 9]], [0, [], []])
+        entry = res.unparsed.setdefault(REASONS[out[k, REASON]], [0, [], []])
         entry[0] += 1
         if len(entry[1]) < LINES_KEPT:
             entry[1].append(int(line_base + k + 1))
@@ -265,15 +269,16 @@ def parse_block(data: bytes | bytearray, line_base: int, final: bool) -> tuple[_
     frames: dict[str, pl.DataFrame] = {}
     if not len(rows):
         return res, frames
-    res.first_ts = int(out[rows[0], 5])
-    res.counter_clock = bool(out[rows, 10].any())
+    res.first_ts = int(out[rows[0], TS])
+    res.counter_clock = bool(out[rows, COUNTER_CLOCK].any())
     _, first, ids = np.unique(hashes[rows], return_index=True, return_inverse=True)
     ids = ids.ravel()
     names = [
-        bytes(buf[out[rows[i], 6] : out[rows[i], 7]]).decode("ascii", "replace") for i in first
+        bytes(buf[out[rows[i], NAME_START] : out[rows[i], NAME_END]]).decode("ascii", "replace")
+        for i in first
     ]
     mode = np.array([name in SHRINK_SLAB for name in names], np.int8)[ids]
-    pstart, pend = out[rows, 8], ends[rows]
+    pstart, pend = out[rows, PAYLOAD_START], ends[rows]
     tokens = tokenize(buf, pstart, pend, mode, GFP_LITERAL)
     columns = BlockColumns(buf, out, rows, ids, names, line_base, (pstart, pend), tokens)
     first_tok, count, sig, *toks = tokens
@@ -384,13 +389,6 @@ def _reuse_freed_memory() -> None:
     mallopt(_M_TRIM_THRESHOLD, _HEAP_KEEP_BYTES)
 
 
-def _write_frames(directory: Path, block: int, frames: dict[str, pl.DataFrame]) -> None:
-    for name, frame in frames.items():
-        part = directory / f"event={name}"
-        part.mkdir(exist_ok=True)
-        frame.write_parquet(part / f"part-{block:06d}.parquet", compression="lz4", statistics=False)
-
-
 def _ingest_into(path: Path, directory: Path, progress: Callable[[int, int], None] | None):
     """Stream ``path`` into Parquet parts under ``directory``; return (accounting, sha256)."""
     _reuse_freed_memory()
@@ -404,7 +402,7 @@ def _ingest_into(path: Path, directory: Path, progress: Callable[[int, int], Non
     def work(block: int, data: bytes, base: int, final: bool) -> None:
         try:
             res, frames = parse_block(data, base, final)
-            _write_frames(directory, block, frames)
+            write_frames(directory, block, frames)
             results[block] = res
         except BaseException as exc:  # re-raised in the reading thread
             errors.append(exc)
@@ -450,9 +448,9 @@ class Trace:
         """Frame of one event, lazily (empty with the event's schema when absent).
 
         Columns: line, comm, pid, tgid, cpu, irq_flags, ts_ns, epoch_ns, then the event's
-        fields (``ftrace_events.KNOWN_EVENTS``), then any extra fields a newer kernel adds.
+        fields (:data:`.events.EVENTS`), then any extra fields a newer kernel adds.
         """
-        parts = sorted((self.directory / f"event={name}").glob("part-*.parquet"))
+        parts = event_parts(self.directory, name)
         if parts:
             frame = pl.concat([pl.scan_parquet(p) for p in parts], how="diagonal_relaxed")
         else:
@@ -469,13 +467,8 @@ class Trace:
         return self.lazy(name).collect()
 
 
-def _stat_key(path: Path) -> dict:
-    st = path.stat()
-    return {"path": str(path.resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
-
-
 def _load(path: Path, directory: Path) -> Trace:
-    meta = json.loads((directory / "meta.json").read_text())
+    meta = load_meta(directory)
     accounting = Accounting.from_json(meta["accounting"])
     return Trace(path, directory, accounting, meta["epoch_offset_ns"])
 
@@ -495,38 +488,19 @@ def read(
     if not path.is_file():
         raise InputError(path, "no such file" if not path.exists() else "not a regular file")
     cache = Path(cache_dir) if cache_dir is not None else DEFAULT_CACHE
-    cache.mkdir(parents=True, exist_ok=True)
-    key = _stat_key(path)
-    index = cache / "by-path" / f"{hashlib.sha1(key['path'].encode()).hexdigest()}.json"
-    if index.is_file():
-        known = json.loads(index.read_text())
-        directory = cache / known.get("sha256", "-")
-        if {k: known.get(k) for k in key} == key and (directory / "meta.json").is_file():
-            return _load(path, directory)
-    tmp = cache / f"tmp-{os.getpid()}-{threading.get_ident()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
-    try:
-        accounting, sha, results = _ingest_into(path, tmp, progress)
-        first_ts = next((r.first_ts for r in results if r.first_ts is not None), None)
-        offset = epoch_offset_ns(path, first_ts, accounting.counter_clock)
-        meta = {
-            "version": CACHE_VERSION,
-            "epoch_offset_ns": offset,
-            "accounting": {**accounting.to_json(), **_full_lines(accounting)},
-        }
-        (tmp / "meta.json").write_text(json.dumps(meta))
-        directory = cache / f"{sha}-v{CACHE_VERSION}"
-        if (directory / "meta.json").is_file():
-            shutil.rmtree(tmp)
-        else:
-            shutil.rmtree(directory, ignore_errors=True)
-            tmp.rename(directory)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    index.parent.mkdir(exist_ok=True)
-    index.write_text(json.dumps({**key, "sha256": directory.name}))
+    directory = cached(cache, path)
+    if directory is None:
+
+        def build(tmp: Path) -> tuple[str, dict]:
+            accounting, sha, results = _ingest_into(path, tmp, progress)
+            first_ts = next((r.first_ts for r in results if r.first_ts is not None), None)
+            meta = {
+                "epoch_offset_ns": epoch_offset_ns(path, first_ts, accounting.counter_clock),
+                "accounting": {**accounting.to_json(), **_full_lines(accounting)},
+            }
+            return sha, meta
+
+        directory = store(cache, path, build)
     return _load(path, directory)
 
 

@@ -1,0 +1,50 @@
+"""Where the traces of a capture are: the one place that finds ``ftrace-*`` files.
+
+mmtests and ``mmlab capture`` write one ``ftrace-<test>[.gz|.zst|...]`` per test in each
+iteration directory, beside ``ftrace-<test>.start`` (the epoch, not a trace), the
+``kconfig-*`` of the kernel and the vmstat snapshots and monitor.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from analysis.errors import InputError
+from analysis.ingest import mmtests
+
+__all__ = ["iteration_of", "iteration_traces", "traces_below"]
+
+PREFIX = "ftrace-"
+START = ".start"
+
+
+def _is_trace(path: Path) -> bool:
+    return path.is_file() and path.name.startswith(PREFIX) and not path.name.endswith(START)
+
+
+def iteration_traces(iteration: mmtests.Iteration) -> list[tuple[str, Path]]:
+    """``(test, trace)`` of every test of ``iteration``, tests in order, traces sorted."""
+    return [
+        (test, trace)
+        for test in iteration.tests
+        for trace in sorted(iteration.path.glob(f"{PREFIX}{test}.*"))
+        if _is_trace(trace)
+    ]
+
+
+def traces_below(path: Path) -> list[Path]:
+    """Every trace file below directory ``path``, sorted; InputError when there is none."""
+    found = sorted(p for p in path.rglob(f"{PREFIX}*") if _is_trace(p))
+    if not found:
+        raise InputError(path, f"no {PREFIX}* file below this directory")
+    return found
+
+
+def iteration_of(trace: Path) -> tuple[mmtests.Iteration, str] | None:
+    """The mmtests iteration holding ``trace`` and its test name, if it is in one."""
+    try:
+        (run,) = mmtests.find_runs(trace.parent)
+        (iteration,) = run.iterations
+    except (InputError, ValueError):
+        return None
+    return iteration, trace.name.removeprefix(PREFIX).split(".")[0]

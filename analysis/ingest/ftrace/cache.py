@@ -1,0 +1,98 @@
+"""The Parquet cache of ingested traces: one dataset per input content, found again by stat.
+
+A dataset is ``<cache>/<sha256>-v<CACHE_VERSION>/``: lz4 Parquet parts
+``event=<name>/part-<block>.parquet`` and ``meta.json`` (accounting, epoch offset). It is
+keyed by the SHA-256 of the input's raw bytes, so a renamed or copied capture reuses it;
+``by-path/<sha1 of path>.json`` remembers (size, mtime) → dataset so an unchanged file is
+found without reading it again. A dataset is built in a private temporary directory and
+renamed into place, so concurrent readers never see half of one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import polars as pl
+
+__all__ = [
+    "CACHE_VERSION",
+    "DEFAULT_CACHE",
+    "cached",
+    "event_parts",
+    "load_meta",
+    "store",
+    "write_frames",
+]
+
+CACHE_VERSION = "1"
+DEFAULT_CACHE = Path("build") / "ingest"
+
+
+def write_frames(directory: Path, block: int, frames: dict[str, pl.DataFrame]) -> None:
+    """One Parquet part per event of block number ``block``."""
+    for name, frame in frames.items():
+        part = directory / f"event={name}"
+        part.mkdir(exist_ok=True)
+        frame.write_parquet(part / f"part-{block:06d}.parquet", compression="lz4", statistics=False)
+
+
+def event_parts(directory: Path, name: str) -> list[Path]:
+    """The Parquet parts of one event in block order (none when the event is absent)."""
+    return sorted((directory / f"event={name}").glob("part-*.parquet"))
+
+
+def load_meta(directory: Path) -> dict:
+    """``meta.json`` of a dataset."""
+    return json.loads((directory / "meta.json").read_text())
+
+
+def _stat_key(path: Path) -> dict:
+    st = path.stat()
+    return {"path": str(path.resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+
+
+def _index(cache: Path, key: dict) -> Path:
+    return cache / "by-path" / f"{hashlib.sha1(key['path'].encode()).hexdigest()}.json"
+
+
+def cached(cache: Path, path: Path) -> Path | None:
+    """The dataset of ``path`` if its size and mtime are those it was ingested with."""
+    cache.mkdir(parents=True, exist_ok=True)
+    key = _stat_key(path)
+    index = _index(cache, key)
+    if index.is_file():
+        known = json.loads(index.read_text())
+        directory = cache / known.get("sha256", "-")
+        if {k: known.get(k) for k in key} == key and (directory / "meta.json").is_file():
+            return directory
+    return None
+
+
+def store(cache: Path, path: Path, build: Callable[[Path], tuple[str, dict]]) -> Path:
+    """Build the dataset of ``path`` with ``build(tmp) -> (sha256, meta)`` and index it."""
+    key = _stat_key(path)
+    tmp = cache / f"tmp-{os.getpid()}-{threading.get_ident()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    try:
+        sha, meta = build(tmp)
+        (tmp / "meta.json").write_text(json.dumps({"version": CACHE_VERSION, **meta}))
+        directory = cache / f"{sha}-v{CACHE_VERSION}"
+        if (directory / "meta.json").is_file():
+            shutil.rmtree(tmp)
+        else:
+            shutil.rmtree(directory, ignore_errors=True)
+            tmp.rename(directory)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    index = _index(cache, key)
+    index.parent.mkdir(exist_ok=True)
+    index.write_text(json.dumps({**key, "sha256": directory.name}))
+    return directory

@@ -1,0 +1,53 @@
+"""The text report ``make`` writes to ``build/report.txt`` (``mmlab report``) from every
+capture in ``data/``.
+
+Each section is a function of the runs found under the data directory, so later
+analyses add a section rather than a script.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from analysis.ingest.mmtests import Run, find_runs
+from analysis.metrics.compare import compare_runs
+from analysis.metrics.trace_analysis import analyse_iteration
+from analysis.report.ops import format_comparison
+from analysis.report.trace_analysis import format_analysis
+
+__all__ = ["SECTIONS", "build_report"]
+
+
+def vmstat_section(runs: tuple[Run, ...]) -> str:
+    """vmstat Ops rows of every run side by side (mean ± sd over iterations)."""
+    return format_comparison(compare_runs(runs))
+
+
+def stalls_section(runs: tuple[Run, ...]) -> str:
+    """Reclaim stalls, throttling, daemons, shrinkers and LRU of every traced iteration."""
+    parts = [
+        f"-- {run.name} iter-{it.index} --\n{format_analysis(analysis)}"
+        for run in runs
+        for it in run.iterations
+        for analysis in analyse_iteration(it)
+    ]
+    return "\n".join(parts) if parts else "No ftrace captures.\n"
+
+
+SECTIONS: tuple[tuple[str, Callable[[tuple[Run, ...]], str]], ...] = (
+    ("Reclaim Ops from /proc/vmstat", vmstat_section),
+    ("Reclaim stalls from ftrace", stalls_section),
+)
+
+
+def build_report(data: Path) -> str:
+    """Every section over every run under ``data``, runs in path order."""
+    runs = find_runs(data)
+    listing = "\n".join(
+        f"  {run.name:<20} {run.path}  ({len(run.iterations)} iterations)" for run in runs
+    )
+    parts = [f"mmlab report on {data}/\n\nRuns:\n{listing}\n"]
+    for title, section in SECTIONS:
+        parts.append(f"== {title} ==\n\n{section(runs)}")
+    return "\n".join(parts)
