@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from analysis.cli import main
-from analysis.ingest.mmtests import find_runs
+from analysis.report.document import capture_runs
 from tests.conftest import DATA
 
 
@@ -11,7 +11,8 @@ def test_report_covers_every_run_and_iteration(tmp_path):
     out = tmp_path / "report.txt"
     assert main(["report", "--data", str(DATA), "--out", str(out)]) == 0
     text = out.read_text()
-    runs = find_runs(DATA)
+    runs = capture_runs(DATA)
+    assert "mmtests-ci" not in text
     assert "== Reclaim Ops from /proc/vmstat ==" in text
     assert "== Reclaim stalls from ftrace ==" in text
     for run in runs:

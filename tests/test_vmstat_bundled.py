@@ -9,18 +9,16 @@ from __future__ import annotations
 
 import pytest
 
-from analysis.ingest import mmtests
 from analysis.metrics.compare import iteration_report
 from analysis.metrics.ops import ops_report
+from analysis.report.document import capture_runs
 from tests.conftest import DATA
 
-ITERATIONS = (
-    [it for run in mmtests.find_runs(DATA) for it in run.iterations] if DATA.is_dir() else []
-)
+ITERATIONS = [it for run in capture_runs(DATA) for it in run.iterations] if DATA.is_dir() else []
 
 
 def test_bundled_data_has_two_configurations_with_three_iterations():
-    runs = mmtests.find_runs(DATA)
+    runs = capture_runs(DATA)
     assert len(runs) >= 2
     assert all(len(run.iterations) >= 3 for run in runs)
 

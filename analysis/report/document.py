@@ -16,7 +16,7 @@ from analysis.metrics.trace_analysis import analyse_iteration
 from analysis.report.ops import format_comparison
 from analysis.report.trace_analysis import format_analysis
 
-__all__ = ["SECTIONS", "build_report"]
+__all__ = ["SECTIONS", "TEST_TREES", "build_report", "capture_runs"]
 
 
 def vmstat_section(runs: tuple[Run, ...]) -> str:
@@ -41,9 +41,22 @@ SECTIONS: tuple[tuple[str, Callable[[tuple[Run, ...]], str]], ...] = (
 )
 
 
+# Third-party trees bundled for the tests, not captures of this project's workload.
+TEST_TREES = ("mmtests-ci",)
+
+
+def capture_runs(data: Path) -> tuple[Run, ...]:
+    """Every run under ``data`` except the bundled third-party test trees, in path order."""
+    return tuple(
+        run
+        for run in find_runs(data)
+        if not set(run.path.relative_to(data).parts) & set(TEST_TREES)
+    )
+
+
 def build_report(data: Path) -> str:
-    """Every section over every run under ``data``, runs in path order."""
-    runs = find_runs(data)
+    """Every section over the capture runs under ``data`` (see ``capture_runs``)."""
+    runs = capture_runs(data)
     listing = "\n".join(
         f"  {run.name:<20} {run.path}  ({len(run.iterations)} iterations)" for run in runs
     )
