@@ -44,11 +44,11 @@ def validate(frame: pl.DataFrame, source: str | Path) -> pl.DataFrame:
         empty = cast.filter(pl.col(column).is_null() | (pl.col(column) == ""))
         if empty.height:
             raise InputError(source, f"empty {column}", line=int(empty["line"][0]))
-    units = cast.group_by("row").agg(pl.col("unit").n_unique().alias("n"), pl.col("line").min())
-    mixed = units.filter(pl.col("n") > 1).sort("line")
+    first_unit = pl.col("unit").first().over("row", order_by="line")
+    mixed = cast.filter(pl.col("unit") != first_unit).sort("line")
     if mixed.height:
-        row = mixed["row"][0]
-        raise InputError(source, f"row {row!r} has several units", line=int(mixed["line"][0]))
+        row, line = mixed["row"][0], int(mixed["line"][0])
+        raise InputError(source, f"row {row!r} has several units", line=line)
     return cast.drop("line").with_columns(pl.col("higher_is_better").fill_null(False))
 
 

@@ -40,12 +40,14 @@ from analysis.stats.bootstrap import MEAN, Interval, run_statistics, t_interval,
 __all__ = [
     "METRICS",
     "RowComparison",
+    "compare_samples",
     "compare_table",
     "difference_interval",
     "hodges_lehmann",
     "mmtests_summary",
     "needed_runs",
     "permutation_p",
+    "runs_p",
     "shift_function",
     "superiority",
 ]
@@ -111,9 +113,12 @@ def needed_runs(base: np.ndarray, new: np.ndarray, level: float) -> int | None:
     effect = abs(b.mean() - a.mean())
     if sd == 0 or effect == 0:
         return None
-    n = TTestIndPower().solve_power(effect_size=effect / sd, alpha=level, power=POWER)
     floor = next(r for r in itertools.count(2) if min_attainable_p(r, r) <= level)
-    return max(math.ceil(n), floor)
+    with warnings.catch_warnings():
+        # A very large effect needs fewer than 2 runs: the solver fails; the floor holds.
+        warnings.simplefilter("ignore")
+        n = TTestIndPower().solve_power(effect_size=effect / sd, alpha=level, power=POWER)
+    return max(math.ceil(n), floor) if np.isfinite(n) else floor
 
 
 def difference_interval(
@@ -266,19 +271,25 @@ def _side(kr: KernelRow, stat: float | str, resamples: int, rng) -> _Side:
     return _Side(est, values, draws[stat], run_statistics(kr.runs, 0.5), draws[0.5])
 
 
+def runs_p(base: np.ndarray, new: np.ndarray) -> tuple[float, str]:
+    """The deciding p of per-run statistics (logged when all positive, so a ratio is
+    tested) by :func:`permutation_p`, and the method in words."""
+    vb, log_b = _log_if_positive(base)
+    vn, log_n = _log_if_positive(new)
+    if not (log_b and log_n):
+        vb, vn = base, new
+    p, splits = permutation_p(vb, vn)
+    kind = "exact" if splits == math.comb(len(vb) + len(vn), len(vb)) else "random"
+    scale = " of log" if log_b and log_n else ""
+    return p, f"permutation over runs ({kind}, {splits} splits{scale})"
+
+
 def _decide(
     base: KernelRow, new: KernelRow, b: _Side, n: _Side, level: float
 ) -> tuple[float | None, str, str]:
     """(p, method, reason-if-no-p) at the level of runs, or of repetitions for one run."""
     if len(base.runs) >= 2 and len(new.runs) >= 2:
-        vb, log = _log_if_positive(b.run_values)
-        vn, log_n = _log_if_positive(n.run_values)
-        if not (log and log_n):
-            vb, vn = b.run_values, n.run_values
-        p, splits = permutation_p(vb, vn)
-        kind = "exact" if splits == math.comb(len(vb) + len(vn), len(vb)) else "random"
-        scale = " of log" if log and log_n else ""
-        return p, f"permutation over runs ({kind}, {splits} splits{scale})", ""
+        return (*runs_p(b.run_values, n.run_values), "")
     if len(base.runs) == 1 and len(new.runs) == 1:
         return _repetitions_p(base.runs[0], new.runs[0])
     return (
@@ -427,6 +438,22 @@ def compare_table(
         q = float(qs[tested.index(i)]) if i in tested else None
         out.append(_verdict(replace(r, q=q), tost_ci, level, delta))
     return out
+
+
+def compare_samples(
+    base_runs: Sequence[np.ndarray],
+    new_runs: Sequence[np.ndarray],
+    metric: str = "p50",
+    level: float = 0.05,
+    resamples: int = 2000,
+    seed: int | np.random.Generator = 0,
+    higher_is_better: bool = False,
+) -> RowComparison:
+    """One row compared on its own (q = p): the runs' samples of each kernel as arrays."""
+    rng = np.random.default_rng(seed)
+    base, new = KernelRow("base", tuple(base_runs), ()), KernelRow("new", tuple(new_runs), ())
+    r, tost = _compare_row("row", "", higher_is_better, base, new, metric, resamples, rng, level)
+    return _verdict(replace(r, q=r.p), tost, level, None)
 
 
 def shift_function(
