@@ -23,6 +23,8 @@ COMMAND_MODULES = (
     "analysis.commands.ingest",
     "analysis.commands.report",
     "analysis.commands.compare",
+    "analysis.commands.notebook",
+    "analysis.commands.sweep_notebook",
 )
 
 

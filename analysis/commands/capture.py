@@ -6,8 +6,6 @@ import argparse
 import sys
 from pathlib import Path
 
-from analysis.errors import InputError
-
 __all__ = ["register"]
 
 
@@ -81,8 +79,6 @@ def run(args: argparse.Namespace) -> int:
     from analysis.capture import sysctl
     from analysis.capture.run import CaptureConfig, Interrupted, capture
 
-    if args.iterations < 1 or args.duration <= 0 or args.limit_mb <= 0:
-        raise InputError("mmlab capture", "--iterations, --duration and --limit-mb must be > 0")
     cfg = CaptureConfig(
         out=args.out,
         run=args.run,

@@ -151,7 +151,9 @@ def comparison_json(cmp: Comparison) -> dict:
 
 
 def run_compare(args: argparse.Namespace) -> int:
-    runs = tuple(run for path in args.run_dirs for run in mmtests.find_runs(path))
+    runs = mmtests.unique_runs(
+        tuple(run for path in args.run_dirs for run in mmtests.find_runs(path))
+    )
     cmp = compare_runs(runs, args.test, args.elapsed)
     if args.json:
         _print_json(comparison_json(cmp))

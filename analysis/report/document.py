@@ -47,10 +47,12 @@ TEST_TREES = ("mmtests-ci",)
 
 def capture_runs(data: Path) -> tuple[Run, ...]:
     """Every run under ``data`` except the bundled third-party test trees, in path order."""
+    # An iteration directory given as ``data`` has its run directory above ``data``.
     return tuple(
         run
         for run in find_runs(data)
-        if not set(run.path.relative_to(data).parts) & set(TEST_TREES)
+        if not run.path.is_relative_to(data)
+        or not set(run.path.relative_to(data).parts) & set(TEST_TREES)
     )
 
 
