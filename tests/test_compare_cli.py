@@ -104,7 +104,8 @@ def test_bad_rows_get_a_message_each(tmp_path, capsys):
     assert rows["fine"]["verdict"] != "not compared"
     assert rows["only-a"]["verdict"] == "not compared"
     assert rows["only-a"]["reason"] == "row missing for b"
-    assert rows["flat"]["p"] == 1.0 and rows["flat"]["verdict"] == "no change shown"
+    assert rows["flat"]["p"] is None and rows["flat"]["verdict"] == "no change shown"
+    assert rows["flat"]["reason"] == "every value is 7 in both kernels"
     assert rows["empty"]["verdict"] == "not compared"
     assert rows["empty"]["reason"] == "a: no values in this row"
     assert "a: 1 negative us values dropped" in rows["neg"]["notes"]

@@ -114,11 +114,12 @@ def needed_runs(base: np.ndarray, new: np.ndarray, level: float) -> int | None:
     if sd == 0 or effect == 0:
         return None
     floor = next(r for r in itertools.count(2) if min_attainable_p(r, r) <= level)
-    with warnings.catch_warnings():
-        # A very large effect needs fewer than 2 runs: the solver fails; the floor holds.
-        warnings.simplefilter("ignore")
-        n = TTestIndPower().solve_power(effect_size=effect / sd, alpha=level, power=POWER)
-    return max(math.ceil(n), floor) if np.isfinite(n) else floor
+    power = TTestIndPower()
+    # Solve only above the floor: the solver fails (and warns) when fewer than 2 would do.
+    if power.power(effect_size=effect / sd, nobs1=floor, alpha=level) >= POWER:
+        return floor
+    n = power.solve_power(effect_size=effect / sd, alpha=level, power=POWER)
+    return max(math.ceil(n), floor)
 
 
 def difference_interval(
@@ -354,6 +355,14 @@ def _compare_row(
         if not kr.runs:
             return _not_compared(row, unit, hib, new.kernel, base.kernel, metric,
                                  f"{kr.kernel}: no values in this row", notes), None  # fmt: skip
+    pooled = np.concatenate([*base.runs, *new.runs])
+    if np.ptp(pooled) == 0:
+        # Zero variance everywhere (e.g. a counter that never moved): nothing to test,
+        # and a p of 1 would only dilute the q-values of the rows that vary.
+        r = _not_compared(row, unit, hib, new.kernel, base.kernel, metric,
+                          f"every value is {pooled[0]:g} in both kernels", notes)  # fmt: skip
+        return replace(r, verdict=NO_CHANGE, runs=len(new.runs), base_runs=len(base.runs),
+                       samples=new.samples, base_samples=base.samples), None  # fmt: skip
     stat = METRICS[metric]
     b, n = _side(base, stat, resamples, rng), _side(new, stat, resamples, rng)
     p, method, why = _decide(base, new, b, n, level)
