@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 
 from analysis.errors import InputError
 
-__all__ = ["COLUMNS", "SCHEMA", "read", "validate"]
+__all__ = ["COLUMNS", "SCHEMA", "read", "runs_of", "validate"]
 
 SCHEMA = {
     "kernel": pl.String,
@@ -82,3 +83,12 @@ def read(path: Path) -> pl.DataFrame:
                 pl.col("higher_is_better").str.to_lowercase().is_in(["true", "1", "yes"])
             )
     return validate(frame, path)
+
+
+def runs_of(table: pl.DataFrame, row: str, kernel: str) -> list[np.ndarray]:
+    """The samples of each run (in run order) of one row of one kernel; NaN left out."""
+    frame = table.filter((pl.col("row") == row) & (pl.col("kernel") == kernel))
+    frame = frame.filter(pl.col("value").is_not_nan() & pl.col("value").is_not_null())
+    return [
+        g["value"].to_numpy() for _, g in frame.sort("run").group_by("run", maintain_order=True)
+    ]

@@ -15,9 +15,9 @@ import math
 import textwrap
 from collections.abc import Sequence
 
-import numpy as np
 import polars as pl
 
+from analysis.ingest.long_table import runs_of
 from analysis.metrics.compare import change_pct
 from analysis.metrics.ops import HIGHER, LOWER
 from analysis.stats.bootstrap import Interval
@@ -41,14 +41,6 @@ def _num(value: float | None) -> str:
     if value is None or not math.isfinite(value):
         return f"{'-':>12}"
     return f"{value:12.0f}" if abs(value) >= 1e7 else f"{value:12.4f}"
-
-
-def _runs_of(table: pl.DataFrame, row: str, kernel: str) -> list[np.ndarray]:
-    frame = table.filter((pl.col("row") == row) & (pl.col("kernel") == kernel))
-    frame = frame.filter(pl.col("value").is_not_nan() & pl.col("value").is_not_null())
-    return [
-        g["value"].to_numpy() for _, g in frame.sort("run").group_by("run", maintain_order=True)
-    ]
 
 
 def _ci(iv: Interval | None, unit: str = "") -> str:
@@ -97,8 +89,8 @@ def _block(table: pl.DataFrame, results: Sequence[RowComparison]) -> list[str]:
         return [*lines, *(_paragraph(x) for x in results)]
     names = [r.base, *(x.kernel for x in results)]
     lines.append(" " * 12 + "".join(f"{n[-23:]:>24}" for n in names))
-    base = mmtests_summary(_runs_of(table, r.row, r.base), r.higher_is_better)
-    news = [mmtests_summary(_runs_of(table, x.row, x.kernel), x.higher_is_better) for x in results]
+    base = mmtests_summary(runs_of(table, r.row, r.base), r.higher_is_better)
+    news = [mmtests_summary(runs_of(table, x.row, x.kernel), x.higher_is_better) for x in results]
     deciding = DECIDING_ROW[r.metric]
     for label, value in base.items():
         line = f"{label:<12}{_num(value)} (   0.00%)"

@@ -14,9 +14,18 @@ from pathlib import Path
 import numpy as np
 from statsmodels.stats.multitest import multipletests
 
+from analysis.ingest.benchmarks import load_runs
+from analysis.ingest.long_table import runs_of
 from analysis.stats.bootstrap import run_statistics
 from analysis.stats.rules import RULES
-from analysis.stats.significance import METRICS, compare_samples, runs_p
+from analysis.stats.significance import (
+    IMPROVED,
+    METRICS,
+    REGRESSED,
+    compare_samples,
+    compare_table,
+    runs_p,
+)
 from analysis.stats.validation_compare.simulate import SHAPES, kernel_runs
 
 HERE = Path(__file__).resolve().parent
@@ -123,6 +132,43 @@ def power(rng, sims: int, runs: int = 5) -> list[dict]:
     return out
 
 
+REAL_AA = (
+    (
+        "data/mmtests-ci/work/log.ltccip8.2020-06-12_1807",
+        "data/mmtests-ci/work/log.ltccip8.2020-06-14_0656",
+    ),
+    ("data/stutterp-aa1", "data/stutterp-aa2"),
+)
+
+
+def real_aa(pairs=REAL_AA) -> list[dict]:
+    """Rows flagged by each method on real A/As (same kernel and configuration twice):
+    every flag is a false positive. Bundled pairs that are missing are left out."""
+    out = []
+    for pair in pairs:
+        paths = [Path(p) for p in pair]
+        if not all(p.is_dir() for p in paths):
+            continue
+        table = load_runs(paths).table
+        base, new = list(dict.fromkeys(table["kernel"]))
+        flagged = {"mmlab p50": 0, "mmlab mean": 0, **dict.fromkeys(RULES, 0)}
+        for metric in ("p50", "mean"):
+            results = compare_table(table, base, [new], metric, resamples=500)
+            flagged[f"mmlab {metric}"] = sum(r.verdict in (IMPROVED, REGRESSED) for r in results)
+            tested = sum(r.p is not None for r in results)
+        rows = 0
+        for row in dict.fromkeys(table["row"]):
+            a, b = (np.concatenate(runs_of(table, row, k)) for k in (base, new))
+            if min(len(a), len(b)) < 2 or np.ptp(np.concatenate([a, b])) == 0:
+                continue
+            rows += 1
+            for name, rule in RULES.items():
+                flagged[name] += rule(a, b)
+        out.append({"pair": f"{pair[0]} vs {pair[1]}", "rows": rows, "mmlab_rows": tested,
+                    "flagged": flagged})  # fmt: skip
+    return out
+
+
 def _table(rows: list[dict], keys: list[str]) -> list[str]:
     lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
     for r in rows:
@@ -159,7 +205,16 @@ def markdown(results: dict) -> str:
         "",
         *_table(results["power"], ["change", "effect", "method", "rate", "mc_se"]),
         "",
+        "## Real A/As (same kernel and configuration twice): rows flagged",
+        "",
+        "Every flag here is a false positive. mmlab: verdict improved/regressed (BH q < 0.05"
+        " and CI excluding 0); rules: per row on pooled samples, no multiplicity correction.",
+        "",
     ]
+    for r in results.get("real_aa", []):
+        counts = ", ".join(f"{m} {n}" for m, n in r["flagged"].items())
+        lines.append(f"- {r['pair']} ({r['rows']} rows): {counts}")
+    lines.append("")
     return "\n".join(lines)
 
 
@@ -168,7 +223,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sims", type=int, default=400)
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--out", type=Path, default=HERE)
+    parser.add_argument(
+        "--real-only", action="store_true", help="redo only the real A/A counts (quick)"
+    )
     args = parser.parse_args(argv)
+    if args.real_only:
+        results = json.loads((args.out / "results.json").read_text())
+        results["real_aa"] = real_aa()
+        _write(args.out, results)
+        return 0
     rng = np.random.default_rng(args.seed)
     results = {
         "sims": args.sims,
@@ -177,11 +240,16 @@ def main(argv: list[str] | None = None) -> int:
         "coverage": coverage(rng, max(50, args.sims // 2)),
         "fdr": fdr(rng, max(50, args.sims // 4)),
         "power": power(rng, max(100, args.sims // 2)),
+        "real_aa": real_aa(),
     }
-    (args.out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
-    (args.out / "results.md").write_text(markdown(results))
-    print(markdown(results))
+    _write(args.out, results)
     return 0
+
+
+def _write(out: Path, results: dict) -> None:
+    (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+    (out / "results.md").write_text(markdown(results))
+    print(markdown(results))
 
 
 if __name__ == "__main__":
