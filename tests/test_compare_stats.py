@@ -126,3 +126,10 @@ def test_simulated_aa_rate_and_coverage():
     assert rejected / sims <= 0.05 + 2 * se
     assert covered / sims >= 0.95 - 2 * math.sqrt(0.95 * 0.05 / sims)
     assert pooled / sims > 0.2
+
+
+def test_needed_runs_never_below_what_the_permutation_test_can_resolve():
+    # A huge effect: 4 runs each is the fewest for which 2/C(8,4) = 0.029 < 0.05.
+    base, new = np.array([1.0, 1.0 + 1e-12, 1.0 + 2e-12]), np.array([5.0, 5.0, 5.0 + 1e-12])
+    assert needed_runs(base, new, 0.05) == 4
+    assert needed_runs(base, base, 0.05) is None

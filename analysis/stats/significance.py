@@ -103,7 +103,8 @@ def min_attainable_p(runs_a: int, runs_b: int) -> float:
 def needed_runs(base: np.ndarray, new: np.ndarray, level: float) -> int | None:
     """Runs per kernel that would detect the observed run-level effect (two-sample t,
     80 % power at ``level``; at least enough for the permutation test to reach ``level``).
-    None when the effect is zero or the runs show no variation."""
+    None when the effect is zero, the runs show no variation, or the effect is too small
+    for the solver (far beyond any feasible number of runs)."""
     a, _ = _log_if_positive(base)
     b, _ = _log_if_positive(new)
     sd = math.sqrt(
@@ -116,10 +117,14 @@ def needed_runs(base: np.ndarray, new: np.ndarray, level: float) -> int | None:
     floor = next(r for r in itertools.count(2) if min_attainable_p(r, r) <= level)
     power = TTestIndPower()
     # Solve only above the floor: the solver fails (and warns) when fewer than 2 would do.
-    if power.power(effect_size=effect / sd, nobs1=floor, alpha=level) >= POWER:
+    at_floor = power.power(effect_size=effect / sd, nobs1=floor, alpha=level)
+    if not at_floor < POWER:  # also NaN: an effect too large for the noncentral t
         return floor
-    n = power.solve_power(effect_size=effect / sd, alpha=level, power=POWER)
-    return max(math.ceil(n), floor)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        n = power.solve_power(effect_size=effect / sd, alpha=level, power=POWER)
+    # The solver gives up (NaN) on effects so small that the answer is astronomically large.
+    return max(math.ceil(n), floor) if np.isfinite(n) else None
 
 
 def difference_interval(
