@@ -139,3 +139,27 @@ def test_bad_tables_fail_with_one_clear_line(tmp_path, capsys, lines, argv, mess
     assert main(["compare", _table(tmp_path, lines), *argv]) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+
+
+def test_parquet_table_gives_the_same_rows_as_csv(tmp_path, capsys):
+    import polars as pl
+
+    rng = np.random.default_rng(6)
+    lines = [
+        *_rows("a", "r", {r: list(rng.lognormal(size=4)) for r in range(4)}),
+        *_rows("b", "r", {r: list(rng.lognormal(size=4)) for r in range(4)}),
+    ]
+    csv = _table(tmp_path, lines)
+    parquet = tmp_path / "t.parquet"
+    pl.read_csv(csv, schema_overrides={"run": pl.String}).write_parquet(parquet)
+    assert _json(capsys, csv) == _json(capsys, str(parquet))
+
+
+def test_markdown_states_method_and_session_caveat(tmp_path, capsys):
+    lines = [*_rows("a", "r", {0: [1.0, 1.1, 1.2]}), *_rows("b", "r", {0: [1.5, 1.6, 1.7]})]
+    assert main(["compare", _table(tmp_path, lines), "--format", "markdown"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("| row | unit | kernel | runs |")
+    # 3 vs 3 separated repetitions: exact rank permutation p = 2/C(6,3) = 0.1.
+    assert "| r | us | b | 1 vs 1 |" in out and "| 0.1 | 0.1 |" in out
+    assert "a session effect cannot be excluded" in out
