@@ -35,6 +35,7 @@ from scipy import stats
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.power import TTestIndPower
 
+from analysis.ingest.long_table import runs_of
 from analysis.stats.bootstrap import MEAN, Interval, run_statistics, t_interval, two_stage
 
 __all__ = [
@@ -212,27 +213,28 @@ class RowComparison:
     kernel: str
     base: str
     metric: str
-    runs: int
-    base_runs: int
-    samples: int
-    base_samples: int
-    estimate: Interval | None
-    base_estimate: Interval | None
-    change: float | None
-    change_ci: tuple[float, float] | None
-    hl_shift: Interval | None
-    superiority: Interval | None
-    p: float | None
-    q: float | None
-    method: str
     verdict: str
     reason: str
-    needed_runs: int | None
-    notes: tuple[str, ...]
+    runs: int = 0
+    base_runs: int = 0
+    samples: int = 0
+    base_samples: int = 0
+    estimate: Interval | None = None
+    base_estimate: Interval | None = None
+    change: float | None = None
+    change_ci: tuple[float, float] | None = None
+    hl_shift: Interval | None = None
+    superiority: Interval | None = None
+    p: float | None = None
+    q: float | None = None
+    method: str = ""
+    needed_runs: int | None = None
+    notes: tuple[str, ...] = ()
 
 
-def _kernel_row(frame: pl.DataFrame, kernel: str, unit: str) -> KernelRow:
+def _kernel_row(frame: pl.DataFrame, row: str, kernel: str, unit: str) -> KernelRow:
     """Runs of one kernel's row; NaN (and negative times) dropped and said."""
+    frame = frame.filter((pl.col("row") == row) & (pl.col("kernel") == kernel))
     dropped = []
     bad = frame.filter(pl.col("value").is_nan() | pl.col("value").is_null())
     if bad.height:
@@ -243,19 +245,7 @@ def _kernel_row(frame: pl.DataFrame, kernel: str, unit: str) -> KernelRow:
         if negative:
             dropped.append(f"{kernel}: {negative} negative {unit} values dropped")
         frame = frame.filter(pl.col("value") >= 0)
-    runs = tuple(
-        g["value"].to_numpy()
-        for _, g in frame.sort("run").group_by("run", maintain_order=True)
-        if g.height
-    )
-    return KernelRow(kernel, runs, tuple(dropped))
-
-
-def _not_compared(row, unit, hib, kernel, base, metric, reason, notes=()) -> RowComparison:
-    return RowComparison(
-        row, unit, hib, kernel, base, metric, 0, 0, 0, 0, None, None, None, None, None, None,
-        None, None, "", NOT_COMPARED, reason, None, tuple(notes),
-    )  # fmt: skip
+    return KernelRow(kernel, tuple(runs_of(frame, row, kernel)), tuple(dropped))
 
 
 @dataclass(frozen=True)
@@ -345,45 +335,52 @@ def _change(n: _Side, b: _Side, runs: tuple[int, int], level: float):
 
 
 def _compare_row(
-    row: str,
-    unit: str,
-    hib: bool,
-    base: KernelRow,
-    new: KernelRow,
-    metric: str,
-    resamples: int,
-    rng,
-    level: float,
+    key: dict, base: KernelRow, new: KernelRow, resamples: int, rng, level: float
 ) -> tuple[RowComparison, tuple[float, float] | None]:
+    """One row of ``new`` against ``base`` (q and the final verdict come later);
+    ``key`` holds the identity fields of :class:`RowComparison` (row ... metric)."""
     notes = (*base.dropped, *new.dropped)
     for kr in (base, new):
         if not kr.runs:
-            return _not_compared(row, unit, hib, new.kernel, base.kernel, metric,
-                                 f"{kr.kernel}: no values in this row", notes), None  # fmt: skip
+            reason = f"{kr.kernel}: no values in this row"
+            return RowComparison(**key, verdict=NOT_COMPARED, reason=reason, notes=notes), None
+    sizes = {
+        "runs": len(new.runs),
+        "base_runs": len(base.runs),
+        "samples": new.samples,
+        "base_samples": base.samples,
+    }
     pooled = np.concatenate([*base.runs, *new.runs])
     if np.ptp(pooled) == 0:
         # Zero variance everywhere (e.g. a counter that never moved): nothing to test,
         # and a p of 1 would only dilute the q-values of the rows that vary.
-        r = _not_compared(row, unit, hib, new.kernel, base.kernel, metric,
-                          f"every value is {pooled[0]:g} in both kernels", notes)  # fmt: skip
-        return replace(r, verdict=NO_CHANGE, runs=len(new.runs), base_runs=len(base.runs),
-                       samples=new.samples, base_samples=base.samples), None  # fmt: skip
-    stat = METRICS[metric]
-    b, n = _side(base, stat, resamples, rng), _side(new, stat, resamples, rng)
+        reason = f"every value is {pooled[0]:g} in both kernels"
+        return RowComparison(**key, verdict=NO_CHANGE, reason=reason, notes=notes, **sizes), None
+    b = _side(base, METRICS[key["metric"]], resamples, rng)
+    n = _side(new, METRICS[key["metric"]], resamples, rng)
     p, method, why = _decide(base, new, b, n, level)
     change, change_ci, tost_ci = _change(n, b, (len(new.runs), len(base.runs)), level)
     if change_ci is None and change is not None:
         notes = (*notes, "no CI of the relative change (one value, or estimates not all positive)")
-    hl = hodges_lehmann(b.medians, n.medians, b.median_draws, n.median_draws, CI_LEVEL)
-    sup = superiority(np.concatenate(base.runs), np.concatenate(new.runs), CI_LEVEL)
     need = None
     if len(base.runs) >= 2 and len(new.runs) >= 2:
         need = needed_runs(b.run_values, n.run_values, level)
     result = RowComparison(
-        row, unit, hib, new.kernel, base.kernel, metric, len(new.runs), len(base.runs),
-        new.samples, base.samples, n.estimate, b.estimate, change, change_ci, hl, sup, p,
-        None, method, NO_CHANGE, why, need, notes,
-    )  # fmt: skip
+        **key,
+        verdict=NO_CHANGE,
+        reason=why,
+        **sizes,
+        estimate=n.estimate,
+        base_estimate=b.estimate,
+        change=change,
+        change_ci=change_ci,
+        hl_shift=hodges_lehmann(b.medians, n.medians, b.median_draws, n.median_draws, CI_LEVEL),
+        superiority=superiority(np.concatenate(base.runs), np.concatenate(new.runs), CI_LEVEL),
+        p=p,
+        method=method,
+        needed_runs=need,
+        notes=notes,
+    )
     return result, tost_ci
 
 
@@ -434,17 +431,17 @@ def compare_table(
     for row, unit, hib in rows.iter_rows():
         in_row = table.filter(pl.col("row") == row)
         present = set(in_row["kernel"].unique())
-        base_kr = _kernel_row(in_row.filter(pl.col("kernel") == base), base, unit)
+        base_kr = _kernel_row(in_row, row, base, unit)
         for kernel in kernels:
+            key = {"row": row, "unit": unit, "higher_is_better": hib, "kernel": kernel,
+                   "base": base, "metric": metric}  # fmt: skip
             missing = [k for k in (base, kernel) if k not in present]
             if missing:
                 reason = f"row missing for {', '.join(missing)}"
-                results.append((_not_compared(row, unit, hib, kernel, base, metric, reason), None))
+                results.append((RowComparison(**key, verdict=NOT_COMPARED, reason=reason), None))
                 continue
-            new_kr = _kernel_row(in_row.filter(pl.col("kernel") == kernel), kernel, unit)
-            results.append(
-                _compare_row(row, unit, hib, base_kr, new_kr, metric, resamples, rng, level)
-            )
+            new_kr = _kernel_row(in_row, row, kernel, unit)
+            results.append(_compare_row(key, base_kr, new_kr, resamples, rng, level))
     tested = [i for i, (r, _) in enumerate(results) if r.p is not None]
     qs = multipletests([results[i][0].p for i in tested], method="fdr_bh")[1] if tested else []
     out = []
@@ -466,7 +463,9 @@ def compare_samples(
     """One row compared on its own (q = p): the runs' samples of each kernel as arrays."""
     rng = np.random.default_rng(seed)
     base, new = KernelRow("base", tuple(base_runs), ()), KernelRow("new", tuple(new_runs), ())
-    r, tost = _compare_row("row", "", higher_is_better, base, new, metric, resamples, rng, level)
+    key = {"row": "row", "unit": "", "higher_is_better": higher_is_better, "kernel": "new",
+           "base": "base", "metric": metric}  # fmt: skip
+    r, tost = _compare_row(key, base, new, resamples, rng, level)
     return _verdict(replace(r, q=r.p), tost, level, None)
 
 
