@@ -48,6 +48,7 @@ def test_real_aa_flags_nothing_and_real_difference_flags_every_usemem_row(capsys
     assert all(r["verdict"] in ("no change shown", "not compared") for r in aa)
     assert all(r["verdict"] == "regressed" and r["change"] > 1000 for r in big)
     assert all("session effect cannot be excluded" in r["method"] for r in big)
+    assert all("session effect cannot be excluded" in r["reason"] for r in big)
     elapsed = next(r for r in aa if r["row"] == "elapsed")
     assert elapsed["p"] is None and "fewer than 2 repetitions" in elapsed["reason"]
 

@@ -392,7 +392,10 @@ def _verdict(r: RowComparison, tost_ci, level: float, delta: float | None) -> Ro
     excludes_zero = r.change_ci is not None and (r.change_ci[0] > 0 or r.change_ci[1] < 0)
     if r.q is not None and r.q < level and excludes_zero:
         better = (r.change > 0) == r.higher_is_better
-        return _with(r, IMPROVED if better else REGRESSED, f"q {r.q:.3g} < {level:g}", None)
+        reason = f"q {r.q:.3g} < {level:g}"
+        if r.runs == 1 and r.base_runs == 1:
+            reason += f" over repetitions; {SESSION}"
+        return _with(r, IMPROVED if better else REGRESSED, reason, None)
     if delta is not None and tost_ci is not None and -delta < tost_ci[0] and tost_ci[1] < delta:
         ci_pct = round(100 * (1 - 2 * level))
         return _with(r, EQUIVALENT, f"{ci_pct}% CI of change within ±{delta:g}%", None)
