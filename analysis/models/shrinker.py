@@ -38,6 +38,7 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
+from scipy import stats
 
 from analysis.errors import InputError
 from analysis.stats.describe import nearest_rank
@@ -50,6 +51,7 @@ __all__ = [
     "Call",
     "ContextWork",
     "ModelRun",
+    "Ratio",
     "Replay",
     "Variant",
     "blocked_calls",
@@ -57,8 +59,10 @@ __all__ = [
     "divisor_sweep",
     "divisor_table",
     "do_shrink_slab",
+    "freed_per_scanned",
     "load_invocations",
     "model_trace",
+    "outputs",
     "replay",
     "replay_agreement",
     "shrinker_share",
@@ -352,9 +356,26 @@ class Replay:
         return next(w for w in self.work if w.context == name)
 
 
-def _freed_ratio(invocations: pl.DataFrame) -> float | None:
+@dataclass(frozen=True)
+class Ratio:
+    """Objects freed per object scanned in the capture, with a 95 % Wilson interval that
+    treats scanned objects as independent trials (they come in batches, so it is too
+    narrow when calls differ); all null when the capture scanned nothing."""
+
+    estimate: float | None
+    low: float | None
+    high: float | None
+    scanned_objects: int
+
+
+def freed_per_scanned(invocations: pl.DataFrame) -> Ratio:
+    """``last shrinker return val`` summed over the calls / objects they scanned."""
     scanned = int(invocations["scanned_objects"].sum() or 0)
-    return int(invocations["freed_objects"].sum() or 0) / scanned if scanned else None
+    if not scanned:
+        return Ratio(None, None, None, 0)
+    freed = min(int(invocations["freed_objects"].sum() or 0), scanned)
+    interval = stats.binomtest(freed, scanned).proportion_ci(0.95, method="wilson")
+    return Ratio(freed / scanned, float(interval.low), float(interval.high), scanned)
 
 
 def _span_s(invocations: pl.DataFrame) -> float | None:
@@ -410,7 +431,7 @@ def replay(invocations: pl.DataFrame, variant: Variant, *, source: object = "<fr
         int((nr[takers] == calls["deferred_in_objects"].to_numpy()[takers]).sum()),
         int(takers.sum()),
     )
-    ratio = _freed_ratio(calls)
+    ratio = freed_per_scanned(calls).estimate
     total = int(scanned.sum())
     span = _span_s(calls)
     return Replay(
@@ -442,15 +463,18 @@ def replay(invocations: pl.DataFrame, variant: Variant, *, source: object = "<fr
 @dataclass(frozen=True)
 class ModelRun:
     """One capture under one variant: the check of the capturing rule first, then the
-    replay; ``observed`` is the capture's own scanned and freed totals (objects)."""
+    replay; ``observed_*`` are the capture's own scanned and freed totals (objects),
+    ``own_scanned_objects`` what the capturing rule's chained replay scanned."""
 
     source: str
     capturing_generation: str
     generation_source: str
     replay_agreement: Agreement
     capture_chain_agreement: Agreement
+    freed_per_scanned: Ratio
     observed_scanned_objects: int
     observed_freed_objects: int
+    own_scanned_objects: int
     result: Replay
 
 
@@ -481,8 +505,10 @@ def model_trace(
         generation_source=found_by,
         replay_agreement=replay_agreement(calls, generation),
         capture_chain_agreement=own.chain_agreement,
+        freed_per_scanned=freed_per_scanned(calls),
         observed_scanned_objects=int(calls["scanned_objects"].sum()),
         observed_freed_objects=int(calls["freed_objects"].sum()),
+        own_scanned_objects=own.scanned_objects,
         result=replay(calls, variant) if variant != Variant(generation) else own,
     )
 
