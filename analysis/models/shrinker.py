@@ -216,8 +216,11 @@ def do_shrink_slab(
     return Call(bool(ran), int(nr), delta, int(total_scan), int(scanned), int(next_deferred))
 
 
-def _symbol(shrinker: pl.Expr) -> pl.Expr:
-    return shrinker.str.replace(r"\+.*$", "")
+def _per_shrinker(shrinker: pl.Series, value: Callable[[str], int | bool]) -> pl.Series:
+    """``value`` of each call's shrinker symbol (``name+0xoff/0xsize`` → ``name``), worked
+    out once per distinct symbol: a capture has millions of calls and a handful of them."""
+    table = {s: value(s.split("+", 1)[0]) for s in shrinker.unique().drop_nulls().to_list()}
+    return shrinker.replace_strict(table, default=None)
 
 
 def blocked_calls(invocations: pl.DataFrame) -> pl.Series:
@@ -225,19 +228,13 @@ def blocked_calls(invocations: pl.DataFrame) -> pl.Series:
     mask without ``__GFP_FS``: ``super_cache_scan()`` returns SHRINK_STOP, all deferred."""
     flags = invocations["gfp_flags"].fill_null([])
     has_fs = flags.list.eval(pl.element().is_in(list(_FS_GFP))).list.any()
-    is_fs = invocations.select(_symbol(pl.col("shrinker")).is_in(list(FS_SHRINKERS))).to_series()
-    return (is_fs & ~has_fs).alias("blocked")
+    is_fs = _per_shrinker(invocations["shrinker"], lambda name: name in FS_SHRINKERS)
+    return (is_fs.fill_null(False) & ~has_fs).alias("blocked")
 
 
 def _batch(invocations: pl.DataFrame) -> np.ndarray:
-    symbol = _symbol(pl.col("shrinker"))
-    return (
-        invocations.select(
-            symbol.replace_strict(FS_SHRINKERS, default=SHRINK_BATCH, return_dtype=pl.Int64)
-        )
-        .to_series()
-        .to_numpy()
-    )
+    batch = _per_shrinker(invocations["shrinker"], lambda n: FS_SHRINKERS.get(n, SHRINK_BATCH))
+    return batch.fill_null(SHRINK_BATCH).cast(pl.Int64).to_numpy()
 
 
 @dataclass(frozen=True)
@@ -266,7 +263,7 @@ def _checked(invocations: pl.DataFrame, source: object) -> pl.DataFrame:
             str(source),
             "shrink_slab calls without a priority in 0..12: the model needs Linux 4.16+",
         )
-    return invocations.sort("begin_line")
+    return invocations if invocations["begin_line"].is_sorted() else invocations.sort("begin_line")
 
 
 def replay_agreement(invocations: pl.DataFrame, generation: str) -> Agreement:
@@ -388,35 +385,25 @@ def replay(invocations: pl.DataFrame, variant: Variant, *, source: object = "<fr
     """Re-run the capture's calls (invocation frame, any order) under ``variant``."""
     calls = _checked(invocations, source)
     # One nr_deferred counter per shrinker instance (its pointer) and node.
-    instance = pl.concat_str(
-        pl.col("shrinker_ptr").fill_null(pl.col("shrinker")), pl.col("nid"), separator=":"
-    )
-    keys = calls.select(instance.rank("dense").cast(pl.Int64).sub(1)).to_series()
-    initial = (
-        calls.with_columns(key=keys)
-        .group_by("key")
-        .agg(pl.col("deferred_in_objects").first())
-        .sort("key")["deferred_in_objects"]
-        .to_numpy()
-    )
+    instance = pl.col("shrinker_ptr").fill_null(pl.col("shrinker")).cast(pl.Categorical)
+    code = calls.select(instance.to_physical().cast(pl.Int64) * 65536 + pl.col("nid").fill_null(0))
+    first, keys = np.unique(code.to_series().to_numpy(), return_index=True, return_inverse=True)[1:]
+    initial = calls["deferred_in_objects"].to_numpy()[first]
     n = calls.height
-    events = pl.DataFrame(
-        {
-            "line": np.concatenate([calls["begin_line"].to_numpy(), calls["end_line"].to_numpy()]),
-            "ts_ns": np.concatenate(
-                [calls["ts_ns"].to_numpy(), (calls["ts_ns"] + calls["duration_ns"]).to_numpy()]
-            ),
-            "kind": np.repeat(np.array([0, 1], dtype=np.int64), n),
-            "call": np.tile(np.arange(n, dtype=np.int64), 2),
-        }
-    ).sort("line", "kind")
+    # Take (start line) and hand-back (end line) events in trace order; lines are unique.
+    lines = np.concatenate([calls["begin_line"].to_numpy(), calls["end_line"].to_numpy()])
+    order = np.argsort(lines, kind="stable")
+    event_kind = (order >= n).astype(np.int64)
+    event_call = order % n
+    ends_ns = (calls["ts_ns"] + calls["duration_ns"]).to_numpy()
+    event_ts = np.concatenate([calls["ts_ns"].to_numpy(), ends_ns])[order]
     kswapd = (calls["context"] == "kswapd").to_numpy()
     ran, nr, target, scanned, next_deferred, new_count, backlog = _kernel().replay(
         GENERATIONS.index(variant.generation),
         variant.literal,
-        events["kind"].to_numpy(),
-        events["call"].to_numpy(),
-        keys.to_numpy(),
+        event_kind,
+        event_call,
+        keys.astype(np.int64),
         initial.astype(np.int64),
         kswapd | (not variant.only_kswapd),
         calls["freeable_objects"].to_numpy(),
@@ -448,7 +435,7 @@ def replay(invocations: pl.DataFrame, variant: Variant, *, source: object = "<fr
                 "deferred_objects": new_count,
             }
         ),
-        backlog=pl.DataFrame({"ts_ns": events["ts_ns"], "backlog_objects": backlog}),
+        backlog=pl.DataFrame({"ts_ns": event_ts, "backlog_objects": backlog}),
         work=(_work("direct", scanned[~kswapd]), _work("kswapd", scanned[kswapd])),
         scanned_objects=total,
         freed_objects=total * ratio if ratio is not None else None,
