@@ -47,7 +47,7 @@ from analysis.models.shrinker import (
     model_trace,
     outputs,
 )
-from analysis.report.shrinker_model import format_model_run, tradeoff_chart
+from analysis.report.shrinker_model import backlog_chart, format_model_run, tradeoff_chart
 
 figures = Path(build_dir) / "figures"
 figures.mkdir(parents=True, exist_ok=True)
@@ -62,7 +62,7 @@ paths = {f"{t.parent.parent.name}/{t.parent.name}": t for t in traces}
 # counter per shrinker instance and node; the kernel keeps one per memory cgroup too).
 
 # %%
-checks = []
+checks, backlogs = [], {}
 for name, frame in calls.items():
     run = model_trace(frame, Variant("G3"), trace=paths[name])
     checks.append(
@@ -78,6 +78,11 @@ for name, frame in calls.items():
     )
 print(pl.DataFrame(checks))
 print(format_model_run(run))
+for generation in GENERATIONS:
+    backlogs[generation] = model_trace(frame, Variant(generation), trace=paths[name]).result.backlog
+backlog = backlog_chart(backlogs, f"Deferred backlog of {name} under each rule")
+backlog.save(figures / "05-backlog-by-rule.svg")
+backlog
 
 # %% [markdown]
 # ## The three rules on every capture

@@ -10,6 +10,7 @@ import pytest
 from analysis.cli import main
 from analysis.models import shrinker as model
 from tests.conftest import DATA
+from tests.test_cli_imports import _probe
 
 # The smallest bundled capture (Linux 6.18, G3): 26,150 shrink_slab calls, all memcg reclaim.
 TRACE = DATA / "stutterp-dirty5" / "dirty5" / "iter-2" / "ftrace-stutterp.zst"
@@ -65,3 +66,7 @@ def test_bad_input(tmp_path, capsys):
             main(["model", "shrinker", str(TRACE), *argv])
         assert exited.value.code == 2
         assert "mmlab model shrinker: error" in capsys.readouterr().err
+
+
+def test_model_help_does_not_import_numba():
+    assert _probe(["model", "shrinker", "--help"]) == ["False", "False"]

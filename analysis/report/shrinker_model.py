@@ -15,7 +15,7 @@ import polars as pl
 
 from analysis.models.shrinker import ContextWork, ModelRun, Variant, outputs
 
-__all__ = ["caveats", "format_model_run", "model_run_json", "tradeoff_chart"]
+__all__ = ["backlog_chart", "caveats", "format_model_run", "model_run_json", "tradeoff_chart"]
 
 
 def _num(value: float | int | None, digits: int = 1) -> str:
@@ -167,3 +167,32 @@ def tradeoff_chart(sweep: pl.DataFrame, title: str) -> alt.LayerChart:
     )
     labels = base.mark_text(align="left", dx=6, fontSize=9).encode(text="divisor:N")
     return (points + labels).properties(width=420, height=260, title=title)
+
+
+def backlog_chart(backlogs: dict[str, pl.DataFrame], title: str, bins: int = 400) -> alt.Chart:
+    """Deferred backlog (``Replay.backlog``) over time, one step line per variant label:
+    the largest backlog in each of ``bins`` equal time bins (a capture has ~10^5 events)."""
+    frames = []
+    for label, backlog in backlogs.items():
+        origin, end = backlog["ts_ns"].min(), backlog["ts_ns"].max()
+        width_ns = max((end - origin) // bins, 1)
+        frames.append(
+            backlog.group_by(((pl.col("ts_ns") - origin) // width_ns).alias("bin"))
+            .agg(pl.col("backlog_objects").max())
+            .select(
+                pl.lit(label).alias("variant"),
+                (pl.col("bin") * width_ns / 1e9).alias("time_s"),
+                "backlog_objects",
+            )
+            .sort("time_s")
+        )
+    return (
+        alt.Chart(pl.concat(frames))
+        .mark_line(interpolate="step-after")
+        .encode(
+            x=alt.X("time_s:Q", title="time since the first shrinker call (s)"),
+            y=alt.Y("backlog_objects:Q", title="deferred objects, max per bin"),
+            color=alt.Color("variant:N", title="rule"),
+        )
+        .properties(width=520, height=200, title=title)
+    )
