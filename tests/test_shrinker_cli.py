@@ -31,6 +31,16 @@ def test_capturing_rule_reproduces_every_total_scan(capsys):
     assert [w["context"] for w in run["work"]] == ["direct", "kswapd"]
 
 
+def test_invocations_carry_identity_and_gfp():
+    calls = model.load_invocations(TRACE)
+    # Counted with grep on the raw trace: 401 start lines print gfp_flags GFP_NOFS, and
+    # the two super_block shrinkers have 26,111 and 39 calls.
+    assert int(model.blocked_calls(calls).sum()) == 401
+    counts = dict(calls.group_by("shrinker_ptr").len().iter_rows())
+    assert counts == {"0000000057ada3c1": 26_111, "00000000cb7bcf64": 39}
+    assert calls["end_line"].min() > calls["begin_line"].min()
+
+
 def test_text_is_80_columns_and_says_what_is_unknown(capsys):
     assert main(["model", "shrinker", str(TRACE), "--generation", "G2", "--divisor", "10"]) == 0
     text = capsys.readouterr().out
