@@ -16,7 +16,10 @@ MODEL_COMMANDS = ("analysis.commands.model_shrinker",)
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
-        "model", help="what-if models of reclaim fed by a capture", description=__doc__
+        "model",
+        help="what-if models of reclaim fed by a capture",
+        description="What-if models of reclaim fed by a real capture; "
+        "`mmlab model MODEL --help` describes each.",
     )
     models = p.add_subparsers(dest="model", required=True, metavar="MODEL")
     for name in MODEL_COMMANDS:
