@@ -83,6 +83,7 @@ def test_a_status_only_sysstate_is_an_error_that_says_so(tmp_path):
     with pytest.raises(InputError, match=r"only mmtests step lines \('status :: 0'\)") as e:
         vmstat.read(only)
     assert e.value.line == 1
+    assert str(e.value).endswith("(mmtests keeps them in tests-sysstate.gz)")
 
 
 def test_a_step_line_closes_the_vmstat_block_wherever_mmtests_writes_it():

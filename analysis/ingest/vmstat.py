@@ -275,8 +275,12 @@ def parse(text: str, source: str = "<text>") -> Samples:
     data = [(n, t) for n, t in lines if t.strip() and not _is_step(t)]
     if not data:
         shown = steps[0][1].strip()[:60]
+        # Real trees keep a status-only tests-sysstate beside the .gz holding the snapshots.
+        hint = " (mmtests keeps them in tests-sysstate.gz)" if "tests-sysstate" in source else ""
         raise InputError(
-            source, f"only mmtests step lines ({shown!r}), no /proc/vmstat snapshot", steps[0][0]
+            source,
+            f"only mmtests step lines ({shown!r}), no /proc/vmstat snapshot{hint}",
+            steps[0][0],
         )
     first = (data[0][0], data[0][1].strip())
     epochs: list[float | None]

@@ -196,7 +196,7 @@ def _cgroup(prefix: str) -> _Qty:
     def build(c: set[str]) -> pl.Expr:
         return _total(c, *every) - _total(c, *globals_)
 
-    return _Qty(every, build, "needs pgscan_anon/pgscan_file (kernel 5.8+)", need_all=True)
+    return _Qty(every, build, f"{ABSENT} (pgscan_anon/pgscan_file, 5.8+)", need_all=True)
 
 
 def _pct(num: pl.Expr, den: pl.Expr) -> pl.Expr:

@@ -55,11 +55,11 @@ class _Footnotes:
 
 
 def _wrapped(text: str, indent: str = "    ") -> list[str]:
-    return textwrap.wrap(text, 80, subsequent_indent=indent)
+    return textwrap.wrap(text, 80, subsequent_indent=indent, break_on_hyphens=False)
 
 
 def _absent(rows: list[OpsRow]) -> list[str]:
-    return [r.label for r in rows if r.note == ABSENT]
+    return [r.label for r in rows if r.note.startswith(ABSENT)]
 
 
 def format_ops(report: OpsReport) -> str:
