@@ -3,11 +3,20 @@ hand-built trace whose answers are worked out by hand below."""
 
 from __future__ import annotations
 
+import re
+
 import polars as pl
 import pytest
 
+from analysis.ingest import mmtests
 from analysis.metrics.trace_analysis import analyse_trace
-from analysis.metrics.trace_rows import mmtests_trace_rows
+from analysis.metrics.trace_rows import (
+    VmscanTotals,
+    benchmark_times,
+    mmtests_trace_rows,
+    vmscan_ratios,
+)
+from tests.conftest import DATA
 from tests.test_stalls_support import FakeTrace, frame
 
 I64 = pl.Int64
@@ -92,7 +101,14 @@ def test_rows_under_mmtests_names_and_units():
     }
     for label, ms in compaction.items():
         assert value("compaction", label) == (pytest.approx(ms), "ms"), label
-    assert all(not r.note for r in rows.values())
+    # The hand-built trace has no LRU events and no tests-timestamp: only the ratios lack.
+    assert {r.label for r in rows.values() if r.note} == {
+        "%age total pages scanned/reclaimed",
+        "%age total pages scanned/written",
+        "%age file pages scanned/written",
+        "Percentage Time Spent Direct Reclaim",
+        "Percentage Time kswapd Awake",
+    }
 
 
 def test_absent_events_give_null_with_a_reason_not_zero():
@@ -106,3 +122,73 @@ def test_absent_events_give_null_with_a_reason_not_zero():
     kswapd = rows["Time kswapd awake"]
     assert kswapd.value == 0 and kswapd.note.startswith("lower bound")
     assert rows["Direct reclaims"].value == 1
+
+
+def seed_002_columns(text: str, label: str) -> list[list[float]]:
+    """Both published columns of row ``label`` in each of seed 002's two tables (quoted
+    ``> > `` or not, figures with or without ``%``), table order."""
+    pattern = rf"^[> ]*{re.escape(label)}\s+([\d.]+)%?\s+([\d.]+)%?\s*$"
+    return [[float(v) for v in m] for m in re.findall(pattern, text, flags=re.M)]
+
+
+def test_closing_rows_reproduce_seed_002(seeds_dir):
+    """Seed 002 publishes each ratio's inputs beside it: the postmark table (quoted) and
+    the streaming-IO ("micro") table. User/Sys is user + system together."""
+    text = (seeds_dir / "002_a4f0b6806489fc3c.txt").read_text()
+
+    def col(label: str) -> list[list[float]]:
+        return seed_002_columns(text, label)
+
+    def written(kind: str) -> list[list[float]]:
+        """Σ of the four write rows of ``kind`` (direct/kswapd × async/sync), per table."""
+        rows = [
+            col(f"{who} reclaim write {kind} {mode} I/O")
+            for who in ("Direct", "Kswapd")
+            for mode in ("async", "sync")
+        ]
+        return [[sum(v) for v in zip(*table, strict=True)] for table in zip(*rows, strict=True)]
+
+    scanned = col("Total pages scanned")
+    cpu = col("User/Sys Time Running Test (seconds)")
+    elapsed = col("Total Elapsed Time (seconds)")
+    stalled = col("Time stalled direct reclaim (seconds)")
+    awake = col("Time kswapd awake (seconds)")
+    files, anon = written("file"), written("anon")
+    # Only the postmark table prints the pages reclaimed (its ratio: 99.48 %, 99.49 %).
+    reclaimed = [*col("Total pages reclaimed"), [0.0, 0.0]]
+    published = {
+        label: col(label)
+        for label in (
+            "%age total pages scanned/written",
+            "Percentage Time Spent Direct Reclaim",
+            "Percentage Time kswapd Awake",
+        )
+    }
+    published["%age total pages scanned/reclaimed"] = col("%age total pages scanned/reclaimed")[:1]
+    assert len(scanned) == len(cpu) == len(files) == 2
+    for t in range(2):
+        for c in range(2):
+            totals = VmscanTotals(
+                scanned=scanned[t][c],
+                reclaimed=reclaimed[t][c],
+                written=files[t][c] + anon[t][c],
+                file_written=files[t][c],
+                stalled_s=stalled[t][c],
+                awake_s=awake[t][c],
+            )
+            # user_s carries user + system: the seed prints only their sum.
+            times = mmtests.TestTimes(
+                "seed", user_s=cpu[t][c], system_s=0.0, elapsed_s=elapsed[t][c]
+            )
+            rows = {r.label: r.value for r in vmscan_ratios(totals, times)}
+            for label, columns in published.items():
+                if t < len(columns):
+                    assert round(rows[label], 2) == columns[t][c], (label, t, c)
+
+
+def test_benchmark_times_are_those_of_the_trace_s_iteration():
+    iteration = DATA / "stutterp-dirty20" / "dirty20" / "iter-0"
+    words = (iteration / "tests-timestamp").read_text().split("time :: stutterp ")[1].split()
+    times = benchmark_times(iteration / "ftrace-stutterp.zst")
+    assert (times.user_s, times.system_s, times.elapsed_s) == tuple(map(float, words[0:5:2]))
+    assert benchmark_times(DATA / "mail" / "000_901e324e43c5b0b5.txt") is None

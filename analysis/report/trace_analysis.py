@@ -13,7 +13,7 @@ import textwrap
 import polars as pl
 
 from analysis.metrics.trace_analysis import TraceAnalysis
-from analysis.metrics.trace_rows import mmtests_trace_rows
+from analysis.metrics.trace_rows import benchmark_times, mmtests_trace_rows
 
 __all__ = ["as_json", "format_analysis", "format_distributions", "format_uniq_c"]
 
@@ -164,12 +164,12 @@ def _mmtests_lines(a: TraceAnalysis) -> list[str]:
     """mmtests' rows (seed 002's vmscan block, seed 003's compaction block) that the summary
     above does not already print under the same name; reasons numbered below."""
     shown = set(a.summary["statistic"]) if not a.summary.is_empty() else set()
-    rows = [r for r in mmtests_trace_rows(a) if r.label not in shown]
+    rows = [r for r in mmtests_trace_rows(a, benchmark_times(a.source)) if r.label not in shown]
     notes = list(dict.fromkeys(r.note for r in rows if r.note))
     out = ["mmtests rows (seeds 002, 003; rows of the same name are above)"] if rows else []
     for r in rows:
         mark = f" [{notes.index(r.note) + 1}]" if r.note else ""
-        timed = r.unit in ("s", "ms")
+        timed = r.unit in ("s", "ms", "%")
         value = "-" if r.value is None else _num(r.value, 2) if timed else str(int(r.value))
         out.append(f"  {r.label:<44}{value:>16} {r.unit}{mark}")
     for i, note in enumerate(notes, start=1):
@@ -304,7 +304,7 @@ def as_json(a: TraceAnalysis) -> dict:
         "lru_vs_vmstat": _records(a.lru_check) if a.lru_check is not None else None,
         "distributions": _records(a.distributions),
         "summary": _records(a.summary),
-        "mmtests_rows": [r.__dict__ for r in mmtests_trace_rows(a)],
+        "mmtests_rows": [r.__dict__ for r in mmtests_trace_rows(a, benchmark_times(a.source))],
         "histogram_groups": [g.__dict__ | {"events": list(g.events)} for g in a.histogram_groups]
         if a.histogram_groups
         else None,
