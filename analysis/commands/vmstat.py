@@ -147,6 +147,10 @@ def comparison_json(cmp: Comparison) -> dict:
             run: [{"s": rep.elapsed.seconds, "source": rep.elapsed.source} for rep in reps]
             for run, reps in zip(cmp.runs, cmp.reports, strict=True)
         },
+        "page_bytes": {
+            run: [rep.page_bytes for rep in reps]
+            for run, reps in zip(cmp.runs, cmp.reports, strict=True)
+        },
     }
 
 

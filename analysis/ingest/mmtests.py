@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
 from analysis.errors import InputError
 from analysis.ingest import vmstat
-from analysis.ingest.kconfig import config_hz
+from analysis.ingest.kconfig import config_hz, page_size
 from analysis.ingest.textfile import read_text
 
 __all__ = [
@@ -141,13 +142,23 @@ class Iteration:
         meta = self.path / "mmlab.json"
         return json.loads(meta.read_text()) if meta.exists() else {}
 
+    def _kconfig(self, value: Callable[[str], int | None]) -> int | None:
+        """``value`` of the first ``kconfig-*`` that has it (None when none was saved)."""
+        for candidate in sorted(self.path.glob("kconfig-*")):
+            if (found := value(read_text(candidate))) is not None:
+                return found
+        return None
+
     @property
     def config_hz(self) -> int | None:
         """CONFIG_HZ of the capturing kernel from ``kconfig-*`` (None when not saved)."""
-        for candidate in sorted(self.path.glob("kconfig-*")):
-            if (hz := config_hz(read_text(candidate))) is not None:
-                return hz
-        return None
+        return self._kconfig(config_hz)
+
+    @property
+    def page_size(self) -> int | None:
+        """PAGE_SIZE in bytes of the capturing kernel from ``kconfig-*`` (None when not
+        saved or not stated)."""
+        return self._kconfig(page_size)
 
     def counter_deltas(self, test: str) -> dict[str, int]:
         """Counter increments of /proc/vmstat over the iteration (see :meth:`vmstat`);

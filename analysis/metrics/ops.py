@@ -138,12 +138,14 @@ class OpsRow:
 
 @dataclass(frozen=True)
 class OpsReport:
-    """The Ops table of one capture (or one mmtests iteration)."""
+    """The Ops table of one capture (or one mmtests iteration). ``page_bytes`` is the
+    kernel's PAGE_SIZE (what a "pages" row counts), None when the capture does not say."""
 
     source: str
     elapsed: Elapsed
     rows: tuple[OpsRow, ...]
     resets: tuple[CounterReset, ...]
+    page_bytes: int | None = None
 
     def value(self, label: str) -> float | None:
         return next(r.value for r in self.rows if r.label == label)
@@ -153,6 +155,7 @@ class OpsReport:
             "source": self.source,
             "elapsed_s": self.elapsed.seconds,
             "elapsed_source": self.elapsed.source,
+            "page_bytes": self.page_bytes,
             "metrics": {r.label: r.value for r in self.rows},
             "units": {r.label: r.unit for r in self.rows},
             "better": {r.label: r.better for r in self.rows},
