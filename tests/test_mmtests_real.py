@@ -142,6 +142,8 @@ def test_runs_of_the_same_name_get_distinct_names():
     separately = mmtests.unique_runs(tuple(mmtests.find_runs(d)[0] for d in RUN_DIRS))
     assert [run.name for run in separately] == names
     assert {it.run for run in separately for it in run.iterations} == set(names)
+    with pytest.raises(InputError, match="the same run is given twice"):
+        mmtests.unique_runs((*separately, mmtests.find_runs(RUN_DIRS[0])[0]))
 
 
 def test_compare_vmstat_on_the_three_real_trees_fits_80_columns(capsys):

@@ -224,9 +224,8 @@ def _run_names(run_dirs: list[Path]) -> list[str]:
     for d in run_dirs:
         counts[d.name] = counts.get(d.name, 0) + 1
     names = [d.name if counts[d.name] == 1 else f"{d.name}@{d.parent.name}" for d in run_dirs]
-    if len(set(names)) < len(names):
-        names = [str(d) for d in run_dirs]
-    return names
+    # Parents of the same name too (a/x/run, b/x/run): the whole paths tell them apart.
+    return names if len(set(names)) == len(names) else [str(d) for d in run_dirs]
 
 
 def find_runs(path: str | Path) -> tuple[Run, ...]:
@@ -254,6 +253,11 @@ def find_runs(path: str | Path) -> tuple[Run, ...]:
 def unique_runs(runs: tuple[Run, ...]) -> tuple[Run, ...]:
     """Runs found from several command-line paths, renamed as :func:`find_runs` would had
     they been found together (each path alone cannot see the others' names)."""
+    seen: set[Path] = set()
+    for run in runs:
+        if run.path.resolve() in seen:
+            raise InputError(run.path, "the same run is given twice")
+        seen.add(run.path.resolve())
     names = _run_names([r.path for r in runs])
     return tuple(
         Run(name, r.path, tuple(Iteration(name, it.index, it.path) for it in r.iterations))
