@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import lzma
 import re
 import shutil
 from pathlib import Path
@@ -77,6 +78,18 @@ def test_the_snapshots_are_read_from_the_gz_beside_a_status_only_file(run_dir):
     assert report.value("Allocation stalls") == zones
     # mmtests' overwrite agrees here only because every zone stalled 0 times.
     assert mmtests_allocation_stalls(run_dir) == zones == 0
+
+
+def test_the_snapshot_file_is_chosen_by_content_not_by_name(tmp_path):
+    """An xz copy of the real snapshots wins over a status-only plain file; a plain file
+    with snapshots (what mmlab capture writes) wins over the compressed ones."""
+    with gzip.open(iter0(BASELINE) / "tests-sysstate.gz", "rb") as f:
+        snapshots = f.read()
+    (tmp_path / "tests-sysstate").write_text("status :: 0\n")
+    (tmp_path / "tests-sysstate.xz").write_bytes(lzma.compress(snapshots))
+    assert mmtests.sysstate_file(tmp_path) == tmp_path / "tests-sysstate.xz"
+    (tmp_path / "tests-sysstate").write_bytes(snapshots)
+    assert mmtests.sysstate_file(tmp_path) == tmp_path / "tests-sysstate"
 
 
 def test_a_status_only_sysstate_is_an_error_that_says_so(tmp_path):
