@@ -21,7 +21,7 @@ from analysis.errors import InputError
 from analysis.ingest import mmtests, vmstat
 from analysis.ingest.kconfig import page_size
 from analysis.metrics.compare import iteration_report
-from analysis.metrics.ops import iteration_elapsed, ops_report
+from analysis.metrics.ops import interval_series, iteration_elapsed, ops_report
 
 from .conftest import DATA
 
@@ -292,3 +292,13 @@ def test_page_size_from_each_kconfig_spelling():
     assert page_size("# CONFIG_PPC_64K_PAGES is not set\nCONFIG_PPC_4K_PAGES=y\n") == 4096
     assert page_size("CONFIG_PAGE_SIZE_64KB=y\n") == 65536
     assert page_size("CONFIG_HZ=250\n") is None
+
+
+def test_the_interval_series_keeps_only_the_reclaim_rows():
+    """Rows named after a context but counting something else (inode steals, skipped
+    waits) stay out of the per-interval reclaim series."""
+    monitor = mmtests.find_runs(BASELINE)[0].iterations[0].vmstat_monitor("usemem")
+    series, _ = interval_series(monitor)
+    labels = series.columns[3:]
+    assert len(labels) == 12 and "Kswapd inode steals" not in labels
+    assert {label.split()[1] for label in labels} == {"pages", "efficiency", "velocity"}

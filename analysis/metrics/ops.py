@@ -410,7 +410,12 @@ OPS: tuple[OpsDef, ...] = (
 )
 
 # The reclaim rows a monitor log is plotted with, interval by interval.
-SERIES_OPS = tuple(op for op in OPS if op.label.split()[0] in {"Kswapd", "Direct", "Cgroup-limit"})
+SERIES_OPS = tuple(
+    op
+    for op in OPS
+    if op.label.split()[0] in {"Kswapd", "Direct", "Cgroup-limit"}
+    and op.label.split()[1] in {"pages", "efficiency", "velocity"}
+)
 
 
 def _evaluate(deltas: pl.DataFrame, elapsed: pl.Expr, ops: Sequence[OpsDef]) -> pl.DataFrame:
