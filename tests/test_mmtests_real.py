@@ -131,7 +131,7 @@ def test_missing_tests_timestamp_falls_back_to_the_monitor_span(tmp_path):
     with gzip.open(it / "proc-vmstat-usemem.gz", "rt") as f:
         times = [float(line.split()[1]) for line in f if line.startswith("time:")]
     assert elapsed.seconds == times[-1] - times[0]
-    assert elapsed.source == "vmstat sample span (no tests-timestamp)"
+    assert elapsed.source == "vmstat sample span, no tests-timestamp"
 
 
 def test_an_empty_iteration_directory_is_an_error_naming_it(tmp_path):

@@ -74,7 +74,7 @@ class Elapsed:
 
     ``source`` is one of ``command line``, ``tests-timestamp time ::`` (the benchmark's
     own /usr/bin/time, mmtests' choice), ``mmlab.json`` (capture metadata),
-    ``vmstat sample span`` (first to last monitor sample; ``(no tests-timestamp)`` added
+    ``vmstat sample span`` (first to last monitor sample; ``, no tests-timestamp`` added
     when an mmtests iteration lacks that file) or ``unknown``.
     """
 
@@ -102,7 +102,7 @@ def iteration_elapsed(iteration: Iteration, test: str) -> Elapsed:
     if monitor is not None and len(monitor) > 1:
         t = monitor.frame["epoch_s"]
         # Say why the benchmark's own time was not used: mmtests would have failed here.
-        missing = "" if iteration.times else " (no tests-timestamp)"
+        missing = "" if iteration.times else ", no tests-timestamp"
         return Elapsed(t[-1] - t[0], f"vmstat sample span{missing}")
     return Elapsed(None, "unknown")
 
