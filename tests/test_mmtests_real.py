@@ -302,3 +302,9 @@ def test_the_interval_series_keeps_only_the_reclaim_rows():
     labels = series.columns[3:]
     assert len(labels) == 12 and "Kswapd inode steals" not in labels
     assert {label.split()[1] for label in labels} == {"pages", "efficiency", "velocity"}
+
+
+def test_a_file_of_an_iteration_gets_the_page_size_of_the_kconfig_beside_it(capsys):
+    assert main(["vmstat", "--json", str(iter0(LARGE) / "proc-vmstat-usemem.gz")]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["page_bytes"], out["elapsed_source"]) == (65536, "vmstat sample span")

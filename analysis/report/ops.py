@@ -65,7 +65,7 @@ def _absent(rows: list[OpsRow]) -> list[str]:
 def _page_line(sizes: set[int | None]) -> str:
     """What one page is: it differs between kernels (64 KiB on ppc64le, 4 KiB on x86)."""
     if None in sizes:
-        return "Page size not in the saved kernel config."
+        return "Page size unknown: no kernel config saved with the capture."
     kib = ", ".join(f"{b // 1024} KiB" for b in sorted(sizes))
     return f"Pages are {kib} (kernel config)." if len(sizes) == 1 else f"Page sizes differ: {kib}."
 
