@@ -25,6 +25,7 @@ COMMAND_MODULES = (
     "analysis.commands.compare",
     "analysis.commands.notebook",
     "analysis.commands.sweep_notebook",
+    "analysis.commands.model",
 )
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import gzip
 import json
+import lzma
+import re
 import shutil
 from pathlib import Path
 
@@ -17,8 +19,9 @@ import pytest
 from analysis.cli import main
 from analysis.errors import InputError
 from analysis.ingest import mmtests, vmstat
+from analysis.ingest.kconfig import page_size
 from analysis.metrics.compare import iteration_report
-from analysis.metrics.ops import iteration_elapsed, ops_report
+from analysis.metrics.ops import interval_series, iteration_elapsed, ops_report
 
 from .conftest import DATA
 
@@ -77,12 +80,25 @@ def test_the_snapshots_are_read_from_the_gz_beside_a_status_only_file(run_dir):
     assert mmtests_allocation_stalls(run_dir) == zones == 0
 
 
+def test_the_snapshot_file_is_chosen_by_content_not_by_name(tmp_path):
+    """An xz copy of the real snapshots wins over a status-only plain file; a plain file
+    with snapshots (what mmlab capture writes) wins over the compressed ones."""
+    with gzip.open(iter0(BASELINE) / "tests-sysstate.gz", "rb") as f:
+        snapshots = f.read()
+    (tmp_path / "tests-sysstate").write_text("status :: 0\n")
+    (tmp_path / "tests-sysstate.xz").write_bytes(lzma.compress(snapshots))
+    assert mmtests.sysstate_file(tmp_path) == tmp_path / "tests-sysstate.xz"
+    (tmp_path / "tests-sysstate").write_bytes(snapshots)
+    assert mmtests.sysstate_file(tmp_path) == tmp_path / "tests-sysstate"
+
+
 def test_a_status_only_sysstate_is_an_error_that_says_so(tmp_path):
     only = tmp_path / "tests-sysstate"
     only.write_text("status :: 0\n")
     with pytest.raises(InputError, match=r"only mmtests step lines \('status :: 0'\)") as e:
         vmstat.read(only)
     assert e.value.line == 1
+    assert str(e.value).endswith("(mmtests keeps them in tests-sysstate.gz)")
 
 
 def test_a_step_line_closes_the_vmstat_block_wherever_mmtests_writes_it():
@@ -115,7 +131,7 @@ def test_missing_tests_timestamp_falls_back_to_the_monitor_span(tmp_path):
     with gzip.open(it / "proc-vmstat-usemem.gz", "rt") as f:
         times = [float(line.split()[1]) for line in f if line.startswith("time:")]
     assert elapsed.seconds == times[-1] - times[0]
-    assert elapsed.source == "vmstat sample span (no tests-timestamp)"
+    assert elapsed.source == "vmstat sample span, no tests-timestamp"
 
 
 def test_an_empty_iteration_directory_is_an_error_naming_it(tmp_path):
@@ -139,6 +155,8 @@ def test_runs_of_the_same_name_get_distinct_names():
     separately = mmtests.unique_runs(tuple(mmtests.find_runs(d)[0] for d in RUN_DIRS))
     assert [run.name for run in separately] == names
     assert {it.run for run in separately for it in run.iterations} == set(names)
+    with pytest.raises(InputError, match="the same run is given twice"):
+        mmtests.unique_runs((*separately, mmtests.find_runs(RUN_DIRS[0])[0]))
 
 
 def test_compare_vmstat_on_the_three_real_trees_fits_80_columns(capsys):
@@ -243,3 +261,50 @@ def test_seed_003_compaction_cost_and_direct_share_as_published(seeds_dir):
             assert int(report.value("Compaction cost")) == table["Compaction cost"][column]
             share = report.value("Percentage direct scans")
             assert int(share) == table["Percentage direct scans"][column]
+
+
+def usemem_logs(run_dir: Path, field: str) -> int:
+    """Σ over the 21 usemem invocations of a GNU time figure (``<n>minor``,
+    ``<n>maxresident`` in KiB): the benchmark's own count, beside the kernel's."""
+    logs = sorted((iter0(run_dir) / "usemem" / "logs").glob("usemem-[0-9]*"))
+    assert len(logs) == 21
+    return sum(int(n) for log in logs for n in re.findall(rf"(\d+){field}", log.read_text()))
+
+
+def test_the_large_run_s_counters_match_the_benchmark_s_own_figures():
+    """usemem's own /usr/bin/time lines account for 99.9 % of the machine's minor faults;
+    the pages it allocated are 64 KiB (CONFIG_PPC_64K_PAGES), so Normal allocs times 64 KiB
+    is the memory usemem touched (maxresident) plus a few percent, where 4 KiB pages
+    would account for 6 % of it."""
+    with gzip.open(next(iter0(LARGE).glob("kconfig-*")), "rt") as f:
+        assert "CONFIG_PPC_64K_PAGES=y\n" in f.read()
+    report = iteration_report(mmtests.find_runs(LARGE)[0].iterations[0])
+    assert report.page_bytes == 65536
+    minor = report.value("Minor Faults")
+    assert 0.99 * minor < usemem_logs(LARGE, "minor") <= minor
+    touched_kib = usemem_logs(LARGE, "maxresident")
+    assert 1.0 < report.value("Normal allocs") * 64 / touched_kib < 1.1
+
+
+def test_page_size_from_each_kconfig_spelling():
+    assert page_size("CONFIG_PAGE_SHIFT=14\nCONFIG_X86=y\n") == 16384
+    assert page_size("CONFIG_ARM64_16K_PAGES=y\n") == 16384
+    assert page_size("# CONFIG_PPC_64K_PAGES is not set\nCONFIG_PPC_4K_PAGES=y\n") == 4096
+    assert page_size("CONFIG_PAGE_SIZE_64KB=y\n") == 65536
+    assert page_size("CONFIG_HZ=250\n") is None
+
+
+def test_the_interval_series_keeps_only_the_reclaim_rows():
+    """Rows named after a context but counting something else (inode steals, skipped
+    waits) stay out of the per-interval reclaim series."""
+    monitor = mmtests.find_runs(BASELINE)[0].iterations[0].vmstat_monitor("usemem")
+    series, _ = interval_series(monitor)
+    labels = series.columns[3:]
+    assert len(labels) == 12 and "Kswapd inode steals" not in labels
+    assert {label.split()[1] for label in labels} == {"pages", "efficiency", "velocity"}
+
+
+def test_a_file_of_an_iteration_gets_the_page_size_of_the_kconfig_beside_it(capsys):
+    assert main(["vmstat", "--json", str(iter0(LARGE) / "proc-vmstat-usemem.gz")]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["page_bytes"], out["elapsed_source"]) == (65536, "vmstat sample span")

@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
 from analysis.errors import InputError
 from analysis.ingest import vmstat
-from analysis.ingest.kconfig import config_hz
+from analysis.ingest.kconfig import config_hz, page_size
 from analysis.ingest.textfile import read_text
 
 __all__ = [
@@ -141,13 +142,23 @@ class Iteration:
         meta = self.path / "mmlab.json"
         return json.loads(meta.read_text()) if meta.exists() else {}
 
+    def _kconfig(self, value: Callable[[str], int | None]) -> int | None:
+        """``value`` of the first ``kconfig-*`` that has it (None when none was saved)."""
+        for candidate in sorted(self.path.glob("kconfig-*")):
+            if (found := value(read_text(candidate))) is not None:
+                return found
+        return None
+
     @property
     def config_hz(self) -> int | None:
         """CONFIG_HZ of the capturing kernel from ``kconfig-*`` (None when not saved)."""
-        for candidate in sorted(self.path.glob("kconfig-*")):
-            if (hz := config_hz(read_text(candidate))) is not None:
-                return hz
-        return None
+        return self._kconfig(config_hz)
+
+    @property
+    def page_size(self) -> int | None:
+        """PAGE_SIZE in bytes of the capturing kernel from ``kconfig-*`` (None when not
+        saved or not stated)."""
+        return self._kconfig(page_size)
 
     def counter_deltas(self, test: str) -> dict[str, int]:
         """Counter increments of /proc/vmstat over the iteration (see :meth:`vmstat`);
@@ -213,9 +224,8 @@ def _run_names(run_dirs: list[Path]) -> list[str]:
     for d in run_dirs:
         counts[d.name] = counts.get(d.name, 0) + 1
     names = [d.name if counts[d.name] == 1 else f"{d.name}@{d.parent.name}" for d in run_dirs]
-    if len(set(names)) < len(names):
-        names = [str(d) for d in run_dirs]
-    return names
+    # Parents of the same name too (a/x/run, b/x/run): the whole paths tell them apart.
+    return names if len(set(names)) == len(names) else [str(d) for d in run_dirs]
 
 
 def find_runs(path: str | Path) -> tuple[Run, ...]:
@@ -243,6 +253,11 @@ def find_runs(path: str | Path) -> tuple[Run, ...]:
 def unique_runs(runs: tuple[Run, ...]) -> tuple[Run, ...]:
     """Runs found from several command-line paths, renamed as :func:`find_runs` would had
     they been found together (each path alone cannot see the others' names)."""
+    seen: set[Path] = set()
+    for run in runs:
+        if run.path.resolve() in seen:
+            raise InputError(run.path, "the same run is given twice")
+        seen.add(run.path.resolve())
     names = _run_names([r.path for r in runs])
     return tuple(
         Run(name, r.path, tuple(Iteration(name, it.index, it.path) for it in r.iterations))

@@ -74,7 +74,7 @@ class Elapsed:
 
     ``source`` is one of ``command line``, ``tests-timestamp time ::`` (the benchmark's
     own /usr/bin/time, mmtests' choice), ``mmlab.json`` (capture metadata),
-    ``vmstat sample span`` (first to last monitor sample; ``(no tests-timestamp)`` added
+    ``vmstat sample span`` (first to last monitor sample; ``, no tests-timestamp`` added
     when an mmtests iteration lacks that file) or ``unknown``.
     """
 
@@ -102,7 +102,7 @@ def iteration_elapsed(iteration: Iteration, test: str) -> Elapsed:
     if monitor is not None and len(monitor) > 1:
         t = monitor.frame["epoch_s"]
         # Say why the benchmark's own time was not used: mmtests would have failed here.
-        missing = "" if iteration.times else " (no tests-timestamp)"
+        missing = "" if iteration.times else ", no tests-timestamp"
         return Elapsed(t[-1] - t[0], f"vmstat sample span{missing}")
     return Elapsed(None, "unknown")
 
@@ -138,12 +138,14 @@ class OpsRow:
 
 @dataclass(frozen=True)
 class OpsReport:
-    """The Ops table of one capture (or one mmtests iteration)."""
+    """The Ops table of one capture (or one mmtests iteration). ``page_bytes`` is the
+    kernel's PAGE_SIZE (what a "pages" row counts), None when the capture does not say."""
 
     source: str
     elapsed: Elapsed
     rows: tuple[OpsRow, ...]
     resets: tuple[CounterReset, ...]
+    page_bytes: int | None = None
 
     def value(self, label: str) -> float | None:
         return next(r.value for r in self.rows if r.label == label)
@@ -153,6 +155,7 @@ class OpsReport:
             "source": self.source,
             "elapsed_s": self.elapsed.seconds,
             "elapsed_source": self.elapsed.source,
+            "page_bytes": self.page_bytes,
             "metrics": {r.label: r.value for r in self.rows},
             "units": {r.label: r.unit for r in self.rows},
             "better": {r.label: r.better for r in self.rows},
@@ -196,7 +199,7 @@ def _cgroup(prefix: str) -> _Qty:
     def build(c: set[str]) -> pl.Expr:
         return _total(c, *every) - _total(c, *globals_)
 
-    return _Qty(every, build, "needs pgscan_anon/pgscan_file (kernel 5.8+)", need_all=True)
+    return _Qty(every, build, f"{ABSENT} (pgscan_anon/pgscan_file, 5.8+)", need_all=True)
 
 
 def _pct(num: pl.Expr, den: pl.Expr) -> pl.Expr:
@@ -407,7 +410,12 @@ OPS: tuple[OpsDef, ...] = (
 )
 
 # The reclaim rows a monitor log is plotted with, interval by interval.
-SERIES_OPS = tuple(op for op in OPS if op.label.split()[0] in {"Kswapd", "Direct", "Cgroup-limit"})
+SERIES_OPS = tuple(
+    op
+    for op in OPS
+    if op.label.split()[0] in {"Kswapd", "Direct", "Cgroup-limit"}
+    and op.label.split()[1] in {"pages", "efficiency", "velocity"}
+)
 
 
 def _evaluate(deltas: pl.DataFrame, elapsed: pl.Expr, ops: Sequence[OpsDef]) -> pl.DataFrame:

@@ -38,6 +38,7 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
+from scipy import stats
 
 from analysis.errors import InputError
 from analysis.stats.describe import nearest_rank
@@ -50,6 +51,7 @@ __all__ = [
     "Call",
     "ContextWork",
     "ModelRun",
+    "Ratio",
     "Replay",
     "Variant",
     "blocked_calls",
@@ -57,8 +59,10 @@ __all__ = [
     "divisor_sweep",
     "divisor_table",
     "do_shrink_slab",
+    "freed_per_scanned",
     "load_invocations",
     "model_trace",
+    "outputs",
     "replay",
     "replay_agreement",
     "shrinker_share",
@@ -212,8 +216,11 @@ def do_shrink_slab(
     return Call(bool(ran), int(nr), delta, int(total_scan), int(scanned), int(next_deferred))
 
 
-def _symbol(shrinker: pl.Expr) -> pl.Expr:
-    return shrinker.str.replace(r"\+.*$", "")
+def _per_shrinker(shrinker: pl.Series, value: Callable[[str], int | bool]) -> pl.Series:
+    """``value`` of each call's shrinker symbol (``name+0xoff/0xsize`` → ``name``), worked
+    out once per distinct symbol: a capture has millions of calls and a handful of them."""
+    table = {s: value(s.split("+", 1)[0]) for s in shrinker.unique().drop_nulls().to_list()}
+    return shrinker.replace_strict(table, default=None)
 
 
 def blocked_calls(invocations: pl.DataFrame) -> pl.Series:
@@ -221,19 +228,13 @@ def blocked_calls(invocations: pl.DataFrame) -> pl.Series:
     mask without ``__GFP_FS``: ``super_cache_scan()`` returns SHRINK_STOP, all deferred."""
     flags = invocations["gfp_flags"].fill_null([])
     has_fs = flags.list.eval(pl.element().is_in(list(_FS_GFP))).list.any()
-    is_fs = invocations.select(_symbol(pl.col("shrinker")).is_in(list(FS_SHRINKERS))).to_series()
-    return (is_fs & ~has_fs).alias("blocked")
+    is_fs = _per_shrinker(invocations["shrinker"], lambda name: name in FS_SHRINKERS)
+    return (is_fs.fill_null(False) & ~has_fs).alias("blocked")
 
 
 def _batch(invocations: pl.DataFrame) -> np.ndarray:
-    symbol = _symbol(pl.col("shrinker"))
-    return (
-        invocations.select(
-            symbol.replace_strict(FS_SHRINKERS, default=SHRINK_BATCH, return_dtype=pl.Int64)
-        )
-        .to_series()
-        .to_numpy()
-    )
+    batch = _per_shrinker(invocations["shrinker"], lambda n: FS_SHRINKERS.get(n, SHRINK_BATCH))
+    return batch.fill_null(SHRINK_BATCH).cast(pl.Int64).to_numpy()
 
 
 @dataclass(frozen=True)
@@ -262,7 +263,7 @@ def _checked(invocations: pl.DataFrame, source: object) -> pl.DataFrame:
             str(source),
             "shrink_slab calls without a priority in 0..12: the model needs Linux 4.16+",
         )
-    return invocations.sort("begin_line")
+    return invocations if invocations["begin_line"].is_sorted() else invocations.sort("begin_line")
 
 
 def replay_agreement(invocations: pl.DataFrame, generation: str) -> Agreement:
@@ -352,9 +353,26 @@ class Replay:
         return next(w for w in self.work if w.context == name)
 
 
-def _freed_ratio(invocations: pl.DataFrame) -> float | None:
+@dataclass(frozen=True)
+class Ratio:
+    """Objects freed per object scanned in the capture, with a 95 % Wilson interval that
+    treats scanned objects as independent trials (they come in batches, so it is too
+    narrow when calls differ); all null when the capture scanned nothing."""
+
+    estimate: float | None
+    low: float | None
+    high: float | None
+    scanned_objects: int
+
+
+def freed_per_scanned(invocations: pl.DataFrame) -> Ratio:
+    """``last shrinker return val`` summed over the calls / objects they scanned."""
     scanned = int(invocations["scanned_objects"].sum() or 0)
-    return int(invocations["freed_objects"].sum() or 0) / scanned if scanned else None
+    if not scanned:
+        return Ratio(None, None, None, 0)
+    freed = min(int(invocations["freed_objects"].sum() or 0), scanned)
+    interval = stats.binomtest(freed, scanned).proportion_ci(0.95, method="wilson")
+    return Ratio(freed / scanned, float(interval.low), float(interval.high), scanned)
 
 
 def _span_s(invocations: pl.DataFrame) -> float | None:
@@ -367,35 +385,25 @@ def replay(invocations: pl.DataFrame, variant: Variant, *, source: object = "<fr
     """Re-run the capture's calls (invocation frame, any order) under ``variant``."""
     calls = _checked(invocations, source)
     # One nr_deferred counter per shrinker instance (its pointer) and node.
-    instance = pl.concat_str(
-        pl.col("shrinker_ptr").fill_null(pl.col("shrinker")), pl.col("nid"), separator=":"
-    )
-    keys = calls.select(instance.rank("dense").cast(pl.Int64).sub(1)).to_series()
-    initial = (
-        calls.with_columns(key=keys)
-        .group_by("key")
-        .agg(pl.col("deferred_in_objects").first())
-        .sort("key")["deferred_in_objects"]
-        .to_numpy()
-    )
+    instance = pl.col("shrinker_ptr").fill_null(pl.col("shrinker")).cast(pl.Categorical)
+    code = calls.select(instance.to_physical().cast(pl.Int64) * 65536 + pl.col("nid").fill_null(0))
+    first, keys = np.unique(code.to_series().to_numpy(), return_index=True, return_inverse=True)[1:]
+    initial = calls["deferred_in_objects"].to_numpy()[first]
     n = calls.height
-    events = pl.DataFrame(
-        {
-            "line": np.concatenate([calls["begin_line"].to_numpy(), calls["end_line"].to_numpy()]),
-            "ts_ns": np.concatenate(
-                [calls["ts_ns"].to_numpy(), (calls["ts_ns"] + calls["duration_ns"]).to_numpy()]
-            ),
-            "kind": np.repeat(np.array([0, 1], dtype=np.int64), n),
-            "call": np.tile(np.arange(n, dtype=np.int64), 2),
-        }
-    ).sort("line", "kind")
+    # Take (start line) and hand-back (end line) events in trace order; lines are unique.
+    lines = np.concatenate([calls["begin_line"].to_numpy(), calls["end_line"].to_numpy()])
+    order = np.argsort(lines, kind="stable")
+    event_kind = (order >= n).astype(np.int64)
+    event_call = order % n
+    ends_ns = (calls["ts_ns"] + calls["duration_ns"]).to_numpy()
+    event_ts = np.concatenate([calls["ts_ns"].to_numpy(), ends_ns])[order]
     kswapd = (calls["context"] == "kswapd").to_numpy()
     ran, nr, target, scanned, next_deferred, new_count, backlog = _kernel().replay(
         GENERATIONS.index(variant.generation),
         variant.literal,
-        events["kind"].to_numpy(),
-        events["call"].to_numpy(),
-        keys.to_numpy(),
+        event_kind,
+        event_call,
+        keys.astype(np.int64),
         initial.astype(np.int64),
         kswapd | (not variant.only_kswapd),
         calls["freeable_objects"].to_numpy(),
@@ -410,7 +418,7 @@ def replay(invocations: pl.DataFrame, variant: Variant, *, source: object = "<fr
         int((nr[takers] == calls["deferred_in_objects"].to_numpy()[takers]).sum()),
         int(takers.sum()),
     )
-    ratio = _freed_ratio(calls)
+    ratio = freed_per_scanned(calls).estimate
     total = int(scanned.sum())
     span = _span_s(calls)
     return Replay(
@@ -427,7 +435,7 @@ def replay(invocations: pl.DataFrame, variant: Variant, *, source: object = "<fr
                 "deferred_objects": new_count,
             }
         ),
-        backlog=pl.DataFrame({"ts_ns": events["ts_ns"], "backlog_objects": backlog}),
+        backlog=pl.DataFrame({"ts_ns": event_ts, "backlog_objects": backlog}),
         work=(_work("direct", scanned[~kswapd]), _work("kswapd", scanned[kswapd])),
         scanned_objects=total,
         freed_objects=total * ratio if ratio is not None else None,
@@ -442,15 +450,18 @@ def replay(invocations: pl.DataFrame, variant: Variant, *, source: object = "<fr
 @dataclass(frozen=True)
 class ModelRun:
     """One capture under one variant: the check of the capturing rule first, then the
-    replay; ``observed`` is the capture's own scanned and freed totals (objects)."""
+    replay; ``observed_*`` are the capture's own scanned and freed totals (objects),
+    ``own_scanned_objects`` what the capturing rule's chained replay scanned."""
 
     source: str
     capturing_generation: str
     generation_source: str
     replay_agreement: Agreement
     capture_chain_agreement: Agreement
+    freed_per_scanned: Ratio
     observed_scanned_objects: int
     observed_freed_objects: int
+    own_scanned_objects: int
     result: Replay
 
 
@@ -481,8 +492,10 @@ def model_trace(
         generation_source=found_by,
         replay_agreement=replay_agreement(calls, generation),
         capture_chain_agreement=own.chain_agreement,
+        freed_per_scanned=freed_per_scanned(calls),
         observed_scanned_objects=int(calls["scanned_objects"].sum()),
         observed_freed_objects=int(calls["freed_objects"].sum()),
+        own_scanned_objects=own.scanned_objects,
         result=replay(calls, variant) if variant != Variant(generation) else own,
     )
 

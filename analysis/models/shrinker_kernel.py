@@ -90,6 +90,7 @@ def targets(
 ) -> np.ndarray:
     """``total_scan`` of each call given the ``nr`` it took (the trace's own check)."""
     out = np.empty(nr.size, dtype=np.int64)
+    # The target is fixed before the scan loop, so the batch size (1 here) cannot change it.
     for i in range(nr.size):
         out[i] = shrink_call(
             generation, True, nr[i], True, freeable[i], delta[i], divisors[priority[i]], 1, False

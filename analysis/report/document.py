@@ -60,7 +60,7 @@ def build_report(data: Path) -> str:
     """Every section over the capture runs under ``data`` (see ``capture_runs``)."""
     runs = capture_runs(data)
     listing = "\n".join(
-        f"  {run.name:<20} {run.path}  ({len(run.iterations)} iterations)" for run in runs
+        f"  {run.name} ({len(run.iterations)} iterations)\n    {run.path}" for run in runs
     )
     parts = [f"mmlab report on {data}/\n\nRuns:\n{listing}\n"]
     for title, section in SECTIONS:
