@@ -164,3 +164,19 @@ def test_markdown_states_method_and_session_caveat(tmp_path, capsys):
     # 3 vs 3 separated repetitions: exact rank permutation p = 2/C(6,3) = 0.1.
     assert "| r | us | b | 1 vs 1 |" in out and "| 0.1 | 0.1 |" in out
     assert "a session effect cannot be excluded" in out
+
+
+def test_equivalence_needs_the_whole_tost_interval_inside_delta(tmp_path, capsys):
+    """SYNTHETIC: both kernels 100 us ± 1 % (6 runs each): equivalent within ±5 %, but not
+    within ±0.01 %, where the 90 % CI of the change cannot fit."""
+    rng = np.random.default_rng(7)
+    lines = [
+        line
+        for k in ("a", "b")
+        for line in _rows(k, "r", {r: list(100 * rng.lognormal(0, 0.01, 20)) for r in range(6)})
+    ]
+    path = _table(tmp_path, lines)
+    (wide,) = _json(capsys, path, "--delta", "5")
+    (narrow,) = _json(capsys, path, "--delta", "0.01")
+    assert wide["verdict"] == "equivalent" and "90% CI of change within ±5%" in wide["reason"]
+    assert narrow["verdict"] == "no change shown"
