@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+__all__ = ["InputError"]
+
 
 @dataclass(frozen=True)
 class InputError(Exception):
