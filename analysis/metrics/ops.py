@@ -3,7 +3,8 @@
 Each row is a Polars expression over a *canonical* delta frame
 (:func:`analysis.ingest.vmstat.canonical`), so the same definition gives the whole-run
 table (one row: end minus start) and the per-interval series of a monitor log (one row
-per interval). Formulas follow ``mmtests-conventions.md``, except where mmtests is wrong:
+per interval). Formulas follow ``docs/mmtests-conventions.md`` 'vmstat "Ops" rows', except
+where mmtests is wrong:
 
 - allocation stalls are summed over zones (mmtests overwrites instead of summing);
 - efficiency is null (printed ``-``) when nothing was scanned (mmtests prints 100);
