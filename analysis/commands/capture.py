@@ -59,6 +59,7 @@ def register(subparsers) -> None:
         metavar="NAME=VALUE",
         help="sysctl to set for the capture and restore after (repeatable)",
     )
+    p.add_argument("--json", action="store_true", help="print each iteration's metadata as JSON")
     p.add_argument("--interval", type=float, default=1.0, help="monitor interval, seconds")
     p.add_argument("--buffer-kb", type=int, default=8192, help="per-CPU trace buffer size")
     p.add_argument("--compress", choices=("zst", "gz"), default="zst")
@@ -81,6 +82,7 @@ def run(args: argparse.Namespace) -> int:
     from analysis.capture import sysctl
     from analysis.capture.run import CaptureConfig, Interrupted, capture
     from analysis.report.capture import format_capture
+    from analysis.report.json_output import dumps
 
     if args.iterations < 1 or args.duration <= 0 or args.limit_mb <= 0:
         raise InputError("mmlab capture", "--iterations, --duration and --limit-mb must be > 0")
@@ -108,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
     except Interrupted as exc:
         print(f"mmlab capture: interrupted by {exc}; state restored", file=sys.stderr)
         return 130
-    print(format_capture(metas))
+    print(dumps(metas) if args.json else format_capture(metas))
     return 0
 
 

@@ -191,7 +191,7 @@ def _histogram_group_lines(a: TraceAnalysis) -> list[str]:
         Column("group", 5),
         Column("lines", 9, left=True),
         Column("count", 9),
-        Column("label (the prose above the block)", left=True, limit=41),
+        Column("label", left=True, limit=41),
     ]
     rows = [
         (
@@ -202,7 +202,8 @@ def _histogram_group_lines(a: TraceAnalysis) -> list[str]:
         )
         for g in a.histogram_groups
     ]
-    return ["Histogram groups (blocks of the text)", *render(columns, rows, indent=2)]
+    title = "Histogram groups (blocks of the text; label = --label or the prose above)"
+    return [title, *render(columns, rows, indent=2)]
 
 
 def format_analysis(a: TraceAnalysis) -> str:
