@@ -7,6 +7,7 @@ columns, numbers right-aligned); the comparison case uses the bundled dirty20/di
 from __future__ import annotations
 
 import dataclasses
+import doctest
 import json
 import re
 
@@ -15,6 +16,7 @@ import pytest
 
 from analysis.ingest.mmtests import find_runs
 from analysis.metrics.compare import compare_runs
+from analysis.report import json_output, table
 from analysis.report.json_output import dumps, jsonable
 from analysis.report.ops import format_comparison
 from analysis.report.table import WIDTH, Column, Footnotes, num, pct, render
@@ -124,3 +126,9 @@ def test_comparison_of_three_runs_in_pairwise_blocks():
     assert len(faults) == 2 and faults[0] == faults[1]
     change = 100 - 2038349.00 * 100 / 2915172.00
     assert faults[0].endswith(f"2038349.00 ({change:7.2f}%)")
+
+
+@pytest.mark.parametrize("module", [table, json_output], ids=lambda m: m.__name__)
+def test_docstring_examples(module):
+    result = doctest.testmod(module)
+    assert result.attempted > 0 and result.failed == 0

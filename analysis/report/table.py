@@ -18,6 +18,10 @@ import math
 import textwrap
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 __all__ = ["WIDTH", "Column", "Footnotes", "num", "pct", "render", "wrapped"]
 
@@ -119,10 +123,10 @@ def render(
     """The lines of a table of ``rows`` (one cell per column).
 
     The header line is left out when no column has a header. ``spans`` puts a title line
-    above the headers, each ``(title, n)`` right-aligned over
-    the next ``n`` columns (its start cut when too long: run names differ at the end).
-    ``indent`` shifts the table right. Text columns wrap, numbers never do, when the table
-    would be wider than :data:`WIDTH`.
+    above the headers, each ``(title, n)`` right-aligned over the next ``n`` columns (its
+    start cut when too long: run names differ at the end). ``indent`` shifts the table
+    right. When the table would be wider than :data:`WIDTH`, text columns wrap; numbers
+    never do.
     """
     from rich.table import Table
     from rich.text import Text
@@ -156,7 +160,7 @@ def render(
     return [" " * indent + line if line else line for line in lines]
 
 
-def _span_table(spans: Sequence[tuple[str, int]], widths: list[int]):
+def _span_table(spans: Sequence[tuple[str, int]], widths: list[int]) -> Table:
     """A one-row table whose columns each cover ``n`` columns of the main table."""
     from rich.table import Table
     from rich.text import Text
@@ -173,7 +177,7 @@ def _span_table(spans: Sequence[tuple[str, int]], widths: list[int]):
     return table
 
 
-def _text(table, width: int) -> list[str]:
+def _text(table: Table, width: int) -> list[str]:
     """The lines rich lays ``table`` out in, ``width`` columns at most, right ends stripped."""
     from rich.console import Console
 

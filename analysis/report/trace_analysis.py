@@ -76,24 +76,11 @@ def format_uniq_c(histogram: pl.DataFrame) -> str:
 
 def _pairing_lines(a: TraceAnalysis) -> list[str]:
     reports = [s.report for s in a.reclaim.values()] + [a.compaction.report]
+    # Columns after count and total_s, in header order.
+    tail = ("unpaired_begin", "overwritten_begin", "open_at_end", "unpaired_end")
+    tail += ("clock_backwards", "comm_changed", "lost_affected")
     rows = [
-        (
-            r.kind,
-            *map(str, (r.count,)),
-            f"{r.total_s:.3f}",
-            *map(
-                str,
-                (
-                    r.unpaired_begin,
-                    r.overwritten_begin,
-                    r.open_at_end,
-                    r.unpaired_end,
-                    r.clock_backwards,
-                    r.comm_changed,
-                    r.lost_affected,
-                ),
-            ),
-        )
+        (r.kind, str(r.count), f"{r.total_s:.3f}", *(str(getattr(r, name)) for name in tail))
         for r in reports
         if r.count or r.unpaired_begin or r.unpaired_end
     ]
