@@ -57,6 +57,8 @@ def format_uniq_c(histogram: pl.DataFrame) -> str:
     """The ``sort | uniq -c`` view of throttle delays, one block per group (seed 000's shape).
 
     Rows at the timeout are right-censored (marked ``>=``: the real wait was at least that).
+    Written as ``uniq -c`` prints, not through :func:`~analysis.report.table.render`, so
+    the lines compare with the seed's paste character for character.
     """
     out = []
     for key, rows in histogram.group_by(
