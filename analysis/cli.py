@@ -22,6 +22,8 @@ COMMAND_MODULES = (
     "analysis.commands.stalls",
     "analysis.commands.ingest",
     "analysis.commands.report",
+    "analysis.commands.sweep",
+    "analysis.commands.model_throttle",
 )
 
 

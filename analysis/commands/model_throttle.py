@@ -1,0 +1,101 @@
+"""``mmlab model-throttle`` (to become ``mmlab model throttle``): what other throttle
+timeouts would have done to a capture's sleepers, reclaim velocity and efficiency.
+
+CAPTURE is a capture, run or ``iter-N`` directory; every trace below it is one run. Without
+``--timeout`` each reason is shown at 1/10, 1/4, 1/2, 1 and 2 times its observed timeout.
+``--validate OTHER`` scores the model calibrated on CAPTURE against OTHER's runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+__all__ = ["add_parser", "register"]
+
+LADDER = (0.1, 0.25, 0.5, 1.0, 2.0)
+
+
+def _timeout(text: str) -> tuple[str, float]:
+    reason, sep, usec = text.partition("=")
+    try:
+        value = float(usec)
+    except ValueError:
+        value = -1.0
+    if not sep or not reason.strip() or value <= 0:
+        raise argparse.ArgumentTypeError(
+            f"expected REASON=USEC with USEC > 0 (e.g. VMSCAN_THROTTLE_WRITEBACK=50000), "
+            f"got {text!r}"
+        )
+    return reason.strip(), value
+
+
+def add_parser(subparsers: argparse._SubParsersAction, name: str = "throttle") -> None:
+    """Add the throttle-model subcommand as ``name`` to ``subparsers``."""
+    p = subparsers.add_parser(
+        name,
+        help="throttle timeouts: P(timeout), stalls, velocity, efficiency",
+        description=__doc__,
+    )
+    p.add_argument("capture", type=Path, metavar="CAPTURE")
+    p.add_argument(
+        "--timeout",
+        type=_timeout,
+        action="append",
+        default=[],
+        metavar="REASON=USEC",
+        help="timeout to predict for a reason (repeatable)",
+    )
+    p.add_argument("--bootstrap", type=int, default=200, help="replicates (default 200)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--validate", type=Path, metavar="OTHER", help="capture to validate on")
+    p.add_argument("--json", action="store_true", help="JSON instead of text")
+    p.set_defaults(func=run)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    add_parser(subparsers, "model-throttle")
+
+
+def run(args: argparse.Namespace) -> int:
+    from analysis.errors import InputError
+    from analysis.models import throttle as model
+    from analysis.report.throttle_model import ThrottleReport, as_json, format_report
+
+    if args.bootstrap < 0:
+        raise InputError(args.capture, f"--bootstrap must be ≥ 0, got {args.bootstrap}")
+    runs = model.observe(args.capture)
+    calibrated = model.calibrate(runs, bootstrap=args.bootstrap, seed=args.seed)
+    asked = dict(args.timeout)
+    for reason in asked:
+        try:
+            calibrated.reason(reason)
+        except ValueError as exc:
+            raise InputError(args.capture, str(exc)) from exc
+    timeouts = []
+    cycles = [model.predict_cycle(calibrated, seed=args.seed)]
+    for r in calibrated.reasons:
+        taus = [asked[r.reason]] if r.reason in asked else [f * r.timeout_us for f in LADDER]
+        reps = [m.reason(r.reason).wait for m in calibrated.replicates]
+        timeouts += [model.predict_timeout(r.wait, tau, replicates=reps) for tau in taus]
+        cycles += [
+            model.predict_cycle(calibrated, {r.reason: tau}, seed=args.seed)
+            for tau in taus
+            if tau != r.timeout_us
+        ]
+    validation = model.validate(calibrated, model.observe(args.validate)) if args.validate else None
+    report = ThrottleReport(
+        capture=str(args.capture),
+        runs=tuple(runs),
+        model=calibrated,
+        timeouts=tuple(timeouts),
+        cycles=tuple(cycles),
+        validation=validation,
+        validation_capture=str(args.validate) if args.validate else None,
+    )
+    if args.json:
+        print(json.dumps(as_json(report), indent=2, allow_nan=False))
+    else:
+        print(format_report(report))
+    return 0
