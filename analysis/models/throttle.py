@@ -68,10 +68,12 @@ __all__ = [
     "Validation",
     "calibrate",
     "calibrated",
+    "cycles_of",
     "observe",
     "observe_iteration",
     "predict_cycle",
     "predict_timeout",
+    "timeout_curve",
     "validate",
 ]
 
@@ -669,6 +671,28 @@ def validate(model: CycleModel, targets: Sequence[Observation], *, seed: int = 0
         efficiency_error_sd=sd(e),
         baseline_efficiency_error=float(rel("baseline_efficiency", "efficiency").mean()),
     )
+
+
+def timeout_curve(model: CycleModel, reason: str, taus_us: Sequence[float]) -> pl.DataFrame:
+    """One row per timeout of ``reason`` (others at their observed timeout): ``p_timeout``,
+    ``mean_stall_us``, ``velocity_pps``, ``efficiency``, each with ``*_low``/``*_high``
+    (bootstrap, when the model has replicates), and ``extrapolated``."""
+    cycle = model.reason(reason)
+    reps = [m.reason(reason).wait for m in model.replicates]
+    rows = []
+    for tau in taus_us:
+        wait = predict_timeout(cycle.wait, tau, replicates=reps)
+        flow = predict_cycle(model, {reason: tau})
+        row: dict[str, object] = {"reason": reason, "tau_us": float(tau)}
+        for key, est in (
+            ("p_timeout", wait.p_timeout),
+            ("mean_stall_us", wait.mean_stall_us),
+            ("velocity_pps", flow.velocity_pps),
+            ("efficiency", flow.efficiency),
+        ):
+            row |= {key: est.value, f"{key}_low": est.low, f"{key}_high": est.high}
+        rows.append(row | {"extrapolated": flow.extrapolated})
+    return pl.DataFrame(rows)
 
 
 @lru_cache(maxsize=8)
