@@ -41,7 +41,7 @@ import numpy as np
 
 from analysis.models import throttle
 from analysis.report.throttle_charts import curve_chart, validation_chart
-from analysis.report.throttle_model import ThrottleReport, format_report
+from analysis.report.throttle_model import build_report, format_report
 
 figures = Path(build_dir) / "figures"
 figures.mkdir(parents=True, exist_ok=True)
@@ -53,7 +53,7 @@ figures.mkdir(parents=True, exist_ok=True)
 runs = throttle.observe(calibration)
 model = throttle.calibrate(runs, bootstrap=bootstrap)
 targets = throttle.observe(validation)
-check = throttle.validate(model, targets)
+check = throttle.validate(model, targets)  # the report below shows it too
 
 # %% [markdown]
 # ## Predictions per reason against τ
@@ -82,19 +82,8 @@ next(iter(charts.values()))
 # exceeds it. Validation errors are means over the second capture's runs.
 
 # %%
-cycles = tuple(
-    throttle.predict_cycle(model, {r.reason: f * r.timeout_us})
-    for r in model.reasons
-    for f in (0.1, 0.5, 1.0, 2.0)
-)
-taus = [(r, f * r.timeout_us) for r in model.reasons for f in (0.1, 0.5, 1.0, 2.0)]
-timeouts = tuple(
-    throttle.predict_timeout(
-        r.wait, tau, replicates=[m.reason(r.reason).wait for m in model.replicates]
-    )
-    for r, tau in taus
-)
-report = ThrottleReport(calibration, tuple(runs), model, timeouts, cycles, check, validation)
+taus = {r.reason: [f * r.timeout_us for f in (0.1, 0.5, 1.0, 2.0)] for r in model.reasons}
+report = build_report(calibration, runs, model, taus, targets, validation)
 print(format_report(report))
 
 # %%

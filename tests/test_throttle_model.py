@@ -95,6 +95,18 @@ def test_kaplan_meier_with_counts_equals_repeated_delays():
     assert counted.survival(t) == pytest.approx(km_wait().survival(t))
 
 
+def test_kaplan_meier_censors_each_delay_at_its_own_timeout():
+    # Timeout 4 ms: delays 0 and 4 ms (censored); timeout 12 ms: 0, 8 ms and 12 ms (censored).
+    # t=0: 5 at risk, 2 events → 3/5; the censoring at 4 ms removes one; t=8: 2 at risk,
+    # 1 event → 3/5 · 1/2 = 3/10.
+    wait = m.EmpiricalWait.from_delays(
+        "WB", [0, 4_000, 0, 8_000, 12_000], [4_000, 4_000, 12_000, 12_000, 12_000]
+    )
+    assert wait.survival(np.array([0.0, 5_000.0, 8_000.0])) == pytest.approx([3 / 5, 3 / 5, 3 / 10])
+    assert wait.support_limit_us == 12_000
+    assert wait.cure_fraction == pytest.approx(3 / 10)
+
+
 def test_prediction_below_and_beyond_the_timeout():
     pred = m.predict_timeout(km_wait(), 6_000)
     # S(6 ms) = 4/7; E[min(T, 6 ms)] = 4000·5/7 + 2000·4/7 = 4000 µs.
@@ -192,6 +204,21 @@ def test_cycle_model_by_hand():
     assert m.predict_cycle(model, {"WB": 50_000}).extrapolated
     with pytest.raises(ValueError, match="no throttle reason"):
         m.predict_cycle(model, {"CONGESTED": 4_000})
+    curve = m.timeout_curve(model, "WB", [4_000, 12_000])
+    assert curve["velocity_pps"].to_list() == pytest.approx([short.velocity_pps.value, 400])
+    # S(τ) = P(T > τ): the 8 ms and the censored sleeper outlast 4 ms (2/4); only the
+    # censored one outlasts 12 ms (1/4).
+    assert curve["p_timeout"].to_list() == pytest.approx([2 / 4, 1 / 4])
+    # Twice the throttles per page at τ = 4 ms: s/page = 0.976/400 + 0.02·0.003.
+    doubled = m.predict_cycle(model, {"WB": 4_000}, throttles_per_page={"WB": 0.02})
+    assert doubled.velocity_pps.value == pytest.approx(1 / (0.976 / 400 + 0.02 * 0.003))
+
+
+def test_runs_needed_matches_the_power_tables():
+    # Cohen's tables, two-sided 5%, power 80%: d = 1 → 17 per group, d = 0.5 → 64.
+    assert m.runs_needed(10.0, 10.0) == 17
+    assert m.runs_needed(-5.0, 10.0) == 64
+    assert m.runs_needed(0.0, 10.0) is None
 
 
 def test_efficiency_glm_recovers_a_known_slope():
@@ -248,3 +275,21 @@ def test_validation_scores_against_the_naive_baseline(bundled):
         abs(row["predicted_velocity_pps"] - row["velocity_pps"]) / row["velocity_pps"]
     )
     assert result.velocity_error_sd is None  # one target run: no spread
+    # Given the target's own throttle frequency, only the scan rate is carried over.
+    target = m.calibrate(second)
+    rate = second[0].cycles.height / second[0].scanned
+    mean_sleep_s = target.reasons[0].wait.restricted_mean_us(100_000) / 1e6
+    expected = 1 / (m.calibrate(first).scan_s_per_page + rate * mean_sleep_s)
+    assert row["predicted_velocity_given_rate_pps"] == pytest.approx(expected)
+
+
+def test_per_run_models_give_the_run_spread(bundled):
+    first, second = bundled
+    pooled = m.calibrate(first + second)
+    pred = m.per_run(m.predict_cycle(pooled), [m.calibrate(first), m.calibrate(second)])
+    # At the observed timeout each run's model reproduces its own run's velocity.
+    assert [v for v, _ in pred.runs] == pytest.approx(
+        [first[0].velocity_pps, second[0].velocity_pps]
+    )
+    v_sd, _ = pred.run_sd()
+    assert v_sd == pytest.approx(abs(first[0].velocity_pps - second[0].velocity_pps) / math.sqrt(2))

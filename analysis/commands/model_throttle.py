@@ -61,7 +61,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from analysis.errors import InputError
     from analysis.models import throttle as model
-    from analysis.report.throttle_model import ThrottleReport, as_json, format_report
+    from analysis.report.throttle_model import as_json, build_report, format_report
 
     if args.bootstrap < 0:
         raise InputError(args.capture, f"--bootstrap must be ≥ 0, got {args.bootstrap}")
@@ -73,26 +73,13 @@ def run(args: argparse.Namespace) -> int:
             calibrated.reason(reason)
         except ValueError as exc:
             raise InputError(args.capture, str(exc)) from exc
-    timeouts = []
-    cycles = [model.predict_cycle(calibrated, seed=args.seed)]
-    for r in calibrated.reasons:
-        taus = [asked[r.reason]] if r.reason in asked else [f * r.timeout_us for f in LADDER]
-        reps = [m.reason(r.reason).wait for m in calibrated.replicates]
-        timeouts += [model.predict_timeout(r.wait, tau, replicates=reps) for tau in taus]
-        cycles += [
-            model.predict_cycle(calibrated, {r.reason: tau}, seed=args.seed)
-            for tau in taus
-            if tau != r.timeout_us
-        ]
-    validation = model.validate(calibrated, model.observe(args.validate)) if args.validate else None
-    report = ThrottleReport(
-        capture=str(args.capture),
-        runs=tuple(runs),
-        model=calibrated,
-        timeouts=tuple(timeouts),
-        cycles=tuple(cycles),
-        validation=validation,
-        validation_capture=str(args.validate) if args.validate else None,
+    taus = {
+        r.reason: [asked[r.reason]] if r.reason in asked else [f * r.timeout_us for f in LADDER]
+        for r in calibrated.reasons
+    }
+    targets = model.observe(args.validate) if args.validate else None
+    report = build_report(
+        str(args.capture), runs, calibrated, taus, targets, str(args.validate), seed=args.seed
     )
     if args.json:
         print(json.dumps(as_json(report), indent=2, allow_nan=False))

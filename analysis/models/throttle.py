@@ -48,6 +48,7 @@ import statsmodels.api as sm
 from scipy import integrate
 from scipy.special import expit
 from statsmodels.duration.survfunc import SurvfuncRight
+from statsmodels.stats.power import TTestIndPower
 
 from analysis.errors import InputError
 from analysis.ingest import mmtests, vmstat
@@ -71,8 +72,10 @@ __all__ = [
     "cycles_of",
     "observe",
     "observe_iteration",
+    "per_run",
     "predict_cycle",
     "predict_timeout",
+    "runs_needed",
     "timeout_curve",
     "validate",
 ]
@@ -133,16 +136,17 @@ class ParametricWait:
 @dataclass(frozen=True, eq=False)
 class EmpiricalWait:
     """Kaplan–Meier estimate (statsmodels ``SurvfuncRight``) of T from one throttle group's
-    ``usect_delayed`` (µs): a delay at or above the group's ``usec_timeout`` is right-censored
-    there. ``support_limit_us`` is that timeout. The mass left beyond it is taken as never
-    woken (``cure_fraction``: an upper bound of the true cure fraction, so S(τ > timeout) and
-    E[min(T, τ)] are upper bounds too). Delays are whole jiffies (``jiffies_to_usecs``), taken
-    as exact. Build with :meth:`from_delays`."""
+    ``usect_delayed`` (µs): a delay at or above its event's ``usec_timeout`` is
+    right-censored there (groups pooling several timeouts censor each delay at its own).
+    ``support_limit_us`` is the largest timeout. The mass left beyond it is taken as never
+    woken (``cure_fraction``: an upper bound of the true cure fraction, so S(τ) and
+    E[min(T, τ)] beyond the limit are upper bounds too). Delays are whole jiffies
+    (``jiffies_to_usecs``), taken as exact. Build with :meth:`from_delays`."""
 
     reason: str
     values_us: np.ndarray
+    timeouts_us: np.ndarray
     counts: np.ndarray
-    timeout_us: float
     times_us: np.ndarray = field(repr=False)
     surv: np.ndarray = field(repr=False)
 
@@ -151,26 +155,29 @@ class EmpiricalWait:
         cls,
         reason: str,
         delays_us: Sequence[float] | np.ndarray,
-        timeout_us: float,
+        timeout_us: float | Sequence[float] | np.ndarray,
         counts: Sequence[int] | np.ndarray | None = None,
         *,
         source: str = "<delays>",
     ) -> EmpiricalWait:
-        """KM of ``delays_us`` (optionally with multiplicities ``counts``) at ``timeout_us``."""
+        """KM of ``delays_us`` (optionally with multiplicities ``counts``), each censored at
+        ``timeout_us`` (one value, or one per delay)."""
         d = np.asarray(delays_us, dtype=float)
         w = np.ones_like(d) if counts is None else np.asarray(counts, dtype=float)
         if d.size == 0 or w.sum() <= 0:
             raise InputError(source, f"throttle reason {reason}: no delays to estimate from")
         if np.isnan(d).any() or (d < 0).any():
             raise InputError(source, f"throttle reason {reason}: negative or missing delay")
-        if not timeout_us > 0:
-            raise InputError(source, f"throttle reason {reason}: timeout {timeout_us} µs ≤ 0")
-        values, inverse = np.unique(np.minimum(d, timeout_us), return_inverse=True)
-        merged = np.bincount(inverse, weights=w)
-        km = SurvfuncRight(values, (values < timeout_us).astype(float), freq_weights=merged)
-        return cls(
-            reason, values, merged, float(timeout_us), np.asarray(km.surv_times), km.surv_prob
+        tau = np.broadcast_to(np.asarray(timeout_us, dtype=float), d.shape)
+        if not (tau > 0).all():
+            raise InputError(source, f"throttle reason {reason}: a timeout ≤ 0 µs")
+        rows, inverse = np.unique(
+            np.column_stack([np.minimum(d, tau), tau]), axis=0, return_inverse=True
         )
+        merged = np.bincount(inverse.ravel(), weights=w)
+        values, timeouts = rows[:, 0], rows[:, 1]
+        km = SurvfuncRight(values, (values < timeouts).astype(float), freq_weights=merged)
+        return cls(reason, values, timeouts, merged, np.asarray(km.surv_times), km.surv_prob)
 
     @property
     def zero_mass(self) -> float:
@@ -182,7 +189,7 @@ class EmpiricalWait:
 
     @property
     def support_limit_us(self) -> float:
-        return self.timeout_us
+        return float(self.timeouts_us.max())
 
     def survival(self, t_us: np.ndarray) -> np.ndarray:
         idx = np.searchsorted(self.times_us, np.asarray(t_us, dtype=float), side="right") - 1
@@ -220,7 +227,7 @@ class EmpiricalWait:
             keep = counts > 0
             out.append(
                 EmpiricalWait.from_delays(
-                    self.reason, self.values_us[keep], self.timeout_us, counts[keep]
+                    self.reason, self.values_us[keep], self.timeouts_us[keep], counts[keep]
                 )
             )
         return tuple(out)
@@ -428,7 +435,8 @@ def observe(path: str | Path) -> list[Observation]:
 class ReasonCycle:
     """One throttle reason's part of the cycle: how often (``throttles_per_page``), what
     share of scanned pages its cycles hold (``page_share``), the latent wait, the efficiency
-    GLM ``logit(e) = a + b·x`` (``coef`` = (a, b), x = sleep·w/P) and the observed timeout."""
+    GLM ``logit(e) = a + b·x`` (``coef`` = (a, b), x = sleep·w/P) and the observed timeout
+    (the largest, when the reason's throttles had several)."""
 
     reason: str
     timeout_us: float
@@ -477,18 +485,18 @@ def _glm_coef(x: np.ndarray, scanned: np.ndarray, reclaimed: np.ndarray) -> tupl
 def _reason_cycles(cycles: pl.DataFrame, pages: float, x_per_us: float) -> tuple[ReasonCycle, ...]:
     out = []
     for (reason,), group in cycles.group_by("reason", maintain_order=True):
-        timeout = float(group["usec_timeout"].max())
+        timeouts = group["usec_timeout"].to_numpy()
         delays = group["delay_us"].to_numpy()
         scanned = group["scanned"].to_numpy().astype(float)
         reclaimed = group["reclaimed"].to_numpy().astype(float)
         out.append(
             ReasonCycle(
                 reason=str(reason),
-                timeout_us=timeout,
+                timeout_us=float(timeouts.max()),
                 throttles_per_page=group.height / pages,
                 page_share=scanned.sum() / pages,
-                coef=_glm_coef(np.minimum(delays, timeout) * x_per_us, scanned, reclaimed),
-                wait=EmpiricalWait.from_delays(str(reason), delays, timeout),
+                coef=_glm_coef(np.minimum(delays, timeouts) * x_per_us, scanned, reclaimed),
+                wait=EmpiricalWait.from_delays(str(reason), delays, timeouts),
             )
         )
     return tuple(sorted(out, key=lambda r: r.reason))
@@ -540,12 +548,22 @@ def calibrate(
 @dataclass(frozen=True)
 class CyclePrediction:
     """Velocity (pages scanned per second of reclaim) and efficiency (reclaimed/scanned) at
-    timeouts ``taus_us`` (reason → µs; reasons not named keep their observed timeout)."""
+    timeouts ``taus_us`` (reason → µs; reasons not named keep their observed timeout).
+    ``runs``: (velocity, efficiency) of the same prediction by models calibrated on one run
+    each (:func:`per_run`), whose spread is the run-level uncertainty."""
 
     taus_us: tuple[tuple[str, float], ...]
     velocity_pps: Estimate
     efficiency: Estimate
     extrapolated: bool
+    runs: tuple[tuple[float, float], ...] = ()
+
+    def run_sd(self) -> tuple[float | None, float | None]:
+        """Sample sd of velocity and of efficiency over :attr:`runs` (None below 2)."""
+        if len(self.runs) < 2:
+            return None, None
+        v, e = np.array(self.runs).T
+        return float(np.std(v, ddof=1)), float(np.std(e, ddof=1))
 
 
 def _cycle_values(
@@ -569,11 +587,13 @@ def predict_cycle(
     writeback_pps: float | None = None,
     dirty_pool_pages: float | None = None,
     waits: Mapping[str, LatentWait] | None = None,
+    throttles_per_page: Mapping[str, float] | None = None,
     level: float = 0.95,
     seed: int = 0,
 ) -> CyclePrediction:
     """Velocity and efficiency at ``taus_us``, in the calibration's environment unless
-    another writeback rate, dirty pool or latent waits (reason → wait) are given."""
+    another writeback rate, dirty pool, latent waits or throttle frequencies (reason →
+    wait, reason → throttles per scanned page) are given."""
     taus = dict(taus_us or {})
     for name, tau in taus.items():
         model.reason(name)
@@ -584,10 +604,17 @@ def predict_cycle(
     x_per_us = w / pool / 1e6
 
     def retarget(m: CycleModel) -> CycleModel:
-        if not waits:
-            return m
+        given_wait, given_rate = waits or {}, throttles_per_page or {}
         return replace(
-            m, reasons=tuple(replace(r, wait=waits.get(r.reason, r.wait)) for r in m.reasons)
+            m,
+            reasons=tuple(
+                replace(
+                    r,
+                    wait=given_wait.get(r.reason, r.wait),
+                    throttles_per_page=given_rate.get(r.reason, r.throttles_per_page),
+                )
+                for r in m.reasons
+            ),
         )
 
     v, e = _cycle_values(retarget(model), taus, x_per_us, seed)
@@ -604,6 +631,29 @@ def predict_cycle(
     )
 
 
+def per_run(
+    prediction: CyclePrediction, models: Sequence[CycleModel], *, seed: int = 0
+) -> CyclePrediction:
+    """``prediction`` with the same timeouts predicted by ``models`` (each calibrated on one
+    run, in its own environment) attached as :attr:`CyclePrediction.runs`."""
+    taus = dict(prediction.taus_us)
+    values = tuple(
+        _cycle_values(m, taus, m.writeback_pps / m.dirty_pool_pages / 1e6, seed) for m in models
+    )
+    return replace(prediction, runs=values)
+
+
+def runs_needed(change: float, sd: float, *, alpha: float = 0.05, power: float = 0.8) -> int | None:
+    """Runs per arm for a two-sided two-sample t-test (statsmodels ``TTestIndPower``) to
+    detect a difference ``change`` between two timeouts when runs vary with sd ``sd``
+    (None when there is no change to detect)."""
+    if change == 0:
+        return None
+    effect = abs(change) / sd
+    n = TTestIndPower().solve_power(effect_size=effect, alpha=alpha, power=power)
+    return max(2, math.ceil(float(n)))
+
+
 @dataclass(frozen=True)
 class Validation:
     """Predictions for each trace of another capture against what it measured.
@@ -612,12 +662,15 @@ class Validation:
     efficiency, and the naive baseline (the calibration capture's observed values). The
     ``*_error`` fields are mean absolute relative errors over the target traces (each an
     independent run); ``*_error_sd`` their sample standard deviations (None below 2 runs).
+    ``velocity_error_given_rate``: the model also given the target's throttles per scanned
+    page, which separates the error of the throttle frequency from that of the scan rate.
     """
 
     rows: pl.DataFrame
     velocity_error: float
     velocity_error_sd: float | None
     baseline_velocity_error: float
+    velocity_error_given_rate: float
     efficiency_error: float
     efficiency_error_sd: float | None
     baseline_efficiency_error: float
@@ -634,20 +687,22 @@ def validate(model: CycleModel, targets: Sequence[Observation], *, seed: int = 0
             for r in calib.reasons
             if r.reason in {m.reason for m in model.reasons}
         }
-        pred = predict_cycle(
-            model,
-            taus,
-            writeback_pps=obs.writeback_pps,
-            dirty_pool_pages=obs.dirty_pool_pages,
-            waits={r.reason: r.wait for r in calib.reasons},
-            seed=seed,
-        )
+        environment = {
+            "writeback_pps": obs.writeback_pps,
+            "dirty_pool_pages": obs.dirty_pool_pages,
+            "waits": {r.reason: r.wait for r in calib.reasons},
+            "seed": seed,
+        }
+        pred = predict_cycle(model, taus, **environment)
+        rate = {r.reason: r.throttles_per_page for r in calib.reasons}
+        given_rate = predict_cycle(model, taus, throttles_per_page=rate, **environment)
         rows.append(
             {
                 "source": obs.source,
                 "velocity_pps": obs.velocity_pps,
                 "predicted_velocity_pps": pred.velocity_pps.value,
                 "baseline_velocity_pps": model.observed_velocity_pps,
+                "predicted_velocity_given_rate_pps": given_rate.velocity_pps.value,
                 "efficiency": obs.efficiency,
                 "predicted_efficiency": pred.efficiency.value,
                 "baseline_efficiency": model.observed_efficiency,
@@ -667,6 +722,9 @@ def validate(model: CycleModel, targets: Sequence[Observation], *, seed: int = 0
         velocity_error=float(v.mean()),
         velocity_error_sd=sd(v),
         baseline_velocity_error=float(rel("baseline_velocity_pps", "velocity_pps").mean()),
+        velocity_error_given_rate=float(
+            rel("predicted_velocity_given_rate_pps", "velocity_pps").mean()
+        ),
         efficiency_error=float(e.mean()),
         efficiency_error_sd=sd(e),
         baseline_efficiency_error=float(rel("baseline_efficiency", "efficiency").mean()),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from analysis.models.throttle import (
@@ -12,10 +12,16 @@ from analysis.models.throttle import (
     Observation,
     TimeoutPrediction,
     Validation,
+    calibrate,
+    per_run,
+    predict_cycle,
+    predict_timeout,
+    runs_needed,
+    validate,
 )
 from analysis.stats.describe import mean_sd
 
-__all__ = ["ThrottleReport", "as_json", "format_report"]
+__all__ = ["ThrottleReport", "as_json", "build_report", "format_report"]
 
 ASSUMPTIONS = (
     "T is the same at any timeout; beyond the observed timeout every sleeper still "
@@ -39,6 +45,39 @@ class ThrottleReport:
     cycles: tuple[CyclePrediction, ...]
     validation: Validation | None = None
     validation_capture: str | None = None
+
+
+def build_report(
+    capture: str,
+    runs: Sequence[Observation],
+    model: CycleModel,
+    taus_us: Mapping[str, Sequence[float]],
+    targets: Sequence[Observation] | None = None,
+    target_capture: str | None = None,
+    *,
+    seed: int = 0,
+) -> ThrottleReport:
+    """Predictions at every timeout in ``taus_us`` (reason → timeouts), one reason at a
+    time, the cycle at the observed timeouts first; each cycle prediction also by models
+    calibrated on one run each; the validation on ``targets`` when given."""
+    timeouts: list[TimeoutPrediction] = []
+    cycles = [predict_cycle(model, seed=seed)]
+    for r in model.reasons:
+        reps = [m.reason(r.reason).wait for m in model.replicates]
+        for tau in taus_us.get(r.reason, ()):
+            timeouts.append(predict_timeout(r.wait, tau, replicates=reps))
+            if tau != r.timeout_us:
+                cycles.append(predict_cycle(model, {r.reason: tau}, seed=seed))
+    singles = [calibrate([run]) for run in runs] if len(runs) > 1 else []
+    return ThrottleReport(
+        capture=capture,
+        runs=tuple(runs),
+        model=model,
+        timeouts=tuple(timeouts),
+        cycles=tuple(per_run(c, singles, seed=seed) for c in cycles),
+        validation=validate(model, targets, seed=seed) if targets else None,
+        validation_capture=target_capture if targets else None,
+    )
 
 
 def _ci(est: Estimate, fmt: str) -> str:
@@ -83,12 +122,16 @@ def format_report(report: ThrottleReport) -> str:
                 f"{_ci(p.mean_stall_us, '.0f'):<26} {p90.value if p90 else float('nan'):>8.0f}"
             )
         lines.append("")
-    lines.append(f"  {'timeouts us':<24} {'velocity pages/s':<26} {'efficiency':<22}")
+    lines.append(
+        f"  {'tau us':<10}  {'velocity pages/s':<22} {'run sd':>6} {'efficiency':<24} {'run sd':>6}"
+    )
     for c in report.cycles:
         taus = ", ".join(f"{t:.0f}" for _, t in c.taus_us) or "observed"
         mark = "*" if c.extrapolated else " "
+        v_sd, e_sd = c.run_sd()
         lines.append(
-            f"  {taus:<23}{mark} {_ci(c.velocity_pps, '.0f'):<26} {_ci(c.efficiency, '.4f'):<22}"
+            f"  {taus:<10}{mark} {_ci(c.velocity_pps, '.0f'):<22} {_opt(v_sd, '.0f'):>6} "
+            f"{_ci(c.efficiency, '.4f'):<24} {_opt(e_sd, '.4f'):>6}"
         )
     lines += _verdicts(report)
     if report.validation is not None:
@@ -101,48 +144,56 @@ def format_report(report: ThrottleReport) -> str:
             f"{v.baseline_velocity_error:.1%}",
             f"  efficiency            {_err(v.efficiency_error, v.efficiency_error_sd):<16}"
             f"{v.baseline_efficiency_error:.1%}",
+            f"  velocity given the other capture's throttles per page: "
+            f"{v.velocity_error_given_rate:.1%}",
         ]
     lines += ["", "assumptions:"] + [f"  - {a}" for a in ASSUMPTIONS]
     lines.append(
-        "  run-to-run sd above vs the intervals: intervals narrower than the spread across "
-        "runs understate the uncertainty"
+        "  run sd: the same prediction by models calibrated on one run each; intervals "
+        "narrower than it understate the uncertainty"
     )
     return "\n".join(_wrap(line) for line in lines)
 
 
 def _verdicts(report: ThrottleReport) -> list[str]:
-    """Whether the predicted change across the timeouts shown exceeds the run-to-run spread."""
+    """The largest predicted change from the observed timeout, how each run's own model
+    sees it, and how many runs per timeout an experiment would need to see it."""
+    base = next((c for c in report.cycles if not c.taus_us), None)
+    others = [c for c in report.cycles if c.taus_us]
+    if base is None or not others:
+        return []
     out = []
-    for label, pred, observed, fmt in (
-        (
-            "velocity",
-            [c.velocity_pps.value for c in report.cycles],
-            [r.velocity_pps for r in report.runs],
-            ".0f",
-        ),
-        (
-            "efficiency",
-            [c.efficiency.value for c in report.cycles],
-            [r.efficiency for r in report.runs],
-            ".4f",
-        ),
+    for label, pick, observed, fmt in (
+        ("velocity", lambda c: c.velocity_pps.value, [r.velocity_pps for r in report.runs], ".0f"),
+        ("efficiency", lambda c: c.efficiency.value, [r.efficiency for r in report.runs], ".4f"),
     ):
-        change = max(pred) - min(pred)
+        index = 0 if label == "velocity" else 1
+        far = max(others, key=lambda c: abs(pick(c) - pick(base)))
+        change = pick(far) - pick(base)
+        taus = ", ".join(f"{t:.0f}" for _, t in far.taus_us)
+        line = f"  {label}: largest change {change / pick(base):+.2%} at tau {taus} us"
+        if far.runs and base.runs:
+            per_run = [
+                (f[index] - b[index]) / b[index] for f, b in zip(far.runs, base.runs, strict=True)
+            ]
+            line += f" (each run's model: {min(per_run):+.2%} to {max(per_run):+.2%})"
         _, sd = mean_sd(observed)
         if sd is None:
-            out.append(f"  {label}: one run, so the run-to-run spread is unknown: need ≥ 2")
-        elif change > 2 * sd:
-            out.append(
-                f"  {label}: predicted range {format(change, fmt)} exceeds 2 run-to-run sd "
-                f"({format(2 * sd, fmt)})"
-            )
+            line += "; run-to-run sd unknown with one run: need ≥ 2 runs to size a test"
         else:
-            out.append(
-                f"  {label}: ~ predicted range {format(change, fmt)} is within 2 run-to-run sd "
-                f"({format(2 * sd, fmt)}): no effect of the timeout could be seen in "
-                f"{len(observed)} runs"
+            n = runs_needed(change, sd)
+            line += (
+                "; no change to see"
+                if n is None
+                else f"; to see it, an experiment needs ≥ {n} runs per timeout "
+                f"(run sd {format(sd, fmt)}, 5% level, 80% power)"
             )
+        out.append(line)
     return out
+
+
+def _opt(value: float | None, fmt: str) -> str:
+    return "-" if value is None else format(value, fmt)
 
 
 def _err(value: float, sd: float | None) -> str:
@@ -212,6 +263,7 @@ def as_json(report: ThrottleReport) -> dict:
                 "velocity_pps": _est(c.velocity_pps),
                 "efficiency": _est(c.efficiency),
                 "extrapolated": c.extrapolated,
+                "runs": [{"velocity_pps": v, "efficiency": e} for v, e in c.runs],
             }
             for c in report.cycles
         ],
@@ -223,6 +275,7 @@ def as_json(report: ThrottleReport) -> dict:
             "velocity_error": v.velocity_error,
             "velocity_error_sd": v.velocity_error_sd,
             "baseline_velocity_error": v.baseline_velocity_error,
+            "velocity_error_given_rate": v.velocity_error_given_rate,
             "efficiency_error": v.efficiency_error,
             "efficiency_error_sd": v.efficiency_error_sd,
             "baseline_efficiency_error": v.baseline_efficiency_error,
