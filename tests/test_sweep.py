@@ -184,3 +184,11 @@ def test_cli_model_throttle_text_json_and_errors(capsys):
     assert pred["p_timeout"]["low"] <= share <= pred["p_timeout"]["high"]
     assert main(["model-throttle", it, "--timeout", "CONGESTED=5"]) == 2
     assert "no throttle reason 'CONGESTED'" in capsys.readouterr().err
+
+
+def test_throttle_sweep_refuses_a_bad_timeout(tmp_path):
+    out = tmp_path / "out"
+    g = grid(tmp_path, f"capture: {ITER}\ntau_us: [-5]\n")
+    with pytest.raises(InputError, match=r"tau_us.*-5.*must be > 0"):
+        s.sweep("throttle", g, out)
+    assert not out.exists()

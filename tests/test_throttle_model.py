@@ -14,6 +14,7 @@ import polars as pl
 import pytest
 from scipy import stats
 
+from analysis.cli import main
 from analysis.errors import InputError
 from analysis.ingest import mmtests
 from analysis.models import throttle as m
@@ -293,3 +294,58 @@ def test_per_run_models_give_the_run_spread(bundled):
     )
     v_sd, _ = pred.run_sd()
     assert v_sd == pytest.approx(abs(first[0].velocity_pps - second[0].velocity_pps) / math.sqrt(2))
+
+
+SHRINK_FIELDS = (
+    "nr_congested=0 nr_immediate=0 nr_activate_anon=0 nr_activate_file=0 nr_ref_keep=0 "
+    "nr_unmap_fail=0 priority=12 flags=RECLAIM_WB_FILE|RECLAIM_WB_ASYNC"
+)
+
+
+def hand_iteration(tmp_path, *, throttled: bool) -> mmtests.Iteration:
+    """A one-reclaim iteration written by hand: 10 ms of memcg reclaim, two scans of 32
+    pages (16 then 32 reclaimed), between them an 8 ms writeback throttle (if ``throttled``);
+    vmstat: nr_written +5000 pages in 10 s, dirty + writeback 100 then 400 pages."""
+    it = tmp_path / "run" / "iter-0"
+    it.mkdir(parents=True)
+    (it / "tests-timestamp").write_text("test begin :: t 1700000000\ntest end :: t 1700000010 0\n")
+    task = "          python-100     [000] .....  "
+    lines = [
+        f"{task}10.000000: mm_vmscan_memcg_reclaim_begin: order=0 gfp_flags=GFP_HIGHUSER_MOVABLE",
+        f"{task}10.000100: mm_vmscan_lru_shrink_inactive: nid=0 nr_scanned=32 nr_reclaimed=16 "
+        f"nr_dirty=16 nr_writeback=0 {SHRINK_FIELDS}",
+        f"{task}10.008100: mm_vmscan_throttled: nid=0 usec_timeout=100000 usect_delayed=8000 "
+        "reason=VMSCAN_THROTTLE_WRITEBACK",
+        f"{task}10.008200: mm_vmscan_lru_shrink_inactive: nid=0 nr_scanned=32 nr_reclaimed=32 "
+        f"nr_dirty=0 nr_writeback=0 {SHRINK_FIELDS}",
+        f"{task}10.010000: mm_vmscan_memcg_reclaim_end: nr_reclaimed=48",
+    ]
+    if not throttled:
+        del lines[2]
+    (it / "ftrace-t.txt").write_text("\n".join(lines) + "\n")
+    (it / "proc-vmstat-t").write_text(
+        "time: 1700000000\nnr_dirty 100\nnr_writeback 0\nnr_written 1000\n"
+        "time: 1700000010\nnr_dirty 300\nnr_writeback 100\nnr_written 6000\n"
+    )
+    (run,) = mmtests.find_runs(it)
+    return run.iterations[0]
+
+
+def test_observation_of_a_hand_written_iteration(tmp_path):
+    (obs,) = m.observe_iteration(hand_iteration(tmp_path, throttled=True))
+    assert obs.reclaim_s == pytest.approx(0.010)
+    assert obs.velocity_pps == pytest.approx(64 / 0.010)
+    assert obs.efficiency == pytest.approx(48 / 64)
+    assert (obs.pre_scanned, obs.pre_reclaimed) == (32, 16)
+    assert obs.cycles.select("delay_us", "scanned", "reclaimed").rows() == [(8000.0, 32, 32)]
+    assert obs.blocked == 16
+    assert obs.writeback_pps == pytest.approx(5000 / 10)
+    assert obs.dirty_pool_pages == pytest.approx((100 + 400) / 2)
+    # 10 ms of reclaim less 8 ms asleep: 2 ms scanning 64 pages.
+    assert m.calibrate([obs]).scan_s_per_page == pytest.approx(0.002 / 64)
+
+
+def test_cli_refuses_a_capture_without_throttling(tmp_path, capsys):
+    hand_iteration(tmp_path, throttled=False)
+    assert main(["model-throttle", str(tmp_path / "run")]) == 2
+    assert "no throttle event with a delay" in capsys.readouterr().err

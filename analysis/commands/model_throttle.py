@@ -67,6 +67,8 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(args.capture, f"--bootstrap must be ≥ 0, got {args.bootstrap}")
     runs = model.observe(args.capture)
     calibrated = model.calibrate(runs, bootstrap=args.bootstrap, seed=args.seed)
+    if not calibrated.reasons:
+        raise InputError(args.capture, "no throttle event with a delay: no timeout to model")
     asked = dict(args.timeout)
     for reason in asked:
         try:

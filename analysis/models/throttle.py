@@ -28,6 +28,10 @@ Assumptions, each a way it can be wrong:
 3. Scans before a reclaimer's first throttle keep their observed efficiency.
 4. T is the same at any τ (the wake condition does not depend on the timeout) and nothing
    beyond the observed timeout is known: τ above it is extrapolation and flagged.
+5. Reclaim contexts (kswapd, direct, memcg) are pooled per reason.
+
+The kernel's timeouts are whole jiffies; a τ between two multiples of a jiffy gets the
+value at the one below (the delays, and so the Kaplan–Meier steps, are whole jiffies).
 
 Velocity(τ) = 1 / (1/v + Σ_r q_r·E[min(T_r, τ_r)]); efficiency(τ) = the page-weighted mix
 of each reason's E_T[logit⁻¹(a_r + b_r·min(T_r, τ_r)·w/P)] and the pre-throttle scans.
