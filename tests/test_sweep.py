@@ -76,6 +76,9 @@ def test_unknown_parameters_and_models(tmp_path):
         s.sweep("plane", grid(tmp_path, "x: [1]\nw: [2]\n"), out, registry=REGISTRY)
     with pytest.raises(InputError, match="unknown sweep model"):
         s.sweep("nope", grid(tmp_path, "x: [1]\n"), out, registry=REGISTRY)
+    ghost = {"ghost": "tests.test_sweep:no_such_model"}
+    with pytest.raises(InputError, match="cannot be loaded"):
+        s.sweep("ghost", grid(tmp_path, "x: [1]\n"), out, registry=ghost)
     assert not out.exists()
 
 

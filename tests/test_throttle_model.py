@@ -339,6 +339,7 @@ def test_observation_of_a_hand_written_iteration(tmp_path):
     assert (obs.pre_scanned, obs.pre_reclaimed) == (32, 16)
     assert obs.cycles.select("delay_us", "scanned", "reclaimed").rows() == [(8000.0, 32, 32)]
     assert obs.blocked == 16
+    assert obs.blocked_share == pytest.approx(16 / 64)
     assert obs.writeback_pps == pytest.approx(5000 / 10)
     assert obs.dirty_pool_pages == pytest.approx((100 + 400) / 2)
     # 10 ms of reclaim less 8 ms asleep: 2 ms scanning 64 pages.

@@ -19,7 +19,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "sweep", help="evaluate a model over a parameter grid (Parquet)", description=__doc__
     )
     p.add_argument("model", metavar="MODEL", help="registered sweep model, e.g. throttle")
-    p.add_argument("--grid", type=Path, required=True, metavar="GRID.yaml")
+    p.add_argument(
+        "--grid",
+        type=Path,
+        required=True,
+        metavar="GRID.yaml",
+        help="parameter: value, [values] or {start, stop, num or step, log}",
+    )
     where = p.add_mutually_exclusive_group()
     where.add_argument("--workers", type=int, metavar="N", help="local Dask cluster of N")
     where.add_argument("--scheduler", metavar="ADDRESS", help="existing Dask scheduler")

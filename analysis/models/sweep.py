@@ -246,7 +246,10 @@ def sweep(
     if workers is not None and workers <= 0:
         raise InputError(grid_path, f"--workers must be ≥ 1, got {workers}")
     spec = spec_of(name, registry)
-    model = resolve(spec)
+    try:
+        model = resolve(spec)
+    except (ImportError, AttributeError) as exc:
+        raise InputError(name, f"sweep model {spec} cannot be loaded: {exc}") from exc
     grid = load_grid(grid_path)
     accepted = getattr(model, "parameters", None)
     if accepted is not None and (unknown := sorted(set(grid) - set(accepted))):

@@ -344,6 +344,12 @@ class Observation:
         """Observed reclaimed / scanned."""
         return self.reclaimed / self.scanned
 
+    @property
+    def blocked_share(self) -> float:
+        """Share of scanned pages found dirty, under writeback or marked for immediate
+        reclaim: what throttling waits on, and most of 1 − efficiency."""
+        return self.blocked / self.scanned
+
 
 def cycles_of(shrink: pl.DataFrame, throttled: pl.DataFrame) -> tuple[pl.DataFrame, int, int]:
     """Attribute each scan (``pid``, ``ts_ns``, ``nr_scanned``, ``nr_reclaimed``) to the same

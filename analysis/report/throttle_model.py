@@ -100,6 +100,9 @@ def format_report(report: ThrottleReport) -> str:
         f"calibrated on {len(report.runs)} runs (traces); observed per run:",
         _runs_line("velocity pages/s of reclaim", [r.velocity_pps for r in report.runs], ".0f"),
         _runs_line("efficiency reclaimed/scanned", [r.efficiency for r in report.runs], ".3f"),
+        _runs_line(
+            "dirty/writeback/immediate share", [r.blocked_share for r in report.runs], ".3f"
+        ),
         f"  writeback {m.writeback_pps:.0f} pages/s, dirty pool {m.dirty_pool_pages:.0f} pages",
         "",
     ]
@@ -227,7 +230,12 @@ def as_json(report: ThrottleReport) -> dict:
     return {
         "capture": report.capture,
         "runs": [
-            {"source": r.source, "velocity_pps": r.velocity_pps, "efficiency": r.efficiency}
+            {
+                "source": r.source,
+                "velocity_pps": r.velocity_pps,
+                "efficiency": r.efficiency,
+                "blocked_share": r.blocked_share,
+            }
             for r in report.runs
         ],
         "writeback_pps": m.writeback_pps,
