@@ -32,6 +32,7 @@
 calibration = "data/stutterp-dirty20"
 validation = "data/stutterp-dirty5"
 bootstrap = 200
+phases = (4, 16)  # worker counts of mmlab capture's phases: calibrate on one, score the other
 build_dir = "build"
 
 # %%
@@ -91,3 +92,19 @@ print(check.rows)
 vchart = validation_chart(check.rows, f"calibrated on {calibration}, scored on {validation}")
 vchart.save(figures / "06-validation.svg")
 vchart
+
+# %% [markdown]
+# ## Across worker counts of the same capture
+# Calibrated on the phases with the first worker count, scored on those with the second.
+# Reclaim time includes waiting for a CPU, so the scan rate per second of reclaim is not
+# expected to carry over to more concurrent reclaimers: this is where the model is weakest.
+
+# %%
+low, high = (throttle.observe(calibration, workers=w) for w in phases)
+across = throttle.validate(throttle.calibrate(low), high)
+print(across.rows.select("source", "velocity_pps", "predicted_velocity_pps", "efficiency"))
+print(
+    f"velocity error {across.velocity_error:.1%} (naive {across.baseline_velocity_error:.1%}, "
+    f"given the throttle rate {across.velocity_error_given_rate:.1%}); efficiency error "
+    f"{across.efficiency_error:.1%} (naive {across.baseline_efficiency_error:.1%})"
+)

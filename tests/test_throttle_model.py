@@ -7,6 +7,7 @@ from an exponential distribution's closed form, or from a simulation with known 
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -305,7 +306,8 @@ SHRINK_FIELDS = (
 def hand_iteration(tmp_path, *, throttled: bool) -> mmtests.Iteration:
     """A one-reclaim iteration written by hand: 10 ms of memcg reclaim, two scans of 32
     pages (16 then 32 reclaimed), between them an 8 ms writeback throttle (if ``throttled``);
-    vmstat: nr_written +5000 pages in 10 s, dirty + writeback 100 then 400 pages."""
+    vmstat: nr_written +1000 then +4000 pages in two 5 s steps, dirty + writeback 100, 200,
+    400 pages."""
     it = tmp_path / "run" / "iter-0"
     it.mkdir(parents=True)
     (it / "tests-timestamp").write_text("test begin :: t 1700000000\ntest end :: t 1700000010 0\n")
@@ -325,8 +327,18 @@ def hand_iteration(tmp_path, *, throttled: bool) -> mmtests.Iteration:
     (it / "ftrace-t.txt").write_text("\n".join(lines) + "\n")
     (it / "proc-vmstat-t").write_text(
         "time: 1700000000\nnr_dirty 100\nnr_writeback 0\nnr_written 1000\n"
+        "time: 1700000005\nnr_dirty 200\nnr_writeback 0\nnr_written 2000\n"
         "time: 1700000010\nnr_dirty 300\nnr_writeback 100\nnr_written 6000\n"
     )
+    # Two phases as mmlab capture records them: 1 worker until 10.005 s, then 2 workers.
+    phases = [
+        {"workers": w, "start_trace_s": a, "end_trace_s": b, "start_epoch_s": e, "end_epoch_s": f}
+        for w, a, b, e, f in (
+            (1, 10.0, 10.005, 1700000000, 1700000005),
+            (2, 10.005, 10.02, 1700000005, 1700000010),
+        )
+    ]
+    (it / "mmlab.json").write_text(json.dumps({"phases": phases}))
     (run,) = mmtests.find_runs(it)
     return run.iterations[0]
 
@@ -341,9 +353,33 @@ def test_observation_of_a_hand_written_iteration(tmp_path):
     assert obs.blocked == 16
     assert obs.blocked_share == pytest.approx(16 / 64)
     assert obs.writeback_pps == pytest.approx(5000 / 10)
-    assert obs.dirty_pool_pages == pytest.approx((100 + 400) / 2)
+    assert obs.dirty_pool_pages == pytest.approx((100 + 200 + 400) / 3)
     # 10 ms of reclaim less 8 ms asleep: 2 ms scanning 64 pages.
     assert m.calibrate([obs]).scan_s_per_page == pytest.approx(0.002 / 64)
+
+
+def test_phases_split_the_iteration(tmp_path):
+    iteration = hand_iteration(tmp_path, throttled=True)
+    (one,) = m.observe_iteration(iteration, workers=1)
+    (two,) = m.observe_iteration(iteration, workers=2)
+    # The reclaim interval 10.000-10.010 s is clipped at 10.005 s: 5 ms in each phase.
+    assert (one.reclaim_s, two.reclaim_s) == pytest.approx((0.005, 0.005))
+    assert (one.scanned, one.reclaimed, one.cycles.height) == (32, 16, 0)
+    assert (two.scanned, two.reclaimed, two.cycles.height) == (32, 32, 1)
+    assert (one.writeback_pps, two.writeback_pps) == pytest.approx((1000 / 5, 4000 / 5))
+    assert (one.dirty_pool_pages, two.dirty_pool_pages) == pytest.approx((150, 300))
+    assert two.source.endswith("#workers=2")
+    with pytest.raises(InputError, match="no phase with 3 workers"):
+        m.observe_iteration(iteration, workers=3)
+
+
+def test_real_phases_tile_the_iteration(bundled):
+    (whole,), _ = bundled
+    iteration = mmtests.find_runs(DATA / "stutterp-dirty20")[0].iterations[0]
+    phases = [o for w in (4, 8, 16) for o in m.observe_iteration(iteration, workers=w)]
+    assert sum(p.scanned for p in phases) == whole.scanned
+    assert sum(p.cycles.height for p in phases) == whole.cycles.height
+    assert sum(p.reclaim_s for p in phases) == pytest.approx(whole.reclaim_s, rel=1e-3)
 
 
 def test_cli_refuses_a_capture_without_throttling(tmp_path, capsys):

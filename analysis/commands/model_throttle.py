@@ -3,7 +3,9 @@ timeouts would have done to a capture's sleepers, reclaim velocity and efficienc
 
 CAPTURE is a capture, run or ``iter-N`` directory; every trace below it is one run. Without
 ``--timeout`` each reason is shown at 1/10, 1/4, 1/2, 1 and 2 times its observed timeout.
-``--validate OTHER`` scores the model calibrated on CAPTURE against OTHER's runs.
+``--validate OTHER`` scores the model calibrated on CAPTURE against OTHER's runs;
+``--phase``/``--validate-phase`` restrict either to the phases an ``mmlab capture
+--workers 4,8,16`` ran with that many workers (OTHER may be CAPTURE itself).
 """
 
 from __future__ import annotations
@@ -50,8 +52,24 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str = "throttle") -
     p.add_argument("--bootstrap", type=int, default=200, help="replicates (default 200)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--validate", type=Path, metavar="OTHER", help="capture to validate on")
+    p.add_argument(
+        "--phase",
+        type=int,
+        metavar="WORKERS",
+        help="only the mmlab capture phases with this many workers",
+    )
+    p.add_argument(
+        "--validate-phase",
+        type=int,
+        metavar="WORKERS",
+        help="phases of OTHER to validate on (default: --phase)",
+    )
     p.add_argument("--json", action="store_true", help="JSON instead of text")
     p.set_defaults(func=run)
+
+
+def _label(path: Path | None, workers: int | None) -> str:
+    return f"{path}" if workers is None else f"{path} ({workers} workers)"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -65,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.bootstrap < 0:
         raise InputError(args.capture, f"--bootstrap must be ≥ 0, got {args.bootstrap}")
-    runs = model.observe(args.capture)
+    runs = model.observe(args.capture, workers=args.phase)
     calibrated = model.calibrate(runs, bootstrap=args.bootstrap, seed=args.seed)
     if not calibrated.reasons:
         raise InputError(args.capture, "no throttle event with a delay: no timeout to model")
@@ -79,9 +97,16 @@ def run(args: argparse.Namespace) -> int:
         r.reason: [asked[r.reason]] if r.reason in asked else [f * r.timeout_us for f in LADDER]
         for r in calibrated.reasons
     }
-    targets = model.observe(args.validate) if args.validate else None
+    other = args.phase if args.validate_phase is None else args.validate_phase
+    targets = model.observe(args.validate, workers=other) if args.validate else None
     report = build_report(
-        str(args.capture), runs, calibrated, taus, targets, str(args.validate), seed=args.seed
+        _label(args.capture, args.phase),
+        runs,
+        calibrated,
+        taus,
+        targets,
+        _label(args.validate, other),
+        seed=args.seed,
     )
     if args.json:
         print(json.dumps(as_json(report), indent=2, allow_nan=False))

@@ -16,7 +16,10 @@ Assumptions, each a way it can be wrong:
 
 1. A reclaimer alternates between scanning at a fixed rate v (pages/s, reclaim time minus
    throttle sleep over ``nr_scanned``) and sleeping; a reason r throttles it q_r times per
-   scanned page, whatever τ is (τ changes how long it sleeps, not how often).
+   scanned page, whatever τ is (τ changes how long it sleeps, not how often). Reclaim
+   time includes waiting for a CPU, so v falls with the number of concurrent reclaimers
+   and does not carry over to another worker count. Velocity here is per second of
+   reclaim, not mmtests' pages scanned per second of the test.
 2. A *cycle* is the scanning a reclaimer does after waking from one throttle until its next
    one. Its efficiency depends only on x = s·w/P, the share of the dirty pool written back
    during the sleep s = min(T, τ): w is the writeback completion rate (vmstat ``nr_written``,
@@ -71,12 +74,14 @@ __all__ = [
     "ReasonCycle",
     "TimeoutPrediction",
     "Validation",
+    "Window",
     "calibrate",
     "calibrated",
     "cycles_of",
     "observe",
     "observe_iteration",
     "per_run",
+    "phase_windows",
     "predict_cycle",
     "predict_timeout",
     "runs_needed",
@@ -381,24 +386,73 @@ def cycles_of(shrink: pl.DataFrame, throttled: pl.DataFrame) -> tuple[pl.DataFra
     return cycles, *pages
 
 
-def _writeback_and_pool(iteration: mmtests.Iteration, test: str) -> tuple[float, float]:
+@dataclass(frozen=True)
+class Window:
+    """A stretch of an iteration: ``mmlab capture``'s phase with ``workers`` workers
+    (mmlab.json ``phases``: trace-clock and epoch bounds), or the whole iteration (None)."""
+
+    workers: int | None = None
+    trace_s: tuple[float, float] | None = None
+    epoch_s: tuple[float, float] | None = None
+
+
+def phase_windows(iteration: mmtests.Iteration, workers: int | None) -> list[Window]:
+    """The whole iteration (``workers`` None), else its phases run with ``workers``."""
+    if workers is None:
+        return [Window()]
+    phases = [p for p in iteration.metadata.get("phases", []) if p.get("workers") == workers]
+    if not phases:
+        raise InputError(iteration.path, f"no phase with {workers} workers in mmlab.json")
+    return [
+        Window(
+            workers,
+            (float(p["start_trace_s"]), float(p["end_trace_s"])),
+            (float(p["start_epoch_s"]), float(p["end_epoch_s"])),
+        )
+        for p in phases
+    ]
+
+
+def _within(frame: pl.DataFrame, column: str, bounds: tuple[float, float] | None) -> pl.DataFrame:
+    return frame if bounds is None else frame.filter(pl.col(column).is_between(*bounds))
+
+
+def _writeback_and_pool(
+    iteration: mmtests.Iteration, test: str, window: Window
+) -> tuple[float, float]:
     monitor = iteration.vmstat_monitor(test)
-    if monitor is None or len(monitor) < 2 or "nr_written" not in monitor.names:
+    if monitor is None or "nr_written" not in monitor.names:
         raise InputError(iteration.path, f"no proc-vmstat-{test} monitor with nr_written")
-    frame = monitor.frame
+    frame = _within(monitor.frame, "epoch_s", window.epoch_s)
+    if frame.height < 2:
+        raise InputError(iteration.path, f"fewer than 2 proc-vmstat-{test} samples in the window")
     dt = float(frame["epoch_s"][-1] - frame["epoch_s"][0])
     written = float(frame["nr_written"][-1] - frame["nr_written"][0])
     memcg = sorted(iteration.path.glob(f"memcg-stat-{test}*"))
     if memcg:
-        stat = vmstat.read(memcg[0]).frame
+        stat = _within(vmstat.read(memcg[0]).frame, "epoch_s", window.epoch_s)
         pool = float(((stat["dirty"] + stat["writeback"]) / PAGE_BYTES).mean())
     else:
         pool = float((frame["nr_dirty"] + frame["nr_writeback"]).mean())
     return written / dt, pool
 
 
-def observe_iteration(iteration: mmtests.Iteration) -> list[Observation]:
-    """One :class:`Observation` per trace of an mmtests/``mmlab capture`` iteration."""
+def _reclaim_ns(closed: pl.DataFrame, bounds: tuple[float, float] | None) -> int:
+    """Closed reclaim time, each interval clipped to ``bounds`` (trace seconds)."""
+    if bounds is None:
+        return int(closed["duration_ns"].sum() or 0)
+    lo, hi = (int(b * 1e9) for b in bounds)
+    clipped = pl.min_horizontal("end_ts_ns", pl.lit(hi)) - pl.max_horizontal(
+        "begin_ts_ns", pl.lit(lo)
+    )
+    return int(closed.select(clipped.clip(lower_bound=0)).sum().item() or 0)
+
+
+def observe_iteration(
+    iteration: mmtests.Iteration, *, workers: int | None = None
+) -> list[Observation]:
+    """One :class:`Observation` per trace of an mmtests/``mmlab capture`` iteration, or per
+    trace and phase with ``workers`` workers (``mmlab capture --workers 4,8,16``)."""
     # Imported here: the trace reader pulls in numba, which `mmlab --help` must not pay for.
     from analysis.ingest import ftrace
 
@@ -408,33 +462,50 @@ def observe_iteration(iteration: mmtests.Iteration) -> list[Observation]:
         if SHRINK not in trace.event_names:
             raise InputError(path, f"no {SHRINK} events: nothing to measure scanning by")
         reclaim = pairing.reclaim_intervals(trace)
-        intervals = pairing.all_intervals(reclaim)
-        closed_ns = sum(
-            int(s.intervals.filter(pl.col("status") == "closed")["duration_ns"].sum() or 0)
-            for s in reclaim.values()
+        closed = pl.concat(
+            [
+                s.intervals.filter(pl.col("status") == "closed").select(
+                    "begin_ts_ns", "end_ts_ns", "duration_ns"
+                )
+                for s in reclaim.values()
+            ]
         )
-        if closed_ns <= 0:
-            raise InputError(path, "no closed reclaim interval: reclaim time unknown")
-        shrink = trace.events(SHRINK)
-        events = throttle.throttle_events(trace, intervals).filter(pl.col("delay_us").is_not_null())
-        cycles, pre_s, pre_r = cycles_of(shrink, events)
-        blocked = int(
-            shrink.select(pl.sum_horizontal("nr_dirty", "nr_writeback", "nr_immediate"))
-            .sum()
-            .item()
+        events = throttle.throttle_events(trace, pairing.all_intervals(reclaim)).filter(
+            pl.col("delay_us").is_not_null()
         )
-        w, pool = _writeback_and_pool(iteration, test)
-        out.append(Observation(str(path), cycles, pre_s, pre_r, blocked, closed_ns / 1e9, w, pool))
+        for window in phase_windows(iteration, workers):
+            ns = None if window.trace_s is None else tuple(t * 1e9 for t in window.trace_s)
+            shrink = _within(trace.events(SHRINK), "ts_ns", ns)
+            reclaim_ns = _reclaim_ns(closed, window.trace_s)
+            if reclaim_ns <= 0:
+                raise InputError(path, "no closed reclaim interval: reclaim time unknown")
+            cycles, pre_s, pre_r = cycles_of(shrink, _within(events, "ts_ns", ns))
+            blocked = shrink.select(pl.sum_horizontal("nr_dirty", "nr_writeback", "nr_immediate"))
+            w, pool = _writeback_and_pool(iteration, test, window)
+            source = str(path) if workers is None else f"{path}#workers={workers}"
+            out.append(
+                Observation(
+                    source,
+                    cycles,
+                    pre_s,
+                    pre_r,
+                    int(blocked.sum().item()),
+                    reclaim_ns / 1e9,
+                    w,
+                    pool,
+                )
+            )
     return out
 
 
-def observe(path: str | Path) -> list[Observation]:
-    """Observations of every iteration below ``path`` (capture, run or ``iter-N``)."""
+def observe(path: str | Path, *, workers: int | None = None) -> list[Observation]:
+    """Observations of every iteration below ``path`` (capture, run or ``iter-N``), of its
+    phases with ``workers`` workers only when given."""
     found = [
         obs
         for run in mmtests.find_runs(path)
         for iteration in run.iterations
-        for obs in observe_iteration(iteration)
+        for obs in observe_iteration(iteration, workers=workers)
     ]
     if not found:
         raise InputError(path, "no trace in any iteration below this path")
@@ -764,22 +835,29 @@ def timeout_curve(model: CycleModel, reason: str, taus_us: Sequence[float]) -> p
 
 
 @lru_cache(maxsize=8)
-def calibrated(capture: str, bootstrap: int = 0, seed: int = 0) -> CycleModel:
-    """:func:`calibrate` on every trace below ``capture``, once per process (sweeps ask for
-    the same capture at every point)."""
-    return calibrate(observe(Path(capture)), bootstrap=bootstrap, seed=seed)
+def calibrated(
+    capture: str, bootstrap: int = 0, seed: int = 0, workers: int | None = None
+) -> CycleModel:
+    """:func:`calibrate` on every trace (or phase with ``workers`` workers) below
+    ``capture``, once per process (sweeps ask for the same capture at every point)."""
+    return calibrate(observe(Path(capture), workers=workers), bootstrap=bootstrap, seed=seed)
 
 
 def SWEEP_MODEL(params: dict[str, object]) -> dict[str, float]:
     """One sweep point: ``capture`` (path), ``tau_us`` (timeout of ``reason``, by default
-    the capture's only throttle reason), ``bootstrap`` (replicates, default 0) and ``seed``.
+    the capture's only throttle reason), ``bootstrap`` (replicates, default 0), ``seed``
+    and ``workers`` (calibrate on ``mmlab capture`` phases with that many workers only).
 
     Outputs velocity (pages/s of reclaim), efficiency, P(timeout), the mean stall (µs),
     ``extrapolated`` (1 when τ is beyond the observed timeout) and, with a bootstrap,
     ``*_low``/``*_high`` 95% interval bounds.
     """
+    workers = params.get("workers")
     model = calibrated(
-        str(params["capture"]), int(params.get("bootstrap", 0)), int(params.get("seed", 0))
+        str(params["capture"]),
+        int(params.get("bootstrap", 0)),
+        int(params.get("seed", 0)),
+        None if workers is None else int(workers),
     )
     if "reason" in params:
         reason = model.reason(str(params["reason"]))
@@ -804,4 +882,4 @@ def SWEEP_MODEL(params: dict[str, object]) -> dict[str, float]:
     return out
 
 
-SWEEP_MODEL.parameters = ("capture", "tau_us", "reason", "bootstrap", "seed")
+SWEEP_MODEL.parameters = ("capture", "tau_us", "reason", "bootstrap", "seed", "workers")

@@ -26,7 +26,8 @@ __all__ = ["ThrottleReport", "as_json", "build_report", "format_report"]
 ASSUMPTIONS = (
     "T is the same at any timeout; beyond the observed timeout every sleeper still "
     "waiting is taken as never woken (upper bounds; rows marked *)",
-    "throttles per scanned page and the scanning rate do not depend on the timeout",
+    "throttles per scanned page and the scanning rate do not depend on the timeout; "
+    "the scanning rate includes waiting for a CPU (it changes with concurrency)",
     "cycle efficiency depends on the share of the dirty pool written back during the "
     "sleep; long sleeps also mark slow writeback, so this is association, not cause",
     "intervals: bootstrap over throttle cycles pooled across runs, as if independent",
