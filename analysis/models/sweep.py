@@ -15,6 +15,10 @@ Resumable: each finished point is written at once, whole, to
 points already there; ``OUT/<model>.parquet`` is written (atomically) only when every
 point of the grid is done. A bad grid, an unknown model or an unreachable scheduler stops
 the sweep before anything is written.
+
+On ``--scheduler`` the workers import the model themselves and open the paths the grid
+names, so they need this package and those files at the same paths; results come back
+to this process, which alone writes them.
 """
 
 from __future__ import annotations
