@@ -31,6 +31,7 @@
 # %% tags=["parameters"]
 calibration = "data/stutterp-dirty20"
 validation = "data/stutterp-dirty5"
+seed_mail = "data/mail/000_901e324e43c5b0b5.txt"
 bootstrap = 200
 phases = (4, 16)  # worker counts of mmlab capture's phases: calibrate on one, score the other
 build_dir = "build"
@@ -39,13 +40,38 @@ build_dir = "build"
 from pathlib import Path
 
 import numpy as np
+import polars as pl
 
+from analysis.ingest import histogram
+from analysis.metrics.pairing import all_intervals
+from analysis.metrics.throttle import throttle_events
 from analysis.models import throttle
 from analysis.report.throttle_charts import curve_chart, validation_chart
 from analysis.report.throttle_model import build_report, format_report
 
 figures = Path(build_dir) / "figures"
 figures.mkdir(parents=True, exist_ok=True)
+
+# %% [markdown]
+# ## Seed 000: other timeouts for the mail's sleepers
+# Kaplan–Meier per block of the mail's histograms (5.15-rc1 with throttling; blocks
+# labelled as in notebook 02), each delay censored at its block's timeout. Only the wait
+# side: the mail has no scan counts for a cycle model.
+
+# %%
+labels = {0: "vanilla", 1: "vanilla", 2: "kswapd", 3: "direct totals"}
+labels |= {4: "direct", 5: "direct", 6: "direct"}
+mail_events = throttle_events(histogram.read(seed_mail, labels=labels), all_intervals({}))
+rows = []
+for (_event, context, reason), wait in throttle.group_waits(mail_events).items():
+    for tau in (10_000, 25_000, 50_000, wait.support_limit_us):
+        p = throttle.predict_timeout(wait, tau, replicates=wait.resample(bootstrap, 0))
+        rows.append(
+            {"context": context, "reason": reason, "tau_us": tau, "p_timeout": p.p_timeout.value}
+            | {"low": p.p_timeout.low, "high": p.p_timeout.high}
+            | {"mean_stall_us": p.mean_stall_us.value}
+        )
+print(pl.DataFrame(rows))
 
 # %% [markdown]
 # ## Calibration: every run (trace) of the first capture, pooled

@@ -17,7 +17,9 @@ from scipy import stats
 
 from analysis.cli import main
 from analysis.errors import InputError
-from analysis.ingest import mmtests
+from analysis.ingest import histogram, mmtests
+from analysis.metrics import pairing
+from analysis.metrics import throttle as throttle_metrics
 from analysis.models import throttle as m
 from analysis.stats.latent import LatentWait
 from tests.conftest import DATA
@@ -89,6 +91,15 @@ def test_kaplan_meier_against_hand_worked_example():
     assert wait.quantile_us(0.8) == math.inf  # beyond 5/7 only censored sleepers remain
 
 
+def test_all_censored_sleepers_are_all_beyond_the_timeout():
+    wait = m.EmpiricalWait.from_delays("WB", [100_000, 104_000], 100_000)
+    assert wait.survival(np.array([0.0, 100_000.0, 1e6])) == pytest.approx([1, 1, 1])
+    assert (wait.zero_mass, wait.cure_fraction) == (0.0, 1.0)
+    assert wait.restricted_mean_us(50_000) == pytest.approx(50_000)
+    assert wait.quantile_us(0.5) == math.inf
+    assert np.isinf(wait.draws(10, seed=0)).all()
+
+
 def test_kaplan_meier_with_counts_equals_repeated_delays():
     counted = m.EmpiricalWait.from_delays(
         "WRITEBACK", [0, 4_000, 8_000, 12_000], 12_000, [2, 1, 2, 2]
@@ -107,6 +118,43 @@ def test_kaplan_meier_censors_each_delay_at_its_own_timeout():
     assert wait.survival(np.array([0.0, 5_000.0, 8_000.0])) == pytest.approx([3 / 5, 3 / 5, 3 / 10])
     assert wait.support_limit_us == 12_000
     assert wait.cure_fraction == pytest.approx(3 / 10)
+
+
+def test_group_waits_weigh_histogram_counts():
+    events = pl.DataFrame(
+        {
+            "event": ["mm_vmscan_throttled"] * 4,
+            "context": ["kswapd", "kswapd", "kswapd", "direct"],
+            "reason": ["WB"] * 4,
+            "usec_timeout": [100_000, 100_000, 100_000, None],
+            "delay_us": [0, 40_000, 100_000, None],
+            "count": [6, 3, 1, 50],
+        }
+    )
+    (key,) = m.group_waits(events)  # the direct totals row has no delay: left out
+    wait = m.group_waits(events)[key]
+    assert key == ("mm_vmscan_throttled", "kswapd", "WB")
+    # 10 sleepers: 6 at 0, 3 at 40 ms, 1 censored at 100 ms: S = 0.4, 0.1, 0.1.
+    assert wait.survival(np.array([0.0, 40_000.0, 100_000.0])) == pytest.approx([0.4, 0.1, 0.1])
+    assert wait.restricted_mean_us(100_000) == pytest.approx((3 * 40_000 + 100_000) / 10)
+
+
+def test_seed_000_groups_agree_with_the_throttle_table(seeds_dir):
+    labels = {0: "vanilla", 1: "vanilla", 2: "kswapd", 3: "direct totals"}
+    labels |= {4: "direct", 5: "direct", 6: "direct"}
+    hist = histogram.read(seeds_dir / "000_901e324e43c5b0b5.txt", labels=labels)
+    events = throttle_metrics.throttle_events(hist, pairing.all_intervals({}))
+    table = throttle_metrics.throttle_table(events).filter(pl.col("known_delay") > 0)
+    waits = m.group_waits(events)
+    assert len(waits) == table.height == 6
+    for row in table.iter_rows(named=True):
+        wait = waits[(row["event"], row["context"], row["reason"])]
+        tau = row["usec_timeout"]
+        # Censoring only at the timeout: KM's S(τ) is the share at the timeout, and its
+        # restricted mean the mean of the delays capped at it.
+        assert wait.survival(np.array([float(tau)]))[0] == pytest.approx(row["timeout_share"])
+        if row["max_usec"] <= tau:
+            assert wait.restricted_mean_us(tau) == pytest.approx(row["mean_usec"])
 
 
 def test_prediction_below_and_beyond_the_timeout():

@@ -78,6 +78,7 @@ __all__ = [
     "calibrate",
     "calibrated",
     "cycles_of",
+    "group_waits",
     "observe",
     "observe_iteration",
     "per_run",
@@ -201,8 +202,11 @@ class EmpiricalWait:
         return float(self.timeouts_us.max())
 
     def survival(self, t_us: np.ndarray) -> np.ndarray:
-        idx = np.searchsorted(self.times_us, np.asarray(t_us, dtype=float), side="right") - 1
-        return np.where(idx < 0, 1.0, self.surv[np.maximum(idx, 0)])
+        # A step function 1 before the first event time; with no event at all (every sleep
+        # ran to its timeout) it is 1 everywhere.
+        steps = np.concatenate(([1.0], self.surv))
+        idx = np.searchsorted(self.times_us, np.asarray(t_us, dtype=float), side="right")
+        return steps[idx]
 
     def restricted_mean_us(self, tau_us: float) -> float:
         # The integral of the KM step function from 0 to tau.
@@ -220,9 +224,8 @@ class EmpiricalWait:
     def draws(self, n: int, seed: int) -> np.ndarray:
         u = np.random.default_rng(seed).random(n)
         idx = np.searchsorted(1.0 - self.surv, u, side="left")
-        return np.where(
-            idx < self.surv.size, self.times_us[np.minimum(idx, self.surv.size - 1)], math.inf
-        )
+        # Past the last event time (the mass beyond the timeout): never woken.
+        return np.append(self.times_us, math.inf)[idx]
 
     def resample(self, n: int, seed: int) -> tuple[EmpiricalWait, ...]:
         """``n`` bootstrap replicates: the group's delays drawn with replacement (treated as
@@ -240,6 +243,28 @@ class EmpiricalWait:
                 )
             )
         return tuple(out)
+
+
+def group_waits(
+    events: pl.DataFrame, *, source: str = "<events>"
+) -> dict[tuple[str, str, str], EmpiricalWait]:
+    """An :class:`EmpiricalWait` per (event, context, reason) of
+    :func:`analysis.metrics.throttle.throttle_events` (a trace's or a mail histogram's,
+    whose ``count`` weights each delay); each delay censored at its own ``usec_timeout``.
+    Rows without a delay (a histogram's totals block) are left out."""
+    known = events.filter(pl.col("delay_us").is_not_null() & pl.col("usec_timeout").is_not_null())
+    return {
+        (str(event), str(context), str(reason)): EmpiricalWait.from_delays(
+            str(reason),
+            group["delay_us"].to_numpy(),
+            group["usec_timeout"].to_numpy(),
+            group["count"].to_numpy(),
+            source=source,
+        )
+        for (event, context, reason), group in known.group_by(
+            "event", "context", "reason", maintain_order=True
+        )
+    }
 
 
 @dataclass(frozen=True)
