@@ -28,6 +28,7 @@ COMMAND_MODULES = (
     "analysis.commands.notebook",
     "analysis.commands.sweep_notebook",
     "analysis.commands.model",
+    "analysis.commands.sweep",
 )
 
 
