@@ -22,6 +22,7 @@ COMMAND_MODULES = (
     "analysis.commands.stalls",
     "analysis.commands.ingest",
     "analysis.commands.report",
+    "analysis.commands.fit",
 )
 
 

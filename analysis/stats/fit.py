@@ -12,7 +12,8 @@ P(k=0) = 1 − R(J)/J, P(k=j) = −(R((j+1)J) − 2R(jJ) + R((j−1)J))/J for 0 
 P(k=K) = (R(KJ) − R((K−1)J))/J. Histogram counts are the likelihood weights, so a million
 events cost no more than a hundred.
 
-Estimation: ``scipy.optimize.minimize`` (L-BFGS-B) from several starts; standard errors
+Estimation: ``scipy.optimize.minimize`` (SLSQP, whose small dense steps do not wake
+the threaded BLAS that L-BFGS-B calls) from several starts; standard errors
 from the observed information (``statsmodels.tools.numdiff.approx_hess3`` of the negative
 log-likelihood, delta method to every derived quantity); optional bootstrap (multinomial
 resampling of the histogram) for percentile CIs and a parametric-bootstrap p-value of the
@@ -352,16 +353,24 @@ def _starts(fam: Family, data: JiffyData, zero: bool, cure: bool) -> list[np.nda
 
 
 def _warm(
-    base: ModelFit | None, data: JiffyData, zero: bool, cure: bool
+    nested: list[ModelFit], data: JiffyData, zero: bool, cure: bool
 ) -> list[np.ndarray] | None:
-    """Start a model with a zero mass / cure fraction from its family's plain fit (nested
-    models share the optimum's neighbourhood) and from the default starts' best guess."""
-    if base is None:
+    """Starts from the family's already fitted nested models (the optimum of a model with a
+    zero mass or cure fraction lies near theirs) besides the default starts."""
+    if not nested:
         return None
-    fam = FAMILIES[base.family]
+    fam = FAMILIES[nested[0].family]
+    m = len(fam.params)
     default = _starts(fam, data, zero, cure)
-    extra = default[0][len(fam.params) :]
-    return [np.concatenate([base.theta, extra]), *default]
+    starts = []
+    for fit in nested:
+        extra = list(default[0][m:])
+        if zero and fit.zero:
+            extra[0] = fit.theta[m]
+        if cure and fit.cure:
+            extra[-1] = fit.theta[-1]
+        starts.append(np.concatenate([fit.theta[:m], extra]))
+    return starts + default
 
 
 def _g2(counts: np.ndarray, p: np.ndarray) -> float:
@@ -375,15 +384,15 @@ def _optimise(nll, starts: list[np.ndarray], bounds) -> optimize.OptimizeResult:
     """A short run from every start, then the best one to convergence."""
     lo, hi = np.array(bounds).T
     if len(starts) == 1:
-        return optimize.minimize(nll, np.clip(starts[0], lo, hi), method="L-BFGS-B", bounds=bounds)
+        return optimize.minimize(nll, np.clip(starts[0], lo, hi), method="SLSQP", bounds=bounds)
     rough = [
         optimize.minimize(
-            nll, np.clip(x0, lo, hi), method="L-BFGS-B", bounds=bounds, options={"maxiter": 40}
+            nll, np.clip(x0, lo, hi), method="SLSQP", bounds=bounds, options={"maxiter": 40}
         )
         for x0 in starts
     ]
     best = min(rough, key=lambda r: r.fun)
-    return optimize.minimize(nll, best.x, method="L-BFGS-B", bounds=bounds)
+    return optimize.minimize(nll, best.x, method="SLSQP", bounds=bounds)
 
 
 def _natural_vector(fam: Family, zero: bool, cure: bool, theta: np.ndarray) -> np.ndarray:
@@ -533,8 +542,9 @@ def delta_observables(model: ModelFit, data: JiffyData) -> dict[str, Estimate]:
         return _link(_observable_values(_split(fam, model.zero, model.cure, theta), data))
 
     values = _observable_values(model.wait, data)
-    # An infinite quantile (inside the cure fraction) stays infinite at every nearby theta.
-    finite = np.isfinite(values)
+    # A quantile inside the cure fraction (inf) or the zero mass (0) stays there at every
+    # nearby theta: its CI is the point itself.
+    finite = np.isfinite(values) & (values > 0)
     if model.cov is None:
         sd = np.full(values.size, math.nan)
     else:
@@ -716,16 +726,16 @@ def fit_group(
     occupied = int(np.count_nonzero(data.counts))
     fits: list[ModelFit] = []
     skipped = []
-    base: dict[str, ModelFit] = {}
+    nested: dict[str, list[ModelFit]] = {}
     for fam, zero, cure in candidate_models(families):
         k = len(FAMILIES[fam].params) + zero + cure
         if k >= occupied:
             skipped.append(f"{model_name(fam, zero, cure)}: {k} parameters, {occupied} bins")
             continue
         fit = fit_model(
-            data, fam, zero=zero, cure=cure, starts=_warm(base.get(fam), data, zero, cure)
+            data, fam, zero=zero, cure=cure, starts=_warm(nested.get(fam, []), data, zero, cure)
         )
-        base.setdefault(fam, fit)
+        nested.setdefault(fam, []).append(fit)
         fits.append(fit)
     if not fits:
         raise InputError(reason or "<group>", "no model has fewer parameters than bins")
