@@ -10,9 +10,11 @@ from __future__ import annotations
 import math
 import textwrap
 
+import polars as pl
+
 from analysis.stats.fit import QUANTILES, Estimate, GroupFailure, GroupFit, ModelFit
 
-__all__ = ["format_fits", "format_group", "group_json"]
+__all__ = ["format_fits", "format_group", "group_json", "summary_frame"]
 
 SHOWN_MODELS = 8
 CAVEAT = (
@@ -178,3 +180,24 @@ def group_json(group: GroupFit | GroupFailure) -> dict[str, object]:
         "identifiability": list(group.identifiability),
         "bootstrap": group.bootstrap,
     }
+
+
+def summary_frame(fits: dict[str, list[GroupFit | GroupFailure]]) -> pl.DataFrame:
+    """One row per fitted group of each source (e.g. an iteration): n, best model and the
+    observables with their 95 % CIs (``*_low``/``*_high``); times in µs."""
+    rows = []
+    for source, groups in fits.items():
+        for g in groups:
+            if not isinstance(g, GroupFit):
+                continue
+            row: dict[str, object] = {
+                "source": source,
+                "group": f"{g.context} {g.reason}",
+                "n": g.n,
+                "best": g.best.name,
+            }
+            for name in ("p_timeout", "restricted_mean_usec", "q0.5"):
+                est = g.observables[name]
+                row |= {name: est.estimate, f"{name}_low": est.ci_low, f"{name}_high": est.ci_high}
+            rows.append(row)
+    return pl.DataFrame(rows)

@@ -173,6 +173,7 @@ def turnbull_jiffies(data: JiffyData, bootstrap: int = 200, seed: int = 0) -> pl
         _, tb, sb = turnbull(left[keep], right[keep], resample[keep].astype(np.float64))
         draws.append(np.interp(t, tb, sb, left=1.0, right=float(sb[-1])))
     low, high = np.percentile(np.array(draws), [2.5, 97.5], axis=0) if draws else (s, s)
+    finite = np.isfinite(t)
     return pl.DataFrame(
         {"time_us": t, "survival": s, "ci_low": low, "ci_high": high}, schema=SURVIVAL_SCHEMA
-    )
+    ).filter(pl.Series(finite))
