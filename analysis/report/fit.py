@@ -73,6 +73,11 @@ def format_group(group: GroupFit | GroupFailure) -> str:
         lines.append(f"... {len(group.models) - SHOWN_MODELS} more models in --json")
     if group.bootstrap == 0:
         lines.append("G2 p: needs --bootstrap N (parametric bootstrap)")
+    else:
+        lines.append(
+            f"G2 p: parametric bootstrap, {group.bootstrap} replicates (smallest possible"
+            f" {1 / (group.bootstrap + 1):.3f}); - : dAIC > 4, not tested"
+        )
     method = "bootstrap" if group.bootstrap else "delta method"
     lines += [
         "",

@@ -300,8 +300,10 @@ def _split(fam: Family, zero: bool, cure: bool, theta: np.ndarray) -> FittedWait
     return FittedWait("", fam, fam.natural(theta[:m]), z, c, math.inf)
 
 
-def _bounds(fam: Family, data: JiffyData, zero: bool, cure: bool) -> list[tuple[float, float]]:
-    scale = (math.log(data.jiffy_us / 1000.0), math.log(data.timeout_us * 1e4))
+def _bounds(fam: Family, low_us: float, high_us: float, extra: int) -> list[tuple[float, float]]:
+    """Search box of theta: scales from ``low_us``/1000 to ``high_us``·10⁴, shapes 0.03-30,
+    and ``extra`` zero-mass / cure logits."""
+    scale = (math.log(low_us / 1000.0), math.log(high_us * 1e4))
     kinds = {
         "weight1": (-10.0, 10.0),
         "scale2_us": (0.0, 12.0),
@@ -310,7 +312,7 @@ def _bounds(fam: Family, data: JiffyData, zero: bool, cure: bool) -> list[tuple[
     }
     shape = (math.log(0.03), math.log(30.0))
     out = [kinds.get(name, shape) for name in fam.params]
-    return out + [(-EXTRA_BOUND, EXTRA_BOUND)] * (zero + cure)
+    return out + [(-EXTRA_BOUND, EXTRA_BOUND)] * extra
 
 
 def log_likelihood(data: JiffyData, wait: FittedWait, *, phase: bool = True) -> float:
@@ -429,7 +431,7 @@ def fit_model(
     fam = FAMILIES[family]
     counts = data.counts if counts is None else counts
     nll = _nll_fn(fam, zero, cure, data, counts, phase)
-    bounds = _bounds(fam, data, zero, cure)
+    bounds = _bounds(fam, data.jiffy_us, data.timeout_us, zero + cure)
     res = _optimise(nll, starts or _starts(fam, data, zero, cure), bounds)
     theta = np.asarray(res.x)
     lo, hi = np.array(bounds).T
@@ -683,7 +685,8 @@ def _bootstrap(
         draws.append(_observable_values(refit.wait, data))
     arr = np.array(draws)
     values = _observable_values(best.wait, data)
-    lo, hi = np.nanpercentile(arr, [2.5, 97.5], axis=0)
+    with np.errstate(invalid="ignore"):
+        lo, hi = np.nanpercentile(arr, [2.5, 97.5], axis=0)
     observables = {
         name: Estimate(float(v), float(a), float(b), "bootstrap")
         for name, v, a, b in zip(OBSERVABLES, values, lo, hi, strict=True)
