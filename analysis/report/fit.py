@@ -12,9 +12,10 @@ import textwrap
 
 import polars as pl
 
+from analysis.stats.durations import DurationFit
 from analysis.stats.fit import QUANTILES, Estimate, GroupFailure, GroupFit, ModelFit
 
-__all__ = ["format_fits", "format_group", "group_json", "summary_frame"]
+__all__ = ["format_duration_fits", "format_fits", "format_group", "group_json", "summary_frame"]
 
 SHOWN_MODELS = 8
 CAVEAT = (
@@ -206,3 +207,19 @@ def summary_frame(fits: dict[str, list[GroupFit | GroupFailure]]) -> pl.DataFram
                 row |= {name: est.estimate, f"{name}_low": est.ci_low, f"{name}_high": est.ci_high}
             rows.append(row)
     return pl.DataFrame(rows)
+
+
+def format_duration_fits(title: str, fits: list[DurationFit]) -> str:
+    """Censored latency fits, best AIC first: median and 99th percentile (µs, 95 % CI)."""
+    lines = [
+        title,
+        f"{'model':<24}{'AIC':>11}{'dAIC':>8}{'median us':>11}{'CI':>15}{'p99 us':>11}",
+    ]
+    for f in fits:
+        median, p99 = f.quantiles[0.5], f.quantiles[0.99]
+        ci = f"{_num(median.ci_low)}-{_num(median.ci_high)}"
+        lines.append(
+            f"{f.model:<24}{f.aic:>11.1f}{f.aic - fits[0].aic:>8.1f}{_num(median.estimate):>11}"
+            f"{ci:>15}{_num(p99.estimate):>11}"
+        )
+    return "\n".join(lines)
