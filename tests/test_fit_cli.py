@@ -48,3 +48,14 @@ def test_no_throttle_events_is_said(tmp_path, capsys):
     text.write_text("3 mm_vmscan_kswapd_wake: nid=0 zid=1 order=0\n")
     assert main(["fit", str(text)]) == 0
     assert "no throttle delays to fit" in capsys.readouterr().out
+
+
+def test_bootstrap_text_fits_80_columns_and_says_what_more_data_buys(seeds_dir, capsys):
+    args = ["fit", str(seeds_dir / SEED), "--label", "2=kswapd", "--context", "kswapd"]
+    assert main([*args, "--family", "log-logistic", "--bootstrap", "10"]) == 0
+    out = capsys.readouterr().out
+    assert all(len(line) <= 80 for line in out.splitlines())
+    assert "parametric bootstrap, 10 replicates" in out
+    # 244 sleeps give P(timeout) to about +-0.02; +-0.01 takes about four times as many.
+    needed = int(out.split("+-0.01 would take about ")[1].split()[0])
+    assert 700 < needed < 1300

@@ -18,6 +18,8 @@ from analysis.stats.fit import QUANTILES, Estimate, GroupFailure, GroupFit, Mode
 __all__ = ["format_duration_fits", "format_fits", "format_group", "group_json", "summary_frame"]
 
 SHOWN_MODELS = 8
+# The precision of P(timeout) a timeout decision needs, to say how many sleeps that takes.
+TARGET_HALF_WIDTH = 0.01
 CAVEAT = (
     "CIs treat sleeps as independent; sleeps of one capture are not (one writeback\n"
     "burst wakes many), so they understate run-to-run spread: compare >= 3 runs."
@@ -54,6 +56,16 @@ def _header(group: GroupFit | GroupFailure) -> str:
     return f"{group.event} {group.reason}\n  context {group.context}, timeout {timeout}"
 
 
+def _precision(group: GroupFit) -> tuple[float, int | None]:
+    """Half-width of the P(timeout) CI, and the sleeps a half-width of TARGET_HALF_WIDTH
+    would take (CI width shrinks as 1/sqrt(n)); None when already that precise."""
+    est = group.observables["p_timeout"]
+    half = (est.ci_high - est.ci_low) / 2
+    if not math.isfinite(half) or half <= TARGET_HALF_WIDTH:
+        return half, None
+    return half, math.ceil(group.n * (half / TARGET_HALF_WIDTH) ** 2)
+
+
 def format_group(group: GroupFit | GroupFailure) -> str:
     """One group's table: models ranked by AIC, the best model's parameters, observables."""
     if isinstance(group, GroupFailure):
@@ -77,7 +89,7 @@ def format_group(group: GroupFit | GroupFailure) -> str:
     else:
         lines.append(
             f"G2 p: parametric bootstrap, {group.bootstrap} replicates (smallest possible"
-            f" {1 / (group.bootstrap + 1):.3f}); - : dAIC > 4, not tested"
+            f" {1 / (group.bootstrap + 1):.3f});\n  '-': dAIC > 4, not tested"
         )
     method = "bootstrap" if group.bootstrap else "delta method"
     lines += [
@@ -101,6 +113,12 @@ def format_group(group: GroupFit | GroupFailure) -> str:
         if est.estimate > data.timeout_us:
             label += " (>timeout:model)"
         lines.append(_estimate_row(label, est))
+    half, needed = _precision(group)
+    if needed is not None:
+        lines.append(
+            f"P(timeout) is known to +-{half:.3f}; +-{TARGET_HALF_WIDTH} would take about"
+            f" {needed} sleeps"
+        )
     if group.identifiability:
         lines.append("not identified / caution:")
         lines += [_wrap(f"- {note}", "  ") for note in group.identifiability]
@@ -184,6 +202,7 @@ def group_json(group: GroupFit | GroupFailure) -> dict[str, object]:
         },
         "empirical": {name: _estimate_json(est) for name, est in group.empirical.items()},
         "identifiability": list(group.identifiability),
+        "sleeps_for_p_timeout_pm_0.01": _precision(group)[1],
         "bootstrap": group.bootstrap,
     }
 

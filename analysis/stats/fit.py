@@ -687,6 +687,8 @@ def _bootstrap(
     values = _observable_values(best.wait, data)
     with np.errstate(invalid="ignore"):
         lo, hi = np.nanpercentile(arr, [2.5, 97.5], axis=0)
+    # A quantile inside the fitted cure fraction is infinite, and so is its interval.
+    lo, hi = np.where(np.isinf(values), values, lo), np.where(np.isinf(values), values, hi)
     observables = {
         name: Estimate(float(v), float(a), float(b), "bootstrap")
         for name, v, a, b in zip(OBSERVABLES, values, lo, hi, strict=True)
