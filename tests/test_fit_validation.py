@@ -10,8 +10,8 @@ from analysis.stats.validation.simulate import CHECKED, TRUTHS, Cell, simulate_c
 
 
 def test_tick_phase_fit_covers_and_floor_binning_is_biased():
-    row = simulate_cell(Cell(TRUTHS[0], hz=250, n=1000), reps=300, seed=4, aic_reps=0)
-    assert row["reps"] == 300
+    row = simulate_cell(Cell(TRUTHS[0], hz=250, n=1000), reps=200, seed=4, aic_reps=0)
+    assert row["reps"] == 200
     pooled = sum(row[name]["coverage"] for name in CHECKED) / len(CHECKED)
     assert 0.93 <= pooled <= 0.97
     for name in CHECKED:
