@@ -32,7 +32,7 @@ import numpy as np
 import polars as pl
 from scipy import optimize, special
 from statsmodels.stats.proportion import proportion_confint
-from statsmodels.tools.numdiff import approx_hess3
+from statsmodels.tools.numdiff import approx_fprime, approx_hess3
 
 from analysis.errors import InputError
 from analysis.stats.families import FAMILIES, Family
@@ -403,15 +403,8 @@ def _natural_vector(fam: Family, zero: bool, cure: bool, theta: np.ndarray) -> n
 
 
 def _jacobian(fn: Callable[[np.ndarray], np.ndarray], theta: np.ndarray) -> np.ndarray:
-    base = np.asarray(fn(theta), dtype=np.float64)
-    jac = np.empty((base.size, theta.size))
-    for i in range(theta.size):
-        h = 1e-5 * max(1.0, abs(theta[i]))
-        up, down = theta.copy(), theta.copy()
-        up[i] += h
-        down[i] -= h
-        jac[:, i] = (np.asarray(fn(up)) - np.asarray(fn(down))) / (2 * h)
-    return jac
+    """d fn / d theta by central differences (statsmodels), shape (outputs, params)."""
+    return np.atleast_2d(approx_fprime(theta, fn, centered=True))
 
 
 def fit_model(
