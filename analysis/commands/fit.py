@@ -10,11 +10,11 @@ quantiles (95 % CIs). A group that cannot be fitted says why.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from analysis.commands.stalls import _analyse, _label, _sources
 from analysis.report.fit import format_fits, group_json
+from analysis.report.json_output import dumps
 from analysis.stats.families import FAMILIES
 from analysis.stats.fit import fit_throttle_groups
 
@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
             out.append((analysis.source, groups))
     if args.json:
         records = [{"source": src, **group_json(g)} for src, groups in out for g in groups]
-        print(json.dumps(records, indent=2, allow_nan=False))
+        print(dumps(records))
         return 0
     for src, groups in out:
         print(f"== {src}")
