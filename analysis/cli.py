@@ -29,6 +29,7 @@ COMMAND_MODULES = (
     "analysis.commands.sweep_notebook",
     "analysis.commands.model",
     "analysis.commands.sweep",
+    "analysis.commands.fit",
 )
 
 
