@@ -45,8 +45,9 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as exc:
         print(f"mmlab {args.command}: {exc}", file=sys.stderr)
         return 2
-    except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
-        print(f"mmlab {args.command}: {exc.filename}: {exc.strerror}", file=sys.stderr)
+    except OSError as exc:  # a path that is missing, a directory, unwritable, on a full disk
+        where = f"{exc.filename}: " if exc.filename is not None else ""
+        print(f"mmlab {args.command}: {where}{exc.strerror or exc}", file=sys.stderr)
         return 2
 
 

@@ -104,6 +104,8 @@ def format_accounting(acc: dict) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.out is not None and args.out.exists() and not args.out.is_dir():
+        raise InputError(args.out, "--out names the ingest cache directory, and this is a file")
     files = _inputs(args.paths)
     if len(files) == 1 and args.scheduler is None:
         bar, update = _progress(files[0])
@@ -116,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         results = ftrace.ingest(files, cache_dir=args.out, scheduler=args.scheduler)
     if args.json:
-        print(json.dumps(results[0] if len(results) == 1 else results, indent=2))
+        print(json.dumps(results[0] if len(results) == 1 else results, indent=2, allow_nan=False))
     else:
         print("\n\n".join(format_accounting(acc) for acc in results))
     return 0

@@ -266,7 +266,23 @@ def parse(text: str, source: str = "<text>") -> Samples:
         raise InputError(
             source, "counters are neither /proc/vmstat nor a cgroup memory.stat", first[0]
         )
-    return Samples(source, kind, layout, _frame(rows, epochs), other)
+    frame = _frame(rows, epochs)
+    _check_unsigned(source, kind, frame, lines)
+    return Samples(source, kind, layout, frame, other)
+
+
+def _check_unsigned(source: str, kind: str, frame: pl.DataFrame, lines) -> None:
+    """A negative event counter is damage: counters are sums of unsigned per-CPU increments
+    and every kernel prints them unsigned. Levels may be negative (memcg v1 printed
+    transient negative sums before ~4.x), so they are left alone."""
+    counters = [n for n in frame.columns[1:] if not is_gauge(n, kind)]
+    lows = frame.select(pl.col(counters).min()).row(0, named=True) if counters else {}
+    for name, low in lows.items():
+        if low is not None and low < 0:
+            line = next((n for n, t in lines if t.split() == [name, str(low)]), None)
+            raise InputError(
+                source, f"counter {name} is negative ({low}): counters are unsigned", line
+            )
 
 
 def read(path: str | Path) -> Samples:
