@@ -313,6 +313,17 @@ def test_error_reaches_the_terminal_without_traceback(tmp_path):
     assert proc.stderr.startswith(f"mmlab ingest: {path}:1: not a trace")
 
 
+def test_reader_closing_the_pipe_is_not_an_error(tmp_path):
+    """``mmlab ... | head -1``: the reader goes away before mmlab writes."""
+    before, after = tmp_path / "before", tmp_path / "after"
+    before.write_text(BEFORE)
+    after.write_text(AFTER)
+    argv = [sys.executable, "-m", "analysis.cli", "vmstat", str(before), str(after)]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO)
+    proc.stdout.close()
+    assert (proc.wait(), proc.stderr.read()) == (0, b"")
+
+
 def test_two_ingests_at_once_give_one_result(tmp_path, excerpt):
     path = tmp_path / "ftrace-x.txt"
     path.write_bytes(excerpt * 20)  # 40,000 lines: long enough for the runs to overlap
@@ -373,6 +384,25 @@ def test_a_worker_dying_twice_is_one_error_naming_the_file(tmp_path):
         map_in_processes(die_always, files, str(tmp_path), 2)
     assert info.value.path == files[1]
     assert "died twice" in str(info.value)
+
+
+def test_half_built_datasets_of_dead_processes_are_removed(mmlab, tmp_path, excerpt):
+    """A worker killed mid-ingest leaves ``tmp-<pid>-<thread>``; the next ingest removes it
+    unless that process is alive."""
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    orphan = mmlab.cache / f"tmp-{dead.stdout.strip()}-1"
+    alive = mmlab.cache / f"tmp-{os.getpid()}-1"
+    for d in (orphan, alive):
+        (d / "event=x").mkdir(parents=True)
+    trace = tmp_path / "ftrace-x.txt"
+    trace.write_bytes(excerpt)
+    ingest_json(mmlab, trace)
+    assert not orphan.exists() and alive.is_dir()
 
 
 def test_input_error_in_a_worker_reaches_the_command(mmlab, tmp_path, excerpt):

@@ -100,6 +100,7 @@ def cached(cache: Path, path: Path) -> Path | None:
 def store(cache: Path, path: Path, build: Callable[[Path], tuple[str, dict]]) -> Path:
     """Build the dataset of ``path`` with ``build(tmp) -> (sha256, meta)`` and index it."""
     key = _stat_key(path)
+    _remove_orphans(cache)
     tmp = cache / f"tmp-{os.getpid()}-{threading.get_ident()}"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
@@ -115,6 +116,18 @@ def store(cache: Path, path: Path, build: Callable[[Path], tuple[str, dict]]) ->
     index.parent.mkdir(exist_ok=True)
     _replace_text(index, json.dumps({**key, "sha256": directory.name}))
     return directory
+
+
+def _remove_orphans(cache: Path) -> None:
+    """Delete the half-built datasets of ingest processes that no longer exist (killed,
+    e.g. by the OOM killer, before their ``finally`` could run)."""
+    for tmp in cache.glob("tmp-*-*"):
+        try:
+            os.kill(int(tmp.name.split("-")[1]), 0)
+        except ProcessLookupError:
+            shutil.rmtree(tmp, ignore_errors=True)
+        except (ValueError, PermissionError):
+            continue  # not ours to judge: a name we did not write, or another user's process
 
 
 def _publish(tmp: Path, directory: Path) -> None:
