@@ -27,6 +27,7 @@ import zstandard
 from analysis import cli
 from analysis.errors import InputError
 from analysis.ingest.ftrace.reader import map_in_processes, pool_workers
+from tests.dying_workers import die_always, die_once
 
 REPO = Path(__file__).resolve().parents[1]
 CAPTURE = REPO / "data/stutterp-dirty20/dirty20/iter-2/ftrace-stutterp.zst"
@@ -354,21 +355,6 @@ def test_two_ingests_at_once_give_one_result(tmp_path, excerpt):
 )
 def test_pool_workers_bounded_by_memory_and_cores(files, cpus, mem_gib, expected):
     assert pool_workers(files, cpus, int(mem_gib * (1 << 30))) == expected
-
-
-def die_once(path: str, cache: str | None) -> dict:
-    """Pool worker that is killed (like the OOM killer would) the first time it sees a file."""
-    marker = Path(cache) / (Path(path).name + ".died")
-    if "die" in Path(path).name and not marker.exists():
-        marker.touch()
-        os._exit(9)
-    return {"source": path}
-
-
-def die_always(path: str, cache: str | None) -> dict:
-    if "die" in Path(path).name:
-        os._exit(9)
-    return {"source": path}
 
 
 def test_a_killed_worker_is_retried_alone(tmp_path):
