@@ -26,7 +26,11 @@ import zstandard
 
 from analysis import cli
 from analysis.errors import InputError
-from analysis.ingest.ftrace.reader import map_in_processes, pool_workers
+from analysis.ingest.ftrace.reader import (
+    available_memory_bytes,
+    map_in_processes,
+    pool_workers,
+)
 from tests.dying_workers import die_always, die_once
 
 REPO = Path(__file__).resolve().parents[1]
@@ -355,6 +359,51 @@ def test_two_ingests_at_once_give_one_result(tmp_path, excerpt):
 )
 def test_pool_workers_bounded_by_memory_and_cores(files, cpus, mem_gib, expected):
     assert pool_workers(files, cpus, int(mem_gib * (1 << 30))) == expected
+
+
+MIB = 1 << 20
+
+
+def fake_cgroup(root: Path, version: int, limits: dict[str, tuple[str, int]]) -> Path:
+    """/proc and a memory cgroup tree under ``root``: this process in ``a/b``; ``limits``
+    maps a group to (limit text, usage bytes)."""
+    proc = root / "proc"
+    (proc / "self").mkdir(parents=True)
+    mount = root / ("unified" if version == 2 else "memory")
+    mount.mkdir()
+    if version == 2:
+        (proc / "mounts").write_text(f"cgroup2 {mount} cgroup2 rw,nosuid 0 0\n")
+        (mount / "cgroup.controllers").write_text("cpu io memory pids\n")
+        (proc / "self" / "cgroup").write_text("0::/a/b\n")
+    else:
+        (proc / "mounts").write_text(f"cgroup {mount} cgroup rw,memory 0 0\n")
+        (proc / "self" / "cgroup").write_text("5:cpu:/\n4:memory:/a/b\n")
+    names = (
+        ("memory.max", "memory.current")
+        if version == 2
+        else ("memory.limit_in_bytes", "memory.usage_in_bytes")
+    )
+    for group, (limit, usage) in limits.items():
+        (mount / group).mkdir(parents=True, exist_ok=True)
+        (mount / group / names[0]).write_text(f"{limit}\n")
+        (mount / group / names[1]).write_text(f"{usage}\n")
+    return proc
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_available_memory_is_bounded_by_the_memory_cgroup(tmp_path, version):
+    limits = {"a": (str(512 * MIB), 100 * MIB), "a/b": (str(1024 * MIB), 200 * MIB)}
+    proc = fake_cgroup(tmp_path, version, limits)
+    # The parent's limit is the tighter: 512 - 100 MiB.
+    assert available_memory_bytes(8192 * MIB, proc) == 412 * MIB
+    assert available_memory_bytes(300 * MIB, proc) == 300 * MIB
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_unlimited_cgroup_leaves_mem_available(tmp_path, version):
+    unlimited = "max" if version == 2 else "9223372036854771712"
+    proc = fake_cgroup(tmp_path, version, {"a": (unlimited, 10), "a/b": (unlimited, 10)})
+    assert available_memory_bytes(8192 * MIB, proc) == 8192 * MIB
 
 
 def test_a_killed_worker_is_retried_alone(tmp_path):

@@ -53,6 +53,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from analysis.capture.cgroup import find_memory_hierarchy
 from analysis.errors import InputError
 from analysis.ingest.compressed import iter_blocks
 from analysis.ingest.ftrace.cache import (
@@ -93,6 +94,7 @@ __all__ = [
     "LostEvents",
     "Trace",
     "UnparsedReason",
+    "available_memory_bytes",
     "ingest",
     "map_in_processes",
     "parse_text",
@@ -567,6 +569,39 @@ def pool_workers(files: int, cpus: int, mem_available_bytes: int) -> int:
     return max(1, min(files, cpus, mem_available_bytes // WORKER_PEAK_BYTES))
 
 
+def available_memory_bytes(mem_available_bytes: int, proc: Path = Path("/proc")) -> int:
+    """``mem_available_bytes`` (``MemAvailable``), or less when the memory cgroup of this
+    process or one of its ancestors leaves less below its limit (v2 ``memory.max`` -
+    ``memory.current``, v1 ``memory.limit_in_bytes`` - ``memory.usage_in_bytes``): in a
+    container or a limited slice ``MemAvailable`` is the whole machine's."""
+    hierarchy = find_memory_hierarchy((proc / "mounts").read_text())
+    if hierarchy is None:
+        return mem_available_bytes
+    version, root = hierarchy
+    limit_name, usage_name = (
+        ("memory.max", "memory.current")
+        if version == 2
+        else ("memory.limit_in_bytes", "memory.usage_in_bytes")
+    )
+    for line in (proc / "self" / "cgroup").read_text().splitlines():
+        _, controllers, relative = line.split(":", 2)
+        # v2 has one hierarchy (no controller names); v1 one per controller set.
+        wanted = controllers == "" if version == 2 else "memory" in controllers.split(",")
+        if wanted:
+            group = root / relative.lstrip("/")
+            break
+    else:
+        return mem_available_bytes
+    free = mem_available_bytes
+    for level in (group, *group.parents):
+        if not level.is_relative_to(root):
+            break
+        limit = level / limit_name
+        if limit.is_file() and (text := limit.read_text().strip()) != "max":
+            free = min(free, int(text) - int((level / usage_name).read_text()))
+    return max(free, 0)
+
+
 def map_in_processes(
     fn: Callable[[str, str | None], dict], files: list[str], cache: str | None, workers: int
 ) -> list[dict]:
@@ -622,5 +657,6 @@ def ingest(
         return [_read_for_pool(files[0], cache)]
     import psutil
 
-    workers = pool_workers(len(files), os.cpu_count() or 1, psutil.virtual_memory().available)
+    free = available_memory_bytes(psutil.virtual_memory().available)
+    workers = pool_workers(len(files), os.cpu_count() or 1, free)
     return map_in_processes(_read_for_pool, files, cache, workers)
