@@ -16,6 +16,7 @@ BUILD := build
 NOTEBOOKS := $(wildcard notebooks/*.py)
 EXECUTED := $(patsubst notebooks/%.py,$(BUILD)/notebooks/%.ipynb,$(NOTEBOOKS))
 SOURCES := $(shell find analysis -name '*.py')
+DATA := $(shell find data -type f)
 
 .PHONY: all setup test lint format bench lock clean
 
@@ -30,17 +31,15 @@ $(SYNCED): pyproject.toml uv.lock
 	$$(command -v uv || echo $(PYTHON) -m uv) sync --locked --compile-bytecode --python $(PYTHON)
 	@touch $@
 
-$(BUILD)/report.txt: $(SYNCED) $(SOURCES) $(shell find data -type f)
+$(BUILD)/report.txt: $(SYNCED) $(SOURCES) $(DATA)
 	@mkdir -p $(BUILD)
 	$(MMLAB) report --data data --out $@
 	@cat $@
 
-$(BUILD)/notebooks/%.ipynb: notebooks/%.py $(SYNCED) $(SOURCES)
-	@mkdir -p $(BUILD)/notebooks
-	$(VENV)/bin/jupytext --quiet --to ipynb --output $(BUILD)/notebooks/$*.src.ipynb $<
-	$(VENV)/bin/papermill --log-level WARNING --cwd . $(BUILD)/notebooks/$*.src.ipynb $@ \
-		-p build_dir $(BUILD)
-	@rm -f $(BUILD)/notebooks/$*.src.ipynb
+# papermill via `mmlab notebook`: .ipynb + .html; a failing cell names notebook, cell, line.
+$(BUILD)/notebooks/%.ipynb: notebooks/%.py $(SYNCED) $(SOURCES) $(DATA)
+	@echo "== notebook $< =="
+	@$(MMLAB) notebook $< --out $(BUILD)/notebooks -p build_dir=$(BUILD) 2> >(grep -v IPKernelApp >&2)
 
 lint: $(SYNCED)
 	$(VENV)/bin/ruff check analysis tests notebooks benchmarks

@@ -23,6 +23,10 @@ COMMAND_MODULES = (
     "analysis.commands.stalls",
     "analysis.commands.ingest",
     "analysis.commands.report",
+    "analysis.commands.compare",
+    "analysis.commands.notebook",
+    "analysis.commands.sweep_notebook",
+    "analysis.commands.model",
 )
 
 

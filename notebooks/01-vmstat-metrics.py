@@ -30,13 +30,13 @@ from pathlib import Path
 
 import altair as alt
 
-from analysis.ingest.mmtests import find_runs
 from analysis.metrics.compare import compare_runs, monitor_series
+from analysis.report.document import capture_runs
 from analysis.report.ops import format_comparison
 
 figures = Path(build_dir) / "figures"
 figures.mkdir(parents=True, exist_ok=True)
-runs = find_runs(capture)
+runs = capture_runs(Path(capture))
 for run in runs:
     print(f"{run.name}: {len(run.iterations)} iterations under {run.path}")
 

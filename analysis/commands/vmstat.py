@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+from dataclasses import replace
 from pathlib import Path
 
 import polars as pl
@@ -122,7 +123,10 @@ def run_vmstat(args: argparse.Namespace) -> int:
         raise InputError(args.path, "one snapshot has no delta: give the snapshot after as PATH2")
     elapsed = Elapsed(args.elapsed, "command line") if args.elapsed else None
     series = interval_series(samples)[0] if args.intervals and len(samples) > 2 else None
-    return _emit(ops_report(samples, elapsed), args, series)
+    # The page size from a kconfig-* saved beside the file (as in an mmtests iteration).
+    beside = mmtests.Iteration(args.path.parent.name, 0, args.path.parent)
+    report = replace(ops_report(samples, elapsed), page_bytes=beside.page_size)
+    return _emit(report, args, series)
 
 
 def comparison_json(cmp: Comparison) -> dict:
@@ -147,11 +151,17 @@ def comparison_json(cmp: Comparison) -> dict:
             run: [{"s": rep.elapsed.seconds, "source": rep.elapsed.source} for rep in reps]
             for run, reps in zip(cmp.runs, cmp.reports, strict=True)
         },
+        "page_bytes": {
+            run: [rep.page_bytes for rep in reps]
+            for run, reps in zip(cmp.runs, cmp.reports, strict=True)
+        },
     }
 
 
 def run_compare(args: argparse.Namespace) -> int:
-    runs = tuple(run for path in args.run_dirs for run in mmtests.find_runs(path))
+    runs = mmtests.unique_runs(
+        tuple(run for path in args.run_dirs for run in mmtests.find_runs(path))
+    )
     cmp = compare_runs(runs, args.test, args.elapsed)
     if args.json:
         _print_json(comparison_json(cmp))

@@ -47,10 +47,12 @@ TEST_TREES = ("mmtests-ci",)
 
 def capture_runs(data: Path) -> tuple[Run, ...]:
     """Every run under ``data`` except the bundled third-party test trees, in path order."""
+    # An iteration directory given as ``data`` has its run directory above ``data``.
     return tuple(
         run
         for run in find_runs(data)
-        if not set(run.path.relative_to(data).parts) & set(TEST_TREES)
+        if not run.path.is_relative_to(data)
+        or not set(run.path.relative_to(data).parts) & set(TEST_TREES)
     )
 
 
@@ -58,7 +60,7 @@ def build_report(data: Path) -> str:
     """Every section over the capture runs under ``data`` (see ``capture_runs``)."""
     runs = capture_runs(data)
     listing = "\n".join(
-        f"  {run.name:<20} {run.path}  ({len(run.iterations)} iterations)" for run in runs
+        f"  {run.name} ({len(run.iterations)} iterations)\n    {run.path}" for run in runs
     )
     parts = [f"mmlab report on {data}/\n\nRuns:\n{listing}\n"]
     for title, section in SECTIONS:

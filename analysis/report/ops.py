@@ -55,18 +55,27 @@ class _Footnotes:
 
 
 def _wrapped(text: str, indent: str = "    ") -> list[str]:
-    return textwrap.wrap(text, 80, subsequent_indent=indent)
+    return textwrap.wrap(text, 80, subsequent_indent=indent, break_on_hyphens=False)
 
 
 def _absent(rows: list[OpsRow]) -> list[str]:
-    return [r.label for r in rows if r.note == ABSENT]
+    return [r.label for r in rows if r.note.startswith(ABSENT)]
+
+
+def _page_line(sizes: set[int | None]) -> str:
+    """What one page is: it differs between kernels (64 KiB on ppc64le, 4 KiB on x86)."""
+    if None in sizes:
+        return "Page size unknown: no kernel config saved with the capture."
+    kib = ", ".join(f"{b // 1024} KiB" for b in sorted(sizes))
+    return f"Pages are {kib} (kernel config)." if len(sizes) == 1 else f"Page sizes differ: {kib}."
 
 
 def format_ops(report: OpsReport) -> str:
     """One capture's Ops table: value and footnoted reason where there is none."""
     elapsed = report.elapsed
     when = f"{elapsed.seconds:.2f} s" if elapsed.seconds is not None else "unknown"
-    lines = [f"vmstat Ops: {report.source}", f"elapsed {when} ({elapsed.source})", ""]
+    lines = [f"vmstat Ops: {report.source}", f"elapsed {when} ({elapsed.source})"]
+    lines += [_page_line({report.page_bytes}), ""]
     notes = _Footnotes()
     absent = _absent(list(report.rows))
     for row in report.rows:
@@ -116,6 +125,7 @@ def format_comparison(cmp: Comparison) -> str:
         ),
         *notes.lines(),
     ]
+    lines.append(_page_line({rep.page_bytes for rep in reports}))
     lines += _wrapped(f"Zero in every iteration: {', '.join(zero)}." if zero else "")
     lines += _wrapped(
         f"Not in this kernel's vmstat: {', '.join(sorted(absent))}." if absent else ""

@@ -8,10 +8,12 @@ throttle table and the ``uniq -c`` view follow seed 000; the summary follows
 from __future__ import annotations
 
 import math
+import textwrap
 
 import polars as pl
 
 from analysis.metrics.trace_analysis import TraceAnalysis
+from analysis.metrics.trace_rows import benchmark_times, mmtests_trace_rows
 
 __all__ = ["as_json", "format_analysis", "format_distributions", "format_uniq_c"]
 
@@ -158,6 +160,23 @@ def _frame_lines(title: str, frame: pl.DataFrame, columns: list[tuple[str, str, 
     return out
 
 
+def _mmtests_lines(a: TraceAnalysis) -> list[str]:
+    """mmtests' rows (seed 002's vmscan block, seed 003's compaction block) that the summary
+    above does not already print under the same name; reasons numbered below."""
+    shown = set(a.summary["statistic"]) if not a.summary.is_empty() else set()
+    rows = [r for r in mmtests_trace_rows(a, benchmark_times(a.source)) if r.label not in shown]
+    notes = list(dict.fromkeys(r.note for r in rows if r.note))
+    out = ["mmtests rows (seeds 002, 003; rows of the same name are above)"] if rows else []
+    for r in rows:
+        mark = f" [{notes.index(r.note) + 1}]" if r.note else ""
+        timed = r.unit in ("s", "ms", "%")
+        value = "-" if r.value is None else _num(r.value, 2) if timed else str(int(r.value))
+        out.append(f"  {r.label:<44}{value:>16} {r.unit}{mark}")
+    for i, note in enumerate(notes, start=1):
+        out += textwrap.wrap(f"[{i}] {note}", 80, subsequent_indent="    ")
+    return out
+
+
 def format_analysis(a: TraceAnalysis) -> str:
     """The full text report of one source, 80 columns wide."""
     span = f", capture {a.capture_s:.3f} s" if a.capture_s is not None else ""
@@ -241,6 +260,7 @@ def format_analysis(a: TraceAnalysis) -> str:
         for r in a.summary.iter_rows(named=True):
             value = _num(r["value"], 3) if r["unit"] == "s" else str(int(r["value"]))
             out.append(f"  {r['statistic']:<44}{value:>16} {r['unit']}")
+    out += _mmtests_lines(a)
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -284,6 +304,7 @@ def as_json(a: TraceAnalysis) -> dict:
         "lru_vs_vmstat": _records(a.lru_check) if a.lru_check is not None else None,
         "distributions": _records(a.distributions),
         "summary": _records(a.summary),
+        "mmtests_rows": [r.__dict__ for r in mmtests_trace_rows(a, benchmark_times(a.source))],
         "histogram_groups": [g.__dict__ | {"events": list(g.events)} for g in a.histogram_groups]
         if a.histogram_groups
         else None,

@@ -1,0 +1,38 @@
+"""``mmlab sweep-notebook``: one notebook execution per grid point, plus an index table."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+__all__ = ["register"]
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "sweep-notebook",
+        help="execute NOTEBOOK once per point of GRID.yaml, in parallel, with an index",
+        description="GRID.yaml: a mapping parameter -> list of values (every combination) "
+        "or a list of mappings (one point each). Outputs OUT/NOTEBOOK__key=value....ipynb "
+        "and .html, OUT/index.csv and OUT/index.md. Exit status 1 when any point failed.",
+    )
+    p.add_argument("notebook", type=Path, help="jupytext percent .py notebook")
+    p.add_argument("--grid", type=Path, required=True, help="YAML grid of parameters")
+    p.add_argument("--jobs", type=int, default=2, help="executions at a time (default 2)")
+    p.add_argument("--out", type=Path, default=Path("build/sweeps"), help="output folder")
+    p.add_argument("--json", action="store_true", help="print the index as JSON")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from analysis.report.sweep import format_index, index_table, read_grid, sweep
+
+    out = args.out / args.notebook.stem
+    results = sweep(args.notebook, read_grid(args.grid), out, jobs=args.jobs)
+    index = index_table(results, out)
+    index.write_csv(out / "index.csv")
+    text = format_index(index)
+    (out / "index.md").write_text(text)
+    print(json.dumps(index.to_dicts(), indent=1) if args.json else text, end="")
+    return 0 if all(r.status == "ok" for r in results) else 1

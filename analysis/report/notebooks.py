@@ -1,0 +1,140 @@
+"""Headless notebook execution: a jupytext percent ``.py`` → executed ``.ipynb`` + ``.html``.
+
+``make`` and ``mmlab sweep-notebook`` run every notebook through :func:`execute`, which
+wraps papermill: parameters go into the cell tagged ``parameters``, and a failing cell
+raises :class:`NotebookFailed` naming the notebook, the cell and its line in the ``.py``
+instead of papermill's multi-screen traceback. The failed notebook is kept beside the
+output as ``NAME.failed.ipynb`` so the traceback can still be read.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["NotebookFailed", "NotebookRun", "execute", "parameter_names"]
+
+# ANSI colour codes in IPython tracebacks; the error line must be plain text.
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _first_line(source: str) -> str:
+    """The first non-blank line of a cell's source ("" for an empty cell)."""
+    return next((s for s in source.splitlines() if s.strip()), "")
+
+
+class NotebookFailed(RuntimeError):
+    """A cell raised: ``notebook``, 1-based ``cell`` (as in the ``.py``, parameters cell
+    included), ``line`` of the cell in the ``.py`` (None if not found), the exception."""
+
+    def __init__(self, notebook: Path, cell: int, line: int | None, error: str, source: str):
+        # Every argument in args, so the exception pickles across process pools intact.
+        super().__init__(notebook, cell, line, error, source)
+        self.notebook, self.cell, self.line, self.error = notebook, cell, line, error
+        self.source = source
+
+    def __str__(self) -> str:
+        where = f"{self.notebook}:{self.line}" if self.line else str(self.notebook)
+        return (
+            f"{where}: cell {self.cell} failed: {self.error}\n    {_first_line(self.source)[:70]}"
+        )
+
+
+@dataclass(frozen=True)
+class NotebookRun:
+    """One executed notebook: the source, the executed ``.ipynb`` and its ``.html``."""
+
+    source: Path
+    ipynb: Path
+    html: Path
+    parameters: Mapping[str, object]
+
+
+def _cell_line(py_text: str, cell_source: str) -> int | None:
+    """1-based line of ``cell_source``'s first code line in the jupytext ``.py``."""
+    first = _first_line(cell_source)
+    if not first:
+        return None
+    for number, line in enumerate(py_text.splitlines(), start=1):
+        if line == first:
+            return number
+    return None
+
+
+def _py_cell(executed, index: int) -> int:
+    """1-based number in the ``.py`` of cell ``index`` of the executed notebook: papermill's
+    injected-parameters cell is not in the ``.py``."""
+    return 1 + sum(
+        "injected-parameters" not in c.metadata.get("tags", []) for c in executed.cells[:index]
+    )
+
+
+def parameter_names(notebook: Path) -> list[str]:
+    """Names assigned in the cell tagged ``parameters`` of a jupytext ``.py`` notebook."""
+    import jupytext
+
+    nb = jupytext.read(notebook)
+    cells = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
+    if not cells:
+        return []
+    return re.findall(r"^(\w+)\s*=", cells[0].source, flags=re.MULTILINE)
+
+
+def execute(
+    notebook: Path,
+    out_dir: Path,
+    parameters: Mapping[str, object] | None = None,
+    *,
+    name: str | None = None,
+    cwd: Path | None = None,
+) -> NotebookRun:
+    """Execute ``notebook`` (jupytext percent ``.py``) with ``parameters`` into
+    ``out_dir/NAME.ipynb`` and ``out_dir/NAME.html`` (NAME defaults to the file stem).
+
+    Raises :class:`NotebookFailed` when a cell raises, and ``ValueError`` for a parameter
+    the notebook's ``parameters`` cell does not define (papermill would only warn).
+    """
+    import jupytext
+    import nbformat
+    import papermill
+    from nbconvert import HTMLExporter
+    from papermill.exceptions import PapermillExecutionError
+
+    parameters = dict(parameters or {})
+    known = parameter_names(notebook)
+    unknown = sorted(set(parameters) - set(known))
+    if unknown:
+        raise ValueError(
+            f"{notebook}: no parameter {', '.join(unknown)} (its parameters cell has "
+            f"{', '.join(known) or 'nothing'})"
+        )
+    name = name or notebook.stem
+    out_dir.mkdir(parents=True, exist_ok=True)
+    source_nb = out_dir / f"{name}.src.ipynb"
+    ipynb, html = out_dir / f"{name}.ipynb", out_dir / f"{name}.html"
+    failed = out_dir / f"{name}.failed.ipynb"
+    jupytext.write(jupytext.read(notebook), source_nb)
+    try:
+        papermill.execute_notebook(
+            str(source_nb),
+            str(failed),
+            parameters=parameters,
+            progress_bar=False,
+            cwd=str(cwd) if cwd else None,
+            kernel_name="python3",
+            language="python",
+        )
+    except PapermillExecutionError as exc:
+        source = exc.source or ""
+        error = _ANSI.sub("", f"{exc.ename}: {exc.evalue}")
+        line = _cell_line(notebook.read_text(), source)
+        cell = _py_cell(nbformat.read(failed, as_version=4), exc.cell_index)
+        raise NotebookFailed(notebook, cell, line, error, source) from None
+    finally:
+        source_nb.unlink(missing_ok=True)
+    failed.replace(ipynb)
+    body, _ = HTMLExporter().from_notebook_node(nbformat.read(ipynb, as_version=4))
+    html.write_text(body)
+    return NotebookRun(notebook, ipynb, html, parameters)

@@ -1,0 +1,152 @@
+"""Every notebook runs headless on small parameters; failures name notebook, cell and line;
+sweeps run one execution per grid point and index them."""
+
+from __future__ import annotations
+
+import json
+
+import nbformat
+import pytest
+
+from analysis.cli import main
+from analysis.errors import InputError
+from analysis.report.notebooks import NotebookFailed, execute, parameter_names
+from analysis.report.sweep import index_table, point_name, read_grid, sweep
+from tests.conftest import DATA, REPO
+
+NOTEBOOKS = sorted((REPO / "notebooks").glob("*.py"))
+# One iteration of one run keeps each execution to seconds.
+SMALL_CAPTURE = DATA / "stutterp-dirty5" / "dirty5" / "iter-0"
+
+TINY = """\
+# %% [markdown]
+# A two-cell notebook for the runner's tests.
+
+# %% tags=["parameters"]
+n = 3
+scale = 1.0
+build_dir = "build"
+
+# %%
+print(f"total={sum(range(n)) * scale}")
+
+# %%
+assert n != 5, "n must not be 5"
+"""
+
+
+def _outputs(path) -> str:
+    nb = nbformat.read(path, as_version=4)
+    return "\n".join(
+        out.get("text", "") + json.dumps(out.get("data", {}))
+        for cell in nb.cells
+        if cell.cell_type == "code"
+        for out in cell.outputs
+    )
+
+
+def test_notebooks_are_short_with_a_parameters_cell():
+    assert NOTEBOOKS, "no notebooks found"
+    for path in NOTEBOOKS:
+        assert len(path.read_text().splitlines()) <= 150, path
+        assert "build_dir" in parameter_names(path), path
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_runs_on_small_parameters(notebook, tmp_path):
+    known = parameter_names(notebook)
+    params = {"build_dir": str(tmp_path)}
+    if "capture" in known:
+        params["capture"] = str(SMALL_CAPTURE)
+    run = execute(notebook, tmp_path / "nb", params, cwd=REPO)
+    nb = nbformat.read(run.ipynb, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert all(c.execution_count is not None for c in code)
+    assert not [o for c in code for o in c.outputs if o.output_type == "error"]
+    assert run.html.read_text().startswith("<!DOCTYPE html>")
+    if "capture" in known:
+        # The parameter took effect: only the small capture was read.
+        text = _outputs(run.ipynb)
+        assert "dirty5" in text
+        assert "dirty20" not in text
+
+
+@pytest.fixture
+def tiny(tmp_path):
+    path = tmp_path / "tiny.py"
+    path.write_text(TINY)
+    return path
+
+
+def test_failing_cell_names_notebook_cell_and_line(tiny, tmp_path):
+    with pytest.raises(NotebookFailed) as info:
+        execute(tiny, tmp_path / "out", {"n": 5})
+    # Cells of the .py: markdown 1, parameters 2, print 3, assert 4 (injected cell not counted).
+    assert (info.value.cell, info.value.line) == (4, 13)
+    assert str(info.value).startswith(f"{tiny}:13: cell 4 failed: AssertionError: n must not be 5")
+    assert (tmp_path / "out" / "tiny.failed.ipynb").exists()
+    assert not (tmp_path / "out" / "tiny.ipynb").exists()
+
+
+def test_notebook_command_reports_the_cell_and_rejects_unknown_parameters(tiny, tmp_path, capsys):
+    assert main(["notebook", str(tiny), "--out", str(tmp_path), "-p", "n=5"]) == 1
+    assert f"{tiny}:13: cell 4 failed" in capsys.readouterr().err
+    assert main(["notebook", str(tiny), "--out", str(tmp_path), "-p", "m=1"]) == 1
+    assert "no parameter m" in capsys.readouterr().err
+
+
+def test_grid_forms(tmp_path):
+    product = tmp_path / "product.yaml"
+    product.write_text("n: [1, 2]\nscale: [0.5]\n")
+    assert read_grid(product) == [{"n": 1, "scale": 0.5}, {"n": 2, "scale": 0.5}]
+    points = tmp_path / "points.yaml"
+    points.write_text("- {n: 1}\n- {n: 4, scale: 2}\n")
+    assert read_grid(points) == [{"n": 1}, {"n": 4, "scale": 2}]
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("n: [1, 2\nscale: 3\n")
+    with pytest.raises(InputError) as info:
+        read_grid(bad)
+    assert str(info.value).startswith(f"{bad}:")
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("n: []\n")
+    with pytest.raises(InputError, match="n: expected a non-empty list"):
+        read_grid(empty)
+
+
+def test_point_names_are_file_safe():
+    assert point_name("02-stalls", {"capture": "data/x y", "w": 2.0}) == (
+        "02-stalls__capture=data-x-y__w=2.0"
+    )
+
+
+def test_sweep_runs_every_point_and_indexes_failures(tiny, tmp_path):
+    out = tmp_path / "sweep"
+    points = read_grid_text(tmp_path, "n: [2, 5]\nscale: [1.0, 0.5]\n")
+    results = sweep(tiny, points, out, jobs=2)
+    index = index_table(results, out)
+    assert index["status"].to_list() == ["ok", "ok", "failed", "failed"]
+    assert index["n"].to_list() == ["2", "2", "5", "5"]
+    # sum(range(2)) * scale, computed in each point's own kernel.
+    assert "total=1.0" in _outputs(out / "tiny__n=2__scale=1.0.ipynb")
+    assert "total=0.5" in _outputs(out / "tiny__n=2__scale=0.5.ipynb")
+    assert all("cell 4 failed" in e for e in index["error"].to_list()[2:])
+
+
+def test_sweep_rejects_a_parameter_the_notebook_lacks(tiny, tmp_path):
+    with pytest.raises(InputError, match="grid sets m, not in its parameters"):
+        sweep(tiny, [{"m": 1}], tmp_path)
+
+
+def test_sweep_command_writes_index(tiny, tmp_path, capsys):
+    grid = tmp_path / "grid.yaml"
+    grid.write_text("n: [1, 3]\n")
+    assert main(["sweep-notebook", str(tiny), "--grid", str(grid), "--out", str(tmp_path)]) == 0
+    md = (tmp_path / "tiny" / "index.md").read_text()
+    assert "2 of 2 points executed." in md
+    assert "tiny__n=3" in (tmp_path / "tiny" / "index.csv").read_text()
+
+
+def read_grid_text(tmp_path, text: str) -> list[dict]:
+    path = tmp_path / "grid.yaml"
+    path.write_text(text)
+    return read_grid(path)
