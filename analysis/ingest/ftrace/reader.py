@@ -26,7 +26,10 @@ Accounting identity, checked by the tests for arbitrary input::
              + stack_lines + unparsed
 
 ``invalid_utf8_lines`` is not a category: such lines are decoded with U+FFFD and then
-classified like any other line.
+classified like any other line. Unparsed samples keep the raw bytes, escaped (``\\xNN``).
+A last line without its newline is unparsed ("truncated final line") even when it would
+parse: a capture cut mid-line may have lost digits. Input with no event or lost-event
+line, unless it is trace headers only, is not a trace: :func:`read` raises InputError.
 
 Epoch rule: ``<trace>.start`` (or ``<trace minus .gz/.zst/...>.start``) holds the epoch
 (seconds, or integer ns) on line 1, as mmtests writes it; ``mmlab capture`` adds the trace
