@@ -23,3 +23,13 @@ def die_always(path: str, cache: str | None) -> dict:
     if "die" in Path(path).name:
         os._exit(9)
     return {"source": path}
+
+
+def out_of_memory_once(path: str, cache: str | None) -> dict:
+    """Raises MemoryError the first time it sees a file named ``*oom*``, as when overcommit
+    refuses an allocation instead of the OOM killer ending the process."""
+    marker = Path(cache) / (Path(path).name + ".oom")
+    if "oom" in Path(path).name and not marker.exists():
+        marker.touch()
+        raise MemoryError
+    return {"source": path}

@@ -31,7 +31,7 @@ from analysis.ingest.ftrace.reader import (
     map_in_processes,
     pool_workers,
 )
-from tests.dying_workers import die_always, die_once
+from tests.dying_workers import die_always, die_once, out_of_memory_once
 
 REPO = Path(__file__).resolve().parents[1]
 CAPTURE = REPO / "data/stutterp-dirty20/dirty20/iter-2/ftrace-stutterp.zst"
@@ -413,12 +413,20 @@ def test_a_killed_worker_is_retried_alone(tmp_path):
     assert (tmp_path / "die.txt.died").exists()
 
 
+def test_a_worker_out_of_memory_is_retried_alone(tmp_path):
+    files = [str(tmp_path / n) for n in ("a.txt", "oom.txt")]
+    assert map_in_processes(out_of_memory_once, files, str(tmp_path), 2) == [
+        {"source": f} for f in files
+    ]
+    assert (tmp_path / "oom.txt.oom").exists()
+
+
 def test_a_worker_dying_twice_is_one_error_naming_the_file(tmp_path):
     files = [str(tmp_path / n) for n in ("a.txt", "die.txt")]
     with pytest.raises(InputError) as info:
         map_in_processes(die_always, files, str(tmp_path), 2)
     assert info.value.path == files[1]
-    assert "died twice" in str(info.value)
+    assert "died (killed" in str(info.value) and "twice on this file" in str(info.value)
 
 
 def test_half_built_datasets_of_dead_processes_are_removed(mmlab, tmp_path, excerpt):

@@ -611,8 +611,9 @@ def map_in_processes(
     """``[fn(f, cache) for f in files]`` over ``workers`` spawned processes.
 
     A worker killed mid-file (the OOM killer, a signal) breaks the whole pool; every file
-    not finished then is retried alone, one at a time, in a fresh process. A file whose
-    worker dies again is an InputError naming it.
+    not finished then, and any file whose worker ran out of memory (MemoryError, when
+    overcommit refuses rather than kills), is retried alone, one at a time, in a fresh
+    process. A file that fails so again is an InputError naming it.
     """
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
@@ -624,17 +625,20 @@ def map_in_processes(
     with ProcessPoolExecutor(workers, mp_context=context) as pool:
         futures = [pool.submit(fn, f, cache) for f in files]
         for i, future in enumerate(futures):
-            with contextlib.suppress(BrokenProcessPool):
+            with contextlib.suppress(BrokenProcessPool, MemoryError):
                 results[i] = future.result()
     for i in sorted(set(range(len(files))) - set(results)):
         with ProcessPoolExecutor(1, mp_context=context) as pool:
             try:
                 results[i] = pool.submit(fn, files[i], cache).result()
-            except BrokenProcessPool:
+            except (BrokenProcessPool, MemoryError) as exc:
+                how = (
+                    "ran out of memory"
+                    if isinstance(exc, MemoryError)
+                    else "died (killed, e.g. by the OOM killer: see dmesg)"
+                )
                 raise InputError(
-                    files[i],
-                    "the ingest process died twice on this file, the second time alone "
-                    "(killed, e.g. by the OOM killer: see dmesg)",
+                    files[i], f"the ingest process {how} twice on this file, once alone"
                 ) from None
     return [results[i] for i in range(len(files))]
 
