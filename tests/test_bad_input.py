@@ -181,6 +181,12 @@ def test_text_that_is_not_a_trace(mmlab, tmp_path):
     assert f"{path}:2: " in err
 
 
+def test_blank_lines_only_are_not_a_trace(mmlab, tmp_path):
+    path = tmp_path / "blank.txt"
+    path.write_text("\n  \n\n")
+    assert_one_line_error(*mmlab("ingest", str(path)), "ingest", path, "only 3 blank")
+
+
 def test_headers_only_is_an_empty_trace_not_an_error(mmlab, tmp_path):
     """ftrace's ``trace`` file of a capture in which nothing fired."""
     path = tmp_path / "trace"

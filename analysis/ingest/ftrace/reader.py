@@ -509,7 +509,10 @@ def _check_is_trace(path: Path, accounting: Accounting) -> None:
         return
     if not acc.unparsed:
         raise InputError(
-            path, f"holds only blank lines ({acc.lines:,})" if acc.lines else "is empty"
+            path,
+            f"holds no trace lines, only {acc.lines:,} blank or stack-frame lines"
+            if acc.lines
+            else "is empty",
         )
     first = min(u.lines[0] for u in acc.unparsed_by_reason.values())
     raise InputError(
