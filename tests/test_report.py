@@ -1,10 +1,29 @@
-"""`make`'s text report on the bundled data: every run, both sections, 80 columns."""
+"""The mailing-list report: every run and iteration, cover-letter order, 80 columns, no
+ANSI; throttling per run checked against the raw trace text; the text fitter."""
 
 from __future__ import annotations
 
+import json
+import statistics
+
+import polars as pl
+import pytest
+import zstandard
+
 from analysis.cli import main
+from analysis.metrics.throttle_runs import run_throttle_table
 from analysis.report.document import capture_runs
+from analysis.report.text import fit, shorten_middle
 from tests.conftest import DATA
+
+ORDER = [
+    "== Captures ==",
+    "== Warnings ==",
+    "== Workload latency ==",
+    "== Reclaim Ops from /proc/vmstat ==",
+    "== Reclaim throttling per reason ==",
+    "== Reclaim stalls from ftrace ==",
+]
 
 
 def test_report_covers_every_run_and_iteration(tmp_path):
@@ -13,14 +32,90 @@ def test_report_covers_every_run_and_iteration(tmp_path):
     text = out.read_text()
     runs = capture_runs(DATA)
     assert "mmtests-ci" not in text
-    assert "== Reclaim Ops from /proc/vmstat ==" in text
-    assert "== Reclaim stalls from ftrace ==" in text
+    positions = [text.index(title) for title in ORDER]
+    assert positions == sorted(positions)
     for run in runs:
         for it in run.iterations:
             assert f"-- {run.name} iter-{it.index} --" in text
-    # Lines naming a path may be long; every table line fits 80 columns.
-    long = [line for line in text.splitlines() if len(line) > 80 and str(DATA) not in line]
-    assert long == []
+    assert [line for line in text.splitlines() if len(line) > 80] == []
+    assert "\x1b" not in text
+
+
+def test_report_base_new_with_provenance(capsys):
+    base, new = DATA / "stutterp-dirty5", DATA / "stutterp-dirty20"
+    assert main(["report", str(base), str(new)]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("mmlab report: dirty5 vs dirty20\n")
+    # The bundled captures' mmlab.json: kernel 6.18.44, CONFIG_HZ 250, cgroup v1 at 256 MiB.
+    assert "  kernel     6.18.44-fc-v669" in text
+    assert "  CONFIG_HZ  250" in text
+    assert "  memcg      v1, limit 256 MiB" in text
+    assert "No lost trace events." in text
+    # dirty5 is the base: its column comes first in the Ops table.
+    header = next(line for line in text.splitlines() if "dirty20" in line and "dirty5" in line)
+    assert header.index("dirty5") < header.index("dirty20")
+
+
+def _throttled_lines(iteration) -> list[str]:
+    raw = (iteration.path / "ftrace-stutterp.zst").read_bytes()
+    text = zstandard.ZstdDecompressor().stream_reader(raw).read().decode()
+    return [line for line in text.splitlines() if "mm_vmscan_throttled:" in line]
+
+
+def test_throttle_section_matches_the_raw_trace_text(capsys):
+    # Independent of the ingest: grep the decompressed trace text per iteration.
+    (run,) = capture_runs(DATA / "stutterp-dirty5")
+    counts, shares = [], []
+    for it in run.iterations:
+        lines = _throttled_lines(it)
+        counts.append(len(lines))
+        hit = [x for x in lines if "usect_delayed=100000 " in x and "usec_timeout=100000" in x]
+        shares.append(100 * len(hit) / len(lines))
+    assert main(["report", str(DATA / "stutterp-dirty5"), "--json"]) == 0
+    section = json.loads(capsys.readouterr().out)["sections"]["Reclaim throttling per reason"]
+    row = next(line for line in section.splitlines() if line.startswith("WRITEBACK"))
+    events = f"{statistics.mean(counts):.0f} ± {statistics.stdev(counts):.0f}"
+    timeout = f"{statistics.mean(shares):.1f} ± {statistics.stdev(shares):.1f}"
+    assert events in row and timeout in row, row
+
+
+def test_run_throttle_table_counts_absent_iterations_as_zero():
+    def table(count: int, timeout_share: float) -> pl.DataFrame:
+        return pl.DataFrame(
+            {
+                "event": ["mm_vmscan_throttled"],
+                "context": ["direct"],
+                "reason": ["VMSCAN_THROTTLE_WRITEBACK"],
+                "usec_timeout": [100000],
+                "count": [count],
+                "timeout_share": [timeout_share],
+                "zero_share": [0.0],
+                "mean_usec": [1000.0],
+            }
+        )
+
+    empty = table(1, 0.0).clear()
+    rows = run_throttle_table(
+        [("a", 0, table(10, 0.5)), ("a", 1, table(20, 0.1)), ("a", 2, empty), ("b", 0, empty)]
+    )
+    (row,) = rows.to_dicts()
+    # Events per iteration: (10 + 20 + 0) / 3 = 10, sd of (10, 20, 0) = 10;
+    # the timeout share only over the two iterations that slept: (0.5 + 0.1) / 2.
+    assert (row["run"], row["iterations"], row["with_events"]) == ("a", 3, 2)
+    assert row["events_mean"] == pytest.approx(10.0)
+    assert row["events_sd"] == pytest.approx(10.0)
+    assert row["timeout_share_mean"] == pytest.approx(0.3)
+
+
+def test_fit_wraps_shortens_and_strips_ansi():
+    path = "data/" + "x" * 100 + "/ftrace.zst"
+    text = fit(f"\x1b[1mtrace\x1b[0m {path} (trace, capture 33.529 s; no lost events)\n")
+    lines = text.splitlines()
+    assert all(len(line) <= 80 for line in lines)
+    assert lines[0] == "trace"
+    assert lines[1].startswith("    data/xxx") and lines[1].endswith("/ftrace.zst")
+    assert "\x1b" not in text
+    assert shorten_middle("abcdefghij", 7) == "ab...ij"
 
 
 def test_report_on_missing_data_is_a_clear_error(tmp_path, capsys):

@@ -1,8 +1,9 @@
-"""``mmlab report``: the text report of every run under a data directory (build/report.txt)."""
+"""``mmlab report``: the mailing-list text report of runs (``make``: build/report.txt)."""
 
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 __all__ = ["register"]
@@ -11,17 +12,30 @@ __all__ = ["register"]
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "report",
-        help="the text report of every run under DATA (what make writes to build/report.txt)",
+        help="plain-text report for a patch cover letter: BASE NEW [...] or every run in DATA",
+        description="Sections in cover-letter order: latency, vmstat Ops, throttling, "
+        "stalls; capture provenance and lost-event warnings first. 80 columns, no ANSI.",
     )
-    p.add_argument("--data", type=Path, default=Path("data"), help="directory of runs")
+    p.add_argument("runs", nargs="*", type=Path, metavar="RUN", help="run directories, base first")
+    p.add_argument(
+        "--data", type=Path, default=Path("data"), help="every run under DATA (no RUN given)"
+    )
     p.add_argument("--out", type=Path, help="write the report here (default: stdout)")
+    p.add_argument("--json", action="store_true", help="sections as JSON {title: text}")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from analysis.report.document import build_report
+    from analysis.report.document import ReportData, build_report, capture_runs, report_sections
 
-    text = build_report(args.data)
+    paths = args.runs or [args.data]
+    if args.json:
+        runs = tuple(run for path in paths for run in capture_runs(path))
+        sections = report_sections(ReportData(runs))
+        text = json.dumps({"runs": [r.name for r in runs], "sections": dict(sections)}, indent=1)
+        text += "\n"
+    else:
+        text = build_report(paths)
     if args.out is None:
         print(text, end="")
     else:
