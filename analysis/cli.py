@@ -24,6 +24,7 @@ COMMAND_MODULES = (
     "analysis.commands.report",
     "analysis.commands.notebook",
     "analysis.commands.sweep_notebook",
+    "analysis.commands.paper",
 )
 
 

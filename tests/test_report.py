@@ -8,13 +8,12 @@ import statistics
 
 import polars as pl
 import pytest
-import zstandard
 
 from analysis.cli import main
 from analysis.metrics.throttle_runs import run_throttle_table
 from analysis.report.document import capture_runs
 from analysis.report.text import fit, shorten_middle
-from tests.conftest import DATA
+from tests.conftest import DATA, throttled_lines
 
 ORDER = [
     "== Captures ==",
@@ -56,18 +55,12 @@ def test_report_base_new_with_provenance(capsys):
     assert header.index("dirty5") < header.index("dirty20")
 
 
-def _throttled_lines(iteration) -> list[str]:
-    raw = (iteration.path / "ftrace-stutterp.zst").read_bytes()
-    text = zstandard.ZstdDecompressor().stream_reader(raw).read().decode()
-    return [line for line in text.splitlines() if "mm_vmscan_throttled:" in line]
-
-
 def test_throttle_section_matches_the_raw_trace_text(capsys):
     # Independent of the ingest: grep the decompressed trace text per iteration.
     (run,) = capture_runs(DATA / "stutterp-dirty5")
     counts, shares = [], []
     for it in run.iterations:
-        lines = _throttled_lines(it)
+        lines = throttled_lines(it.path)
         counts.append(len(lines))
         hit = [x for x in lines if "usect_delayed=100000 " in x and "usec_timeout=100000" in x]
         shares.append(100 * len(hit) / len(lines))
