@@ -102,3 +102,12 @@ def test_seed003_compaction(checks):
 def test_every_seed_has_checks(checks):
     assert sorted(checks["seed"].unique()) == ["000", "001", "002", "003"]
     assert checks.filter(pl.col("verdict") == "agrees").height >= 60
+
+
+def test_seed003_times(checks):
+    busy = _one(checks, "nodirect", "kcompactd compacting / awake", "kernel 2")
+    assert busy["mmlab"] == pytest.approx(100 * 119099 / 119253) and busy["why"] == ""
+    # 2547781 read as ms is 144 % of the 1768.53 s the test ran: not one thread's ms.
+    kswapd = _one(checks, "nodirect", "kswapd awake (as ms) / Elapsed", "kernel 1")
+    assert kswapd["mmlab"] == pytest.approx(100 * 2547.781 / 1768.53)
+    assert "over 100 %" in kswapd["why"]

@@ -403,6 +403,50 @@ def seed003(path: Path) -> list[SeedCheck]:
                     "the mail calls this 'almost halved'",
                 )
             )
+        out += _seed003_times(m, table, start)
+    return out
+
+
+def _seed003_times(m: mail_tables.MailTables, table: str, start: int) -> list[SeedCheck]:
+    """kcompactd and kswapd times of the ftrace monitor (no unit printed): kcompactd can
+    only compact while awake; kswapd awake read as ms against the test's Elapsed (s)."""
+    awake = m.row("Time kcompactd awake", start)
+    compacting = m.row("Time kcompactd compacting", start)
+    kswapd = m.row("Time kswapd awake", start)
+    elapsed = m.row("Elapsed", start)
+    busy = 100 * compacting.values[1] / awake.values[1]
+    why = "over 100 %: compacting can only happen while awake" if busy > 100 else ""
+    out = [
+        _check(
+            "003",
+            table,
+            "kcompactd compacting / awake",
+            "kernel 2",
+            compacting.line,
+            "-",
+            busy,
+            "%",
+            why,
+        )
+    ]
+    for col in range(2):
+        share = 100 * kswapd.values[col] / 1000 / elapsed.values[col]
+        out.append(
+            _check(
+                "003",
+                table,
+                "kswapd awake (as ms) / Elapsed",
+                f"kernel {col + 1}",
+                kswapd.line,
+                "-",
+                share,
+                "%",
+                "over 100 %: not one kswapd's wall time in ms; a sum over nodes' "
+                "kswapd threads or another unit (the mail prints none)"
+                if share > 100
+                else "",
+            )
+        )
     return out
 
 
