@@ -11,10 +11,11 @@ import pytest
 
 from analysis.cli import main
 from analysis.metrics.throttle_runs import run_throttle_table
-from analysis.report.document import capture_runs
+from analysis.report.document import ReportData, capture_runs, vmstat_section
 from analysis.report.text import fit, shorten_middle
 from tests.conftest import DATA, throttled_lines
 
+SMALL = DATA / "stutterp-dirty5" / "dirty5" / "iter-0"
 ORDER = [
     "== Captures ==",
     "== Warnings ==",
@@ -25,37 +26,50 @@ ORDER = [
 ]
 
 
-def test_report_covers_every_run_and_iteration(tmp_path):
-    out = tmp_path / "report.txt"
+@pytest.fixture(scope="module")
+def report(tmp_path_factory) -> str:
+    """``mmlab report --data data`` (what make writes), built once for these tests."""
+    out = tmp_path_factory.mktemp("report") / "report.txt"
     assert main(["report", "--data", str(DATA), "--out", str(out)]) == 0
-    text = out.read_text()
+    return out.read_text()
+
+
+def test_report_covers_every_run_and_iteration(report):
     runs = capture_runs(DATA)
-    assert "mmtests-ci" not in text
-    positions = [text.index(title) for title in ORDER]
+    assert "mmtests-ci" not in report
+    positions = [report.index(title) for title in ORDER]
     assert positions == sorted(positions)
     for run in runs:
         for it in run.iterations:
-            assert f"-- {run.name} iter-{it.index} --" in text
-    assert [line for line in text.splitlines() if len(line) > 80] == []
-    assert "\x1b" not in text
+            assert f"-- {run.name} iter-{it.index} --" in report
+    assert [line for line in report.splitlines() if len(line) > 80] == []
+    assert "\x1b" not in report
 
 
-def test_report_base_new_with_provenance(capsys):
-    base, new = DATA / "stutterp-dirty5", DATA / "stutterp-dirty20"
-    assert main(["report", str(base), str(new)]) == 0
-    text = capsys.readouterr().out
-    assert text.startswith("mmlab report: dirty5 vs dirty20\n")
+def test_report_provenance(report):
+    assert report.startswith("mmlab report: dirty20 vs dirty5\n")
     # The bundled captures' mmlab.json: kernel 6.18.44, CONFIG_HZ 250, cgroup v1 at 256 MiB.
-    assert "  kernel     6.18.44-fc-v669" in text
-    assert "  CONFIG_HZ  250" in text
-    assert "  memcg      v1, limit 256 MiB" in text
-    assert "No lost trace events." in text
-    # dirty5 is the base: its column comes first in the Ops table.
-    header = next(line for line in text.splitlines() if "dirty20" in line and "dirty5" in line)
-    assert header.index("dirty5") < header.index("dirty20")
+    assert "  kernel     6.18.44-fc-v669" in report
+    assert "  CONFIG_HZ  250" in report
+    assert "  memcg      v1, limit 256 MiB" in report
+    assert "No lost trace events." in report
 
 
-def test_throttle_section_matches_the_raw_trace_text(capsys):
+def test_report_json_has_every_section_in_order(capsys):
+    assert main(["report", str(SMALL), "--json"]) == 0
+    sections = json.loads(capsys.readouterr().out)["sections"]
+    assert ["== " + t + " ==" for t in sections if "fits" not in t] == ORDER
+    assert "dirty5 (1 iterations" in sections["Reclaim throttling per reason"]
+
+
+def test_base_comes_first():
+    # RUN arguments in the order given: dirty5 as base, its column first.
+    runs = (*capture_runs(DATA / "stutterp-dirty5"), *capture_runs(DATA / "stutterp-dirty20"))
+    text = vmstat_section(ReportData(runs))
+    assert text.index("dirty5") < text.index("dirty20")
+
+
+def test_throttle_section_matches_the_raw_trace_text(report):
     # Independent of the ingest: grep the decompressed trace text per iteration.
     (run,) = capture_runs(DATA / "stutterp-dirty5")
     counts, shares = [], []
@@ -64,9 +78,9 @@ def test_throttle_section_matches_the_raw_trace_text(capsys):
         counts.append(len(lines))
         hit = [x for x in lines if "usect_delayed=100000 " in x and "usec_timeout=100000" in x]
         shares.append(100 * len(hit) / len(lines))
-    assert main(["report", str(DATA / "stutterp-dirty5"), "--json"]) == 0
-    section = json.loads(capsys.readouterr().out)["sections"]["Reclaim throttling per reason"]
-    row = next(line for line in section.splitlines() if line.startswith("WRITEBACK"))
+    section = report[report.index("== Reclaim throttling") : report.index("== Throttle delay")]
+    block = section[section.index("dirty5 (3 iterations") :]
+    row = next(line for line in block.splitlines() if line.startswith("WRITEBACK"))
     events = f"{statistics.mean(counts):.0f} ± {statistics.stdev(counts):.0f}"
     timeout = f"{statistics.mean(shares):.1f} ± {statistics.stdev(shares):.1f}"
     assert events in row and timeout in row, row
