@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import altair as alt
@@ -58,11 +59,19 @@ def stall_ecdf_figure(stalls: pl.DataFrame) -> alt.Chart:
             (run, int(iteration), float(ms[i]), float(p)) for i, p in zip(idx, _ECDF_P, strict=True)
         ]
     data = pl.DataFrame(rows, schema=["run", "iteration", "ms", "p"], orient="row")
+    # Ticks at whole decades only: a log axis labels 2, 20, 200 too, and they collide.
+    low, high = math.floor(math.log10(data["ms"].min())), math.ceil(math.log10(data["ms"].max()))
+    decades = [10.0**k for k in range(low, high + 1)]
     return (
         alt.Chart(data)
         .mark_line(interpolate="step-after", opacity=0.8)
         .encode(
-            x=alt.X("ms:Q", title="stall duration (ms)", scale=alt.Scale(type="log")),
+            x=alt.X(
+                "ms:Q",
+                title="stall duration (ms)",
+                scale=alt.Scale(type="log"),
+                axis=alt.Axis(values=decades, format="~g"),
+            ),
             y=alt.Y("p:Q", title="fraction of stalls <= x"),
             color=alt.Color("run:N", title="run", legend=alt.Legend(orient="right")),
             detail="iteration:N",
