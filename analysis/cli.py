@@ -14,6 +14,8 @@ import sys
 from analysis import __version__
 from analysis.errors import InputError
 
+__all__ = ["COMMAND_MODULES", "build_parser", "main"]
+
 # Imported lazily so that `mmlab --help` stays fast and one command's heavy
 # imports do not slow down another.
 COMMAND_MODULES = (
@@ -22,8 +24,10 @@ COMMAND_MODULES = (
     "analysis.commands.stalls",
     "analysis.commands.ingest",
     "analysis.commands.report",
+    "analysis.commands.compare",
     "analysis.commands.notebook",
     "analysis.commands.sweep_notebook",
+    "analysis.commands.model",
     "analysis.commands.paper",
 )
 

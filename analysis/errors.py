@@ -1,12 +1,19 @@
-"""Errors for bad user input: one clear message naming the file, line and reason."""
+"""Errors for bad user input: one clear message naming the file, line and reason.
+
+Project exceptions are plain ``Exception`` subclasses, not frozen dataclasses: Python
+assigns ``__traceback__``, ``__context__`` and ``__cause__`` on every exception it raises,
+unwinds through a ``with`` block or throws into a generator, and a frozen dataclass
+refuses those assignments (``FrozenInstanceError`` in place of the real error). Their
+``args`` are exactly their constructor's arguments, so they pickle across process pools.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
+__all__ = ["InputError"]
 
-@dataclass(frozen=True)
+
 class InputError(Exception):
     """Input that mmlab cannot use, with where and why.
 
@@ -14,10 +21,18 @@ class InputError(Exception):
     where a line number is unknowable). Either may be ``None``.
     """
 
-    path: str | Path
-    reason: str
-    line: int | None = None
-    offset: int | None = None
+    def __init__(
+        self,
+        path: str | Path,
+        reason: str,
+        line: int | None = None,
+        offset: int | None = None,
+    ) -> None:
+        super().__init__(path, reason, line, offset)
+        self.path = path
+        self.reason = reason
+        self.line = line
+        self.offset = offset
 
     def __str__(self) -> str:
         where = str(self.path)

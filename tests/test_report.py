@@ -4,8 +4,10 @@ ANSI; throttling per run checked against the raw trace text; the text fitter."""
 from __future__ import annotations
 
 import json
+import shutil
 import statistics
 
+import numpy as np
 import polars as pl
 import pytest
 
@@ -13,9 +15,10 @@ from analysis.cli import main
 from analysis.metrics.throttle_runs import run_throttle_table
 from analysis.report.document import ReportData, capture_runs, vmstat_section
 from analysis.report.text import fit, shorten_middle
+from analysis.stats.significance import needed_runs
 from tests.conftest import DATA, throttled_lines
+from tests.test_golden import GOLDEN, RUNS
 
-SMALL = DATA / "stutterp-dirty5" / "dirty5" / "iter-0"
 ORDER = [
     "== Captures ==",
     "== Warnings ==",
@@ -47,19 +50,39 @@ def test_report_covers_every_run_and_iteration(report):
 
 
 def test_report_provenance(report):
-    assert report.startswith("mmlab report: dirty20 vs dirty5\n")
+    names = [run.name for run in capture_runs(DATA)]
+    assert report.startswith(f"mmlab report: {' vs '.join(names)}\n")
     # The bundled captures' mmlab.json: kernel 6.18.44, CONFIG_HZ 250, cgroup v1 at 256 MiB.
     assert "  kernel     6.18.44-fc-v669" in report
     assert "  CONFIG_HZ  250" in report
     assert "  memcg      v1, limit 256 MiB" in report
     assert "No lost trace events." in report
+    # The latency section is mmlab compare's: the probe's mmap latency per worker count.
+    latency = report[report.index("== Workload latency") : report.index("== Reclaim Ops")]
+    assert f"Comparison of HD-50 (run-level estimate), base {names[0]}." in latency
+    assert "mmap-4 (us; lower is better)" in latency
 
 
-def test_report_json_has_every_section_in_order(capsys):
-    assert main(["report", str(SMALL), "--json"]) == 0
-    sections = json.loads(capsys.readouterr().out)["sections"]
-    assert ["== " + t + " ==" for t in sections if "fits" not in t] == ORDER
-    assert "dirty5 (1 iterations" in sections["Reclaim throttling per reason"]
+def test_report_json_agrees_with_the_commands_golden_json(tmp_path, monkeypatch, capsys):
+    # The same runs as tests/golden: the report's JSON holds what compare-vmstat --json and
+    # stalls --json print for them (their golden files), plus where each analysis belongs.
+    (tmp_path / "data").mkdir()
+    for run in RUNS:
+        shutil.copytree(DATA / run, tmp_path / "data" / run)
+    monkeypatch.chdir(tmp_path)
+    assert main(["report", "--data", "data", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert [(r["name"], r["iterations"]) for r in report["runs"]] == [("dirty20", 3), ("dirty5", 3)]
+    assert report["vmstat"] == json.loads((GOLDEN / "compare-vmstat.json").read_text())
+    first = report["stalls"][0]
+    assert (first.pop("run"), first.pop("iteration")) == ("dirty20", 0)
+    assert [first] == json.loads((GOLDEN / "stalls-iteration.json").read_text())
+    assert len(report["stalls"]) == 6
+    assert {p["config_hz"] for p in report["provenance"]} == {250}
+    assert [(t["run"], t["iterations"]) for t in report["throttle"]] == [
+        ("dirty20", 3),
+        ("dirty5", 3),
+    ]
 
 
 def test_base_comes_first():
@@ -128,3 +151,12 @@ def test_fit_wraps_shortens_and_strips_ansi():
 def test_report_on_missing_data_is_a_clear_error(tmp_path, capsys):
     assert main(["report", "--data", str(tmp_path), "--out", str(tmp_path / "r.txt")]) == 2
     assert "no mmtests run here" in capsys.readouterr().err
+
+
+def test_needed_runs_for_a_huge_effect_is_the_permutation_floor():
+    # Run medians of an A/A capture (~215 us) against a loaded one (~560 us): t-test power
+    # needs fewer than 2 runs, so the exact permutation test decides: 2/C(8,4) = 0.029
+    # is the first attainable p below 0.05, at 4 runs per kernel.
+    base = np.array([231.62, 216.02, 207.37, 216.83, 221.54, 206.30])
+    new = np.array([573.70, 558.66, 559.55])
+    assert needed_runs(base, new, 0.05) == 4

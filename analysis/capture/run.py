@@ -26,11 +26,22 @@ import zstandard
 from analysis import __version__
 from analysis.capture import metadata, sysctl, tracefs
 from analysis.capture.cgroup import MemCgroup, find_memory_hierarchy
+from analysis.capture.checks import check_machine, plans_for
 from analysis.capture.monitor import Monitor
-from analysis.capture.plan import MIB, PhasePlan, PlanParams, max_limit_bytes, phase_plan
+from analysis.capture.plan import MIB, PhasePlan
 from analysis.errors import InputError
 
-__all__ = ["CaptureConfig", "Interrupted", "Progress", "Restorer", "capture", "raise_on_signals"]
+__all__ = [
+    "LOCK_PATH",
+    "CaptureConfig",
+    "Interrupted",
+    "Progress",
+    "Restorer",
+    "capture",
+    "fs_type",
+    "machine_lock",
+    "raise_on_signals",
+]
 
 TEST = "stutterp"
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -41,11 +52,17 @@ LOCK_PATH = Path("/run/lock/mmlab-capture.lock")
 
 
 class Interrupted(BaseException):
-    """SIGTERM or SIGINT arrived; raised in the main thread so cleanup runs in ``finally``."""
+    """SIGTERM or SIGINT arrived; raised in the main thread so cleanup runs in ``finally``.
+
+    ``args == (signum,)`` so it pickles (see :mod:`analysis.errors`); ``str`` is the name.
+    """
 
     def __init__(self, signum: int) -> None:
-        super().__init__(signal.Signals(signum).name)
+        super().__init__(signum)
         self.signum = signum
+
+    def __str__(self) -> str:
+        return signal.Signals(self.signum).name
 
 
 @contextlib.contextmanager
@@ -185,41 +202,21 @@ def fs_type(path: Path, mounts_text: str) -> str:
 
 
 def preflight(cfg: CaptureConfig) -> dict[str, object]:
-    """Check root, tracefs, memory controller, limit and writable disk; clear errors otherwise."""
+    """Check root, tracefs, memory controller and a disk filesystem; clear errors otherwise.
+
+    (The arguments were checked by :func:`~analysis.capture.checks.check_machine`.)
+    """
     if os.geteuid() != 0:
         raise InputError("mmlab capture", "must run as root (tracefs and cgroups need it)")
-    tfs = tracefs.ensure_tracefs()
     mounts = Path("/proc/mounts").read_text()
-    hierarchy = find_memory_hierarchy(mounts)
-    if hierarchy is None:
-        raise InputError("/proc/mounts", "no memory cgroup controller mounted (v2 or v1)")
-    meminfo = metadata.memory_info(Path("/proc/meminfo").read_text())
-    cap = max_limit_bytes(meminfo["mem_available_kib"] * 1024)
-    limit = cfg.limit_mb * MIB
-    if limit > cap:
-        raise InputError(
-            "--limit-mb",
-            f"{cfg.limit_mb} MiB is above half of MemAvailable ({cap // MIB} MiB): refusing "
-            "to risk pressure outside the cgroup",
-        )
-    cfg.out.mkdir(parents=True, exist_ok=True)
     kind = fs_type(cfg.out, mounts)
     if kind in NO_WRITEBACK_FS:
         raise InputError(cfg.out, f"is on {kind}: file writers need a disk filesystem")
+    hierarchy = find_memory_hierarchy(mounts)
+    if hierarchy is None:
+        raise InputError("/proc/mounts", "no memory cgroup controller mounted (v2 or v1)")
+    tfs = tracefs.ensure_tracefs()
     return {"tracefs": tfs, "cgroup_version": hierarchy[0], "cgroup_root": hierarchy[1], "fs": kind}
-
-
-def plans_for(cfg: CaptureConfig, dirty_ratio: int) -> list[PhasePlan]:
-    """The share-out per worker count (raises ValueError -> InputError on an impossible one)."""
-    params = PlanParams(
-        limit_bytes=cfg.limit_mb * MIB,
-        dirty_ratio=dirty_ratio,
-        probe_map_bytes=cfg.probe_map_mib * MIB,
-    )
-    try:
-        return [phase_plan(params, n) for n in cfg.workers]
-    except ValueError as exc:
-        raise InputError("--workers/--limit-mb", str(exc)) from None
 
 
 def launch(cg: MemCgroup, spec: dict, spec_path: Path) -> subprocess.Popen:
@@ -501,8 +498,7 @@ def machine_lock(path: Path = LOCK_PATH) -> Iterator[None]:
 def capture(cfg: CaptureConfig, tick: Callable[[Progress], None] = lambda p: None) -> list[dict]:
     """Run the whole capture (one at a time per machine); returns each mmlab.json content."""
     progress = Progress(iterations=cfg.iterations)
-    if (cfg.out / cfg.run).exists():
-        raise InputError(cfg.out / cfg.run, "already exists; choose another --run or OUT")
+    check_machine(cfg)
     pre = preflight(cfg)
     restorer = Restorer()
     metas: list[dict] = []

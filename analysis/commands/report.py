@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 __all__ = ["register"]
@@ -21,21 +20,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--data", type=Path, default=Path("data"), help="every run under DATA (no RUN given)"
     )
     p.add_argument("--out", type=Path, help="write the report here (default: stdout)")
-    p.add_argument("--json", action="store_true", help="sections as JSON {title: text}")
+    p.add_argument("--json", action="store_true", help="JSON instead of text")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from analysis.report.document import ReportData, build_report, capture_runs, report_sections
+    from analysis.report.document import build_report, report_json
+    from analysis.report.json_output import dumps
 
     paths = args.runs or [args.data]
-    if args.json:
-        runs = tuple(run for path in paths for run in capture_runs(path))
-        sections = report_sections(ReportData(runs))
-        text = json.dumps({"runs": [r.name for r in runs], "sections": dict(sections)}, indent=1)
-        text += "\n"
-    else:
-        text = build_report(paths)
+    text = dumps(report_json(paths)) + "\n" if args.json else build_report(paths)
     if args.out is None:
         print(text, end="")
     else:

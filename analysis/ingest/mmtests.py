@@ -1,25 +1,47 @@
 """mmtests results trees: ``work/log/<RUN>/iter-<N>/``, read directly.
 
-The layout (mmtests-conventions.md) is also what ``mmlab capture`` writes, so one reader
-serves both. Point :func:`find_runs` at a ``work/log`` directory (runs below it), a run
-directory (``iter-*`` below it), a single ``iter-N`` directory, or any directory that
-holds such trees further down (a capture's folder under ``data/``).
+The layout (``docs/mmtests-conventions.md`` "Results tree") is also what ``mmlab capture``
+writes, so one reader serves both. Point :func:`find_runs` at a ``work/log`` directory (runs
+below it), a run directory (``iter-*`` below it), a single ``iter-N`` directory, or any
+directory that holds such trees further down (a capture's folder under ``data/``).
+
+Trees as mmtests leaves them on disk (see ``data/mmtests-ci``) are read as they are:
+
+- the snapshot file is chosen by content among ``tests-sysstate`` and its compressed
+  forms: real trees hold a 12-byte ``tests-sysstate`` (``status :: 0``) beside the
+  ``tests-sysstate.gz`` that has the snapshots;
+- with no ``tests-timestamp``, the test list comes from the monitor file names and the
+  elapsed time from the proc-vmstat monitor's span (the source says so);
+- an empty ``iter-N`` directory, or iterations with a gap (``iter-0`` and ``iter-2``
+  without ``iter-1``), are errors naming the directory;
+- run directories of the same name in different places (CI archives keep one
+  ``work/log.<host>.<date>/<config>`` per run, all named after the config) are named
+  ``<config>@<parent>`` so that comparisons keep them apart.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
 from analysis.errors import InputError
 from analysis.ingest import vmstat
-from analysis.ingest.kconfig import config_hz
+from analysis.ingest.kconfig import config_hz, page_size
 from analysis.ingest.textfile import read_text
 
-__all__ = ["Iteration", "Run", "TestTimes", "find_runs", "read_timestamps"]
+__all__ = [
+    "Iteration",
+    "Run",
+    "TestTimes",
+    "find_runs",
+    "read_timestamps",
+    "sysstate_file",
+    "unique_runs",
+]
 
 _ITER = re.compile(r"iter-(\d+)")
 _BEGIN = re.compile(r"test begin :: (\S+) (\d+(?:\.\d+)?)")
@@ -71,12 +93,21 @@ def read_timestamps(path: Path) -> dict[str, TestTimes]:
     return {test: TestTimes(test, **rec) for test, rec in fields.items()}
 
 
-def _first(directory: Path, *patterns: str) -> Path | None:
-    for pattern in patterns:
-        found = sorted(directory.glob(pattern))
-        if found:
-            return found[0]
-    return None
+_COMPRESSED = ("", ".gz", ".zst", ".xz")
+
+
+def _first(directory: Path, stem: str) -> Path | None:
+    """``stem`` or its compressed form, in that order, when present."""
+    return next((p for s in _COMPRESSED if (p := directory / f"{stem}{s}").is_file()), None)
+
+
+def sysstate_file(directory: Path) -> Path | None:
+    """The ``tests-sysstate`` variant that holds snapshots (plain, .gz, .zst, .xz, in that
+    order); when none does, the first present, so that reading it explains why."""
+    present = [p for s in _COMPRESSED if (p := directory / f"tests-sysstate{s}").is_file()]
+    return next((p for p in present if vmstat.holds_snapshots(read_text(p))), None) or next(
+        iter(present), None
+    )
 
 
 @dataclass(frozen=True)
@@ -111,13 +142,23 @@ class Iteration:
         meta = self.path / "mmlab.json"
         return json.loads(meta.read_text()) if meta.exists() else {}
 
+    def _kconfig(self, value: Callable[[str], int | None]) -> int | None:
+        """``value`` of the first ``kconfig-*`` that has it (None when none was saved)."""
+        for candidate in sorted(self.path.glob("kconfig-*")):
+            if (found := value(read_text(candidate))) is not None:
+                return found
+        return None
+
     @property
     def config_hz(self) -> int | None:
         """CONFIG_HZ of the capturing kernel from ``kconfig-*`` (None when not saved)."""
-        for candidate in sorted(self.path.glob("kconfig-*")):
-            if (hz := config_hz(read_text(candidate))) is not None:
-                return hz
-        return None
+        return self._kconfig(config_hz)
+
+    @property
+    def page_size(self) -> int | None:
+        """PAGE_SIZE in bytes of the capturing kernel from ``kconfig-*`` (None when not
+        saved or not stated)."""
+        return self._kconfig(page_size)
 
     def counter_deltas(self, test: str) -> dict[str, int]:
         """Counter increments of /proc/vmstat over the iteration (see :meth:`vmstat`);
@@ -131,15 +172,13 @@ class Iteration:
 
     def vmstat_monitor(self, test: str) -> vmstat.Samples | None:
         """The proc-vmstat monitor log of ``test``, or None when it was not monitored."""
-        found = _first(
-            self.path, f"proc-vmstat-{test}.gz", f"proc-vmstat-{test}.zst", f"proc-vmstat-{test}"
-        )
+        found = _first(self.path, f"proc-vmstat-{test}")
         return vmstat.read(found) if found else None
 
     def vmstat(self, test: str) -> vmstat.Samples:
-        """The before/after vmstat of the iteration: tests-sysstate, else the monitor's
-        first and last sample."""
-        sysstate = _first(self.path, "tests-sysstate", "tests-sysstate.gz")
+        """The before/after vmstat of the iteration: tests-sysstate (:func:`sysstate_file`),
+        else the monitor's first and last sample."""
+        sysstate = sysstate_file(self.path)
         if sysstate is not None:
             return vmstat.read(sysstate)
         monitor = self.vmstat_monitor(test)
@@ -157,25 +196,70 @@ class Run:
     iterations: tuple[Iteration, ...]
 
 
-def _iterations(run_dir: Path) -> tuple[Iteration, ...]:
-    found = [
+def _checked(iteration: Path) -> Path:
+    """``iteration`` itself, or an error when mmtests left it empty (a run that died)."""
+    if not any(iteration.iterdir()):
+        raise InputError(iteration, "empty iteration directory: the run left no files")
+    return iteration
+
+
+def _iterations(run_dir: Path, name: str) -> tuple[Iteration, ...]:
+    found = sorted(
         (int(m[1]), p) for p in run_dir.iterdir() if p.is_dir() and (m := _ITER.fullmatch(p.name))
-    ]
-    return tuple(Iteration(run_dir.name, i, p) for i, p in sorted(found))
+    )
+    indices = [i for i, _ in found]
+    if missing := sorted(set(range(indices[-1] + 1)) - set(indices)):
+        have = ", ".join(f"iter-{i}" for i in indices)
+        raise InputError(
+            run_dir,
+            f"iterations {have} but no iter-{missing[0]}: an iteration is missing "
+            "(copy it, or point mmlab at each iter-N directory alone)",
+        )
+    return tuple(Iteration(name, i, _checked(p)) for i, p in found)
+
+
+def _run_names(run_dirs: list[Path]) -> list[str]:
+    """Directory names, with ``@<parent>`` added where several runs share a name."""
+    counts: dict[str, int] = {}
+    for d in run_dirs:
+        counts[d.name] = counts.get(d.name, 0) + 1
+    names = [d.name if counts[d.name] == 1 else f"{d.name}@{d.parent.name}" for d in run_dirs]
+    # Parents of the same name too (a/x/run, b/x/run): the whole paths tell them apart.
+    return names if len(set(names)) == len(names) else [str(d) for d in run_dirs]
 
 
 def find_runs(path: str | Path) -> tuple[Run, ...]:
     """Every run at or below ``path`` (see module docstring), in path order."""
     root = Path(path)
+    if not root.exists():
+        raise InputError(root, "no such file or directory")
     if not root.is_dir():
         raise InputError(root, "not a directory")
     if _ITER.fullmatch(root.name):
         run_dir = root.parent
-        return (Run(run_dir.name, run_dir, (Iteration(run_dir.name, int(root.name[5:]), root),)),)
+        iteration = Iteration(run_dir.name, int(root.name[5:]), _checked(root))
+        return (Run(run_dir.name, run_dir, (iteration,)),)
     run_dirs = sorted(
         {p.parent for p in root.rglob("iter-*") if p.is_dir() and _ITER.fullmatch(p.name)}
     )
-    runs = tuple(Run(d.name, d, _iterations(d)) for d in run_dirs)
-    if not runs:
+    if not run_dirs:
         raise InputError(root, "no mmtests run here (no iter-N directories below it)")
-    return runs
+    return tuple(
+        Run(name, d, _iterations(d, name))
+        for name, d in zip(_run_names(run_dirs), run_dirs, strict=True)
+    )
+
+
+def unique_runs(runs: tuple[Run, ...]) -> tuple[Run, ...]:
+    """Runs found from several command-line paths, renamed as :func:`find_runs` would had
+    they been found together (each path alone cannot see the others' names)."""
+    seen: set[Path] = set()
+    for run in runs:
+        if run.path.resolve() in seen:
+            raise InputError(run.path, "the same run is given twice")
+        seen.add(run.path.resolve())
+    names = _run_names([r.path for r in runs])
+    return tuple(
+        Run(name, r.path, tuple(Iteration(name, it.index, it.path) for it in r.iterations))
+        for name, r in zip(names, runs, strict=True)
+    )

@@ -10,6 +10,13 @@ The format is detected from content, never from the file name:
   ``file end :: /proc/vmstat`` (blocks of other files, zoneinfo or meminfo, are counted
   and left alone).
 
+mmtests also writes ``key :: value`` lines (``status :: 0``, ``time :: ...``,
+``test end :: ...``) into these files wherever a step finished: at the start, between
+blocks, at the end. Such a line closes the block before it and is counted in
+``other_lines``, in every layout. A file that holds nothing else (the 12-byte
+``tests-sysstate`` of real trees, ``status :: 0``) is an error saying so; see
+:func:`holds_snapshots` for choosing between ``tests-sysstate`` and ``.gz``.
+
 Every reader returns :class:`Samples`: a wide Polars frame, one row per sample, an
 ``epoch_s`` column and one Int64 column per counter as the kernel names it. Unknown
 counters are kept. :func:`counter_deltas` differences the *counters* between samples
@@ -37,6 +44,7 @@ __all__ = [
     "Samples",
     "canonical",
     "counter_deltas",
+    "holds_snapshots",
     "is_gauge",
     "pair",
     "parse",
@@ -47,6 +55,9 @@ _NAME = re.compile(r"[a-z][a-z0-9_]*")
 _NAME_VALUE = re.compile(r"([a-z][a-z0-9_]*) (-?\d+)")
 _TIME = re.compile(r"time: (\d+(?:\.\d+)?)")
 _FILE_BLOCK = re.compile(r"file (start|end) :: (\S+)")
+# An mmtests step line: a key at the start of the line, " ::", then anything (or nothing).
+# Indented text (ip addresses such as "inet6 ::1/128" in sysstate) never matches.
+_KEY_LINE = re.compile(r"[A-Za-z/][\w /.-]* ::(?: .*)?")
 
 _VMSTAT_FAMILIES = ("nr_", "pg", "allocstall", "kswapd_", "compact_", "thp_", "slabs_", "pswp")
 
@@ -97,7 +108,7 @@ class CounterReset:
         )
 
 
-# Counters despite the nr_ prefix (trace-formats.md §5).
+# Counters despite the nr_ prefix (docs/trace-formats.md "/proc/vmstat").
 _NR_COUNTERS = frozenset(
     {"nr_vmscan_write", "nr_vmscan_immediate_reclaim", "nr_dirtied", "nr_written"}
     | {"nr_throttled_written", "nr_foll_pin_acquired", "nr_foll_pin_released"}
@@ -117,7 +128,7 @@ def is_gauge(name: str, kind: str = PROC_VMSTAT) -> bool:
     """True for a level (never differenced), False for an event counter.
 
     /proc/vmstat: ``nr_*`` items of ``enum zone_stat_item`` / ``node_stat_item`` are levels,
-    except the event counts listed in trace-formats.md §5 (``nr_vmscan_write``,
+    except the event counts listed in ``docs/trace-formats.md`` "/proc/vmstat" (``nr_vmscan_write``,
     ``nr_dirtied``, ...); ``workingset_nodes`` is a level; every other item of
     ``enum vm_event_item`` is a counter.
 
@@ -220,6 +231,8 @@ def _sysstate(path: str, lines: list[tuple[int, str]]) -> tuple[list[dict[str, i
                     raise InputError(path, f"second 'file {m.group(1)} :: /proc/vmstat'", lineno)
                 current = blocks[m.group(1)] = []
             continue
+        if _is_step(text):
+            current = None
         if current is None:
             other += 1
         elif text.strip():
@@ -228,6 +241,21 @@ def _sysstate(path: str, lines: list[tuple[int, str]]) -> tuple[list[dict[str, i
     if missing:
         raise InputError(path, f"no 'file {missing[0]} :: /proc/vmstat' block")
     return [_dump(path, blocks["start"]), _dump(path, blocks["end"])], other
+
+
+def _is_step(text: str) -> bool:
+    """An mmtests ``key :: value`` line (the substring test first: monitors are long)."""
+    return " ::" in text and _KEY_LINE.fullmatch(text.rstrip()) is not None
+
+
+def holds_snapshots(text: str) -> bool:
+    """Whether ``text`` has any /proc/vmstat content, not only mmtests step lines such
+    as the ``status :: 0`` that real trees leave in a plain ``tests-sysstate`` beside the
+    ``tests-sysstate.gz`` holding the snapshots."""
+    return any(
+        _FILE_BLOCK.fullmatch(line.strip()) or _NAME_VALUE.fullmatch(line.strip())
+        for line in text.splitlines()
+    )
 
 
 def parse(text: str, source: str = "<text>") -> Samples:
@@ -239,18 +267,31 @@ def parse(text: str, source: str = "<text>") -> Samples:
         # /proc/vmstat and every monitor end lines with a newline: a missing one means the
         # copy stopped mid-line, and the last value may have lost digits.
         raise InputError(source, "last line has no newline: the file looks truncated", len(lines))
-    first = next((n, t.strip()) for n, t in lines if t.strip())
-    other = 0
-    epochs: list[float | None]
-    if any(_FILE_BLOCK.fullmatch(t.strip()) for _, t in lines):
+    # One C-speed scan spares the per-line checks on the usual file without step lines.
+    has_steps = " ::" in text
+    if has_steps and any(_FILE_BLOCK.fullmatch(t.strip()) for _, t in lines):
         rows, other = _sysstate(source, lines)
         layout, epochs = "tests-sysstate", [None, None]
-    elif _TIME.fullmatch(first[1]):
-        rows, epochs = _monitor(source, lines)
+        return _samples(source, layout, rows, epochs, other, lines[0][0])
+    steps = [(n, t) for n, t in lines if _is_step(t)] if has_steps else []
+    data = [(n, t) for n, t in lines if not _is_step(t)] if steps else lines
+    first = next(((n, t.strip()) for n, t in data if t.strip()), None)
+    if first is None:
+        shown = steps[0][1].strip()[:60]
+        # Real trees keep a status-only tests-sysstate beside the .gz holding the snapshots.
+        hint = " (mmtests keeps them in tests-sysstate.gz)" if "tests-sysstate" in source else ""
+        raise InputError(
+            source,
+            f"only mmtests step lines ({shown!r}), no /proc/vmstat snapshot{hint}",
+            steps[0][0],
+        )
+    epochs: list[float | None]
+    if _TIME.fullmatch(first[1]):
+        rows, epochs = _monitor(source, data)
         layout = "monitor"
     elif _NAME_VALUE.fullmatch(first[1]):
         rows, layout, epochs = (
-            [_dump(source, [x for x in lines if x[1].strip()])],
+            [_dump(source, [x for x in data if x[1].strip()])],
             "snapshot",
             [None],
         )
@@ -261,10 +302,21 @@ def parse(text: str, source: str = "<text>") -> Samples:
             f"memory.stat file: it starts with {first[1][:60]!r}",
             first[0],
         )
+    return _samples(source, layout, rows, epochs, len(steps), first[0])
+
+
+def _samples(
+    source: str,
+    layout: str,
+    rows: list[dict[str, int]],
+    epochs: list[float | None],
+    other: int,
+    first_line: int,
+) -> Samples:
     kind = _kind_of(rows[0])
     if kind is None:
         raise InputError(
-            source, "counters are neither /proc/vmstat nor a cgroup memory.stat", first[0]
+            source, "counters are neither /proc/vmstat nor a cgroup memory.stat", first_line
         )
     return Samples(source, kind, layout, _frame(rows, epochs), other)
 
@@ -312,7 +364,7 @@ _PER_ZONE = re.compile(
     rf"(pgscan_kswapd|pgscan_direct|pgsteal_kswapd|pgsteal_direct|pgrefill|allocstall)_({_ZONES})"
 )
 _OLD_PGSTEAL = re.compile(rf"pgsteal_({_ZONES})")
-# Renamed counters: old name -> today's name (trace-formats.md §5).
+# Renamed counters: old name -> today's name (docs/trace-formats.md "/proc/vmstat").
 RENAMED = {
     "thp_split": "thp_split_page",  # ~4.5
     "workingset_refault": "workingset_refault_file",  # split into _anon/_file ~5.9

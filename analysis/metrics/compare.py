@@ -8,7 +8,7 @@ convention (positive = better; see :func:`change_pct`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import polars as pl
 
@@ -66,10 +66,11 @@ def _test_of(iteration: Iteration, test: str | None) -> str:
 def iteration_report(
     iteration: Iteration, test: str | None = None, elapsed: float | None = None
 ) -> OpsReport:
-    """The Ops table of one iteration (velocity over its best-known elapsed time)."""
+    """The Ops table of one iteration (velocity over its best-known elapsed time, pages
+    of the kernel's PAGE_SIZE from its saved config)."""
     name = _test_of(iteration, test)
     base = Elapsed(elapsed, "command line") if elapsed else iteration_elapsed(iteration, name)
-    return ops_report(iteration.vmstat(name), base)
+    return replace(ops_report(iteration.vmstat(name), base), page_bytes=iteration.page_size)
 
 
 @dataclass(frozen=True)

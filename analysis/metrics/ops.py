@@ -3,11 +3,32 @@
 Each row is a Polars expression over a *canonical* delta frame
 (:func:`analysis.ingest.vmstat.canonical`), so the same definition gives the whole-run
 table (one row: end minus start) and the per-interval series of a monitor log (one row
-per interval). Formulas follow ``mmtests-conventions.md``, except where mmtests is wrong:
+per interval). :data:`OPS` holds every row mmtests' ``MonitorMmtestsvmstat`` prints for
+kernels 3.x–6.x, in its order and under its names, each by the formula in
+``docs/mmtests-conventions.md``, except where mmtests is wrong:
 
-- allocation stalls are summed over zones (mmtests overwrites instead of summing);
-- efficiency is null (printed ``-``) when nothing was scanned (mmtests prints 100);
-- velocity states the elapsed time it divides by and where that time came from.
+- allocation stalls are summed over zones (mmtests renames each ``allocstall_<zone>`` to
+  ``allocstall`` and keeps the last one read);
+- efficiency and percentage rows (kswapd/direct efficiency, compaction efficiency,
+  NUMA hint local percent) are null (printed ``-``) when their denominator is 0 (mmtests
+  prints 100); compact scan efficiency is null when nothing was free-scanned (mmtests
+  guards the numerator and divides by zero);
+- velocity states the elapsed time it divides by and where that time came from;
+- a counter this kernel lacks gives null ("counter not in this kernel's vmstat"), not
+  0: ``fragment_stall`` and ``pgrescued`` exist only with proposed patches mmtests'
+  author carried (2018, 2011), ``kswapd_skip_congestion_wait`` left vmstat in 2013,
+  per-zone ``pgscan_*_<zone>`` (the zone velocities) in 4.8;
+- compaction cost leaves out NUMA-balancing migrations: ``pgmigrate_success`` counts
+  every migration, so mmtests charges compaction for AutoNUMA's
+  ``numa_pages_migrated`` (on the real tree ``log.ltccip8.2020-06-03_1400`` all 731,766
+  migrations were NUMA's and compaction never ran, yet mmtests' cost is 759.57).
+
+Kept as mmtests prints them, so that a pasted table can be compared, with their flaws
+stated: the compaction cost's free-scanner term reads ``compact_migrate_free``, a
+counter no kernel has, so it is always 0 (seed 003's published costs need it to be);
+AutoNUMA cost drops its page-copy term (a stray ``;`` ends the expression after
+``Ci · numa_pages_migrated``); NUMA page range updates count a huge PMD as 512 base
+pages, true for 4 KiB pages and 2 MiB PMDs only.
 
 Reclaim driven by a memory cgroup's limit is not counted in the global
 ``pgscan_kswapd``/``pgscan_direct`` items on kernels ≥ 5.8 (``cgroup_reclaim()`` skips
@@ -28,6 +49,10 @@ from analysis.ingest.mmtests import Iteration
 from analysis.ingest.vmstat import CounterReset, Samples, canonical, counter_deltas
 
 __all__ = [
+    "ABSENT",
+    "CONTEXTS",
+    "HIGHER",
+    "LOWER",
     "OPS",
     "Elapsed",
     "OpsDef",
@@ -36,10 +61,12 @@ __all__ = [
     "interval_series",
     "iteration_elapsed",
     "ops_report",
+    "reclaim_rates",
 ]
 
 LOWER, HIGHER = "lower", "higher"
 ABSENT = "counter not in this kernel's vmstat"
+NOTHING_SCANNED = "nothing scanned"
 
 # Reclaim contexts that the global pgscan_<context> items count (kernel 6.2 added
 # khugepaged, ~6.17 proactive); cgroup-limit reclaim is the remainder of pgscan_{anon,file}.
@@ -52,7 +79,8 @@ class Elapsed:
 
     ``source`` is one of ``command line``, ``tests-timestamp time ::`` (the benchmark's
     own /usr/bin/time, mmtests' choice), ``mmlab.json`` (capture metadata),
-    ``vmstat sample span`` (first to last monitor sample) or ``unknown``.
+    ``vmstat sample span`` (first to last monitor sample; ``, no tests-timestamp`` added
+    when an mmtests iteration lacks that file) or ``unknown``.
     """
 
     seconds: float | None
@@ -78,7 +106,9 @@ def iteration_elapsed(iteration: Iteration, test: str) -> Elapsed:
     monitor = iteration.vmstat_monitor(test)
     if monitor is not None and len(monitor) > 1:
         t = monitor.frame["epoch_s"]
-        return Elapsed(t[-1] - t[0], "vmstat sample span")
+        # Say why the benchmark's own time was not used: mmtests would have failed here.
+        missing = "" if iteration.times else ", no tests-timestamp"
+        return Elapsed(t[-1] - t[0], f"vmstat sample span{missing}")
     return Elapsed(None, "unknown")
 
 
@@ -113,27 +143,17 @@ class OpsRow:
 
 @dataclass(frozen=True)
 class OpsReport:
-    """The Ops table of one capture (or one mmtests iteration)."""
+    """The Ops table of one capture (or one mmtests iteration). ``page_bytes`` is the
+    kernel's PAGE_SIZE (what a "pages" row counts), None when the capture does not say."""
 
     source: str
     elapsed: Elapsed
     rows: tuple[OpsRow, ...]
     resets: tuple[CounterReset, ...]
+    page_bytes: int | None = None
 
     def value(self, label: str) -> float | None:
         return next(r.value for r in self.rows if r.label == label)
-
-    def to_json(self) -> dict:
-        return {
-            "source": self.source,
-            "elapsed_s": self.elapsed.seconds,
-            "elapsed_source": self.elapsed.source,
-            "metrics": {r.label: r.value for r in self.rows},
-            "units": {r.label: r.unit for r in self.rows},
-            "better": {r.label: r.better for r in self.rows},
-            "notes": {r.label: r.note for r in self.rows if r.note},
-            "counter_resets": [str(r) for r in self.resets],
-        }
 
 
 def _total(cols: set[str], *names: str) -> pl.Expr:
@@ -171,7 +191,7 @@ def _cgroup(prefix: str) -> _Qty:
     def build(c: set[str]) -> pl.Expr:
         return _total(c, *every) - _total(c, *globals_)
 
-    return _Qty(every, build, "needs pgscan_anon/pgscan_file (kernel 5.8+)", need_all=True)
+    return _Qty(every, build, f"{ABSENT} (pgscan_anon/pgscan_file, 5.8+)", need_all=True)
 
 
 def _pct(num: pl.Expr, den: pl.Expr) -> pl.Expr:
@@ -185,17 +205,28 @@ def _row(label: str, unit: str, better: str, qty: _Qty, why_null: str = "not ava
     )
 
 
-def _efficiency(label: str, reclaimed: _Qty, scanned: _Qty) -> OpsDef:
+def _efficiency(
+    label: str, reclaimed: _Qty, scanned: _Qty, why_null: str = NOTHING_SCANNED
+) -> OpsDef:
+    """``100 · reclaimed / scanned`` (or any part over its whole), null when the whole is 0."""
     return OpsDef(
         label,
         "%",
         HIGHER,
         reclaimed.needs + scanned.needs,
         lambda c, _e: _pct(reclaimed(c), scanned(c)),
-        NOTHING_SCANNED,
+        why_null,
         scanned.absent,
         scanned.need_all,
     )
+
+
+def _share(label: str, part: str, whole: str, why_null: str) -> OpsDef:
+    """``100 · part / whole`` of two counters (see :func:`_efficiency`)."""
+    return _efficiency(label, _sum(part), _sum(whole), why_null)
+
+
+NO_FREE, NO_HINTS = "nothing free-scanned", "no hint faults"
 
 
 def _velocity(label: str, scanned: _Qty) -> OpsDef:
@@ -219,7 +250,6 @@ def _split(a: _Qty, b: _Qty) -> _Qty:
     return _Qty(a.needs, lambda c: pl.when(a(c) >= b(c)).then(a(c) - b(c)))
 
 
-NOTHING_SCANNED = "nothing scanned"
 # Since THP swap-out (4.13), pswpout counts every base page of a THP while nr_vmscan_write
 # counts the folio once, so pswpout can exceed nr_vmscan_write (seed 000: 2932752 anon
 # writes, 2613590 writes by reclaim) and their difference is not the file writes.
@@ -234,6 +264,19 @@ _direct_share = _Qty(
     SCANNED["direct"].needs + SCANNED["kswapd"].needs,
     lambda c: _pct(SCANNED["direct"](c), SCANNED["direct"](c) + SCANNED["kswapd"](c)),
 )
+
+
+def _compaction_migrated(c: set[str]) -> pl.Expr:
+    """Pages migrated by compaction: every migration less NUMA balancing's (when the
+    kernel counts it); null if the difference is negative (THP counting differs)."""
+    every = _total(c, "pgmigrate_success")
+    if "numa_pages_migrated" not in c:
+        return every
+    return pl.when(every >= pl.col("numa_pages_migrated")).then(
+        every - pl.col("numa_pages_migrated")
+    )
+
+
 # mmtests' cost model: Ca = 56/8 per page scanned, Ci = Ca + 12 per isolated page,
 # Cmc = 2·(Ca + 512) per migrated page, failures 2·Ca; reported in units of 10^6.
 _compaction_cost = _Qty(
@@ -242,12 +285,44 @@ _compaction_cost = _Qty(
         (
             7 * _total(c, "compact_migrate_scanned")
             + 19 * _total(c, "compact_isolated")
-            + 1038 * _total(c, "pgmigrate_success")
+            + 1038 * _compaction_migrated(c)
             + 14 * _total(c, "pgmigrate_fail")
         )
         / 1e6
     ),
 )
+# mmtests' AutoNUMA model as it computes it: Ca per PTE update, 5000 per hinting fault,
+# Ci per migrated page (the intended page-copy term is lost to a stray ';').
+_autonuma_cost = _Qty(
+    ("numa_pte_updates", "numa_hint_faults", "numa_pages_migrated"),
+    lambda c: (
+        (
+            7 * _total(c, "numa_pte_updates")
+            + 5000 * _total(c, "numa_hint_faults")
+            + 19 * _total(c, "numa_pages_migrated")
+        )
+        / 1e6
+    ),
+    need_all=True,
+)
+# Base pages whose PTEs NUMA balancing changed; a huge PMD is 512 base pages (x86-64).
+_numa_range = _Qty(
+    ("numa_pte_updates",),
+    lambda c: (
+        _total(c, "numa_pte_updates") + 512 * _total(c, "numa_huge_pte_updates")
+        if "numa_huge_pte_updates" in c
+        else _total(c, "numa_pte_updates")
+    ),
+)
+_ZONES = ("dma", "dma32", "normal", "highmem", "movable")
+
+
+def _zone_scanned(zone: str) -> _Qty:
+    """Pages scanned in one zone by kswapd and direct reclaim (per-zone items, < 4.8;
+    the kernel spells highmem ``high``)."""
+    kernel = "high" if zone == "highmem" else zone
+    return _sum(f"pgscan_kswapd_{kernel}", f"pgscan_direct_{kernel}")
+
 
 OPS: tuple[OpsDef, ...] = (
     _row("Minor Faults", "faults", LOWER, _minus(_sum("pgfault"), _sum("pgmajfault"))),
@@ -255,6 +330,11 @@ OPS: tuple[OpsDef, ...] = (
     _row("Swap Ins", "pages", LOWER, _sum("pswpin")),
     _row("Swap Outs", "pages", LOWER, _sum("pswpout")),
     _row("Allocation stalls", "stalls", LOWER, _sum("allocstall")),
+    _row("Fragmentation stalls", "stalls", LOWER, _sum("fragment_stall")),
+    *(
+        _row(f"{zone} allocs", "pages", LOWER, _sum(f"pgalloc_{zone.lower()}"))
+        for zone in ("DMA", "DMA32", "Normal", "Movable")
+    ),
     _row("Direct pages scanned", "pages", LOWER, SCANNED["direct"]),
     _row("Kswapd pages scanned", "pages", LOWER, SCANNED["kswapd"]),
     _row("Kswapd pages reclaimed", "pages", HIGHER, RECLAIMED["kswapd"]),
@@ -264,6 +344,7 @@ OPS: tuple[OpsDef, ...] = (
     _efficiency("Direct efficiency %", RECLAIMED["direct"], SCANNED["direct"]),
     _velocity("Direct velocity", SCANNED["direct"]),
     _row("Percentage direct scans", "%", LOWER, _direct_share, NOTHING_SCANNED),
+    *(_velocity(f"Zone {zone} velocity", _zone_scanned(zone)) for zone in _ZONES),
     _row("Cgroup-limit pages scanned", "pages", LOWER, SCANNED["cgroup"]),
     _row("Cgroup-limit pages reclaimed", "pages", HIGHER, RECLAIMED["cgroup"]),
     _efficiency("Cgroup-limit efficiency %", RECLAIMED["cgroup"], SCANNED["cgroup"]),
@@ -280,25 +361,53 @@ OPS: tuple[OpsDef, ...] = (
     _row("Page reclaim immediate", "pages", LOWER, _sum("nr_vmscan_immediate_reclaim")),
     _row("Sector Reads", "KiB", LOWER, _sum("pgpgin")),
     _row("Sector Writes", "KiB", LOWER, _sum("pgpgout")),
+    _row("Page rescued immediate", "pages", LOWER, _sum("pgrescued")),
     _row("Slabs scanned", "objects", LOWER, _sum("slabs_scanned")),
+    _row("Direct inode steals", "pages", LOWER, _sum("pginodesteal")),
+    _row("Kswapd inode steals", "pages", LOWER, _sum("kswapd_inodesteal")),
+    _row("Kswapd skipped wait", "events", LOWER, _sum("kswapd_skip_congestion_wait")),
     _row("THP fault alloc", "huge pages", HIGHER, _sum("thp_fault_alloc")),
     _row("THP fault fallback", "huge pages", LOWER, _sum("thp_fault_fallback")),
     _row("THP collapse alloc", "huge pages", HIGHER, _sum("thp_collapse_alloc")),
     _row("THP collapse fail", "huge pages", LOWER, _sum("thp_collapse_alloc_failed")),
     _row("THP split", "huge pages", LOWER, _sum("thp_split_page")),
+    _row("THP split failed", "huge pages", LOWER, _sum("thp_split_page_failed")),
     _row("Compaction stalls", "stalls", LOWER, _sum("compact_stall")),
     _row("Compaction success", "compactions", HIGHER, _sum("compact_success")),
     _row("Compaction failures", "compactions", LOWER, _sum("compact_fail")),
+    _share("Compaction efficiency", "compact_success", "compact_stall", "no stalls"),
     _row("Page migrate success", "pages", HIGHER, _sum("pgmigrate_success")),
     _row("Page migrate failure", "pages", LOWER, _sum("pgmigrate_fail")),
     _row("Compaction pages isolated", "pages", LOWER, _sum("compact_isolated")),
     _row("Compaction migrate scanned", "pages", LOWER, _sum("compact_migrate_scanned")),
     _row("Compaction free scanned", "pages", LOWER, _sum("compact_free_scanned")),
+    _share("Compact scan efficiency", "compact_migrate_scanned", "compact_free_scanned", NO_FREE),
     _row("Compaction cost", "model units", LOWER, _compaction_cost),
+    _row("Kcompactd wake", "wakeups", LOWER, _sum("compact_daemon_wake")),
+    _row("Kcompactd migrate scanned", "pages", LOWER, _sum("compact_daemon_migrate_scanned")),
+    _row("Kcompactd free scanned", "pages", LOWER, _sum("compact_daemon_free_scanned")),
+    # Allocation counts measure work done; "lower is better" as for every other count.
+    _row("NUMA alloc hit", "allocations", LOWER, _sum("numa_hit")),
+    _row("NUMA alloc miss", "allocations", LOWER, _sum("numa_miss")),
+    _row("NUMA interleave hit", "allocations", LOWER, _sum("numa_interleave")),
+    _row("NUMA alloc local", "allocations", LOWER, _sum("numa_local")),
+    _row("NUMA base PTE updates", "PTEs", LOWER, _sum("numa_pte_updates")),
+    _row("NUMA huge PMD updates", "PMDs", LOWER, _sum("numa_huge_pte_updates")),
+    _row("NUMA page range updates", "pages", LOWER, _numa_range),
+    _row("NUMA hint faults", "faults", LOWER, _sum("numa_hint_faults")),
+    _row("NUMA hint local faults", "faults", LOWER, _sum("numa_hint_faults_local")),
+    _share("NUMA hint local percent", "numa_hint_faults_local", "numa_hint_faults", NO_HINTS),
+    _row("NUMA pages migrated", "pages", LOWER, _sum("numa_pages_migrated")),
+    _row("AutoNUMA cost", "model units", LOWER, _autonuma_cost),
 )
 
 # The reclaim rows a monitor log is plotted with, interval by interval.
-SERIES_OPS = tuple(op for op in OPS if op.label.split()[0] in {"Kswapd", "Direct", "Cgroup-limit"})
+SERIES_OPS = tuple(
+    op
+    for op in OPS
+    if op.label.split()[0] in {"Kswapd", "Direct", "Cgroup-limit"}
+    and op.label.split()[1] in {"pages", "efficiency", "velocity"}
+)
 
 
 def _evaluate(deltas: pl.DataFrame, elapsed: pl.Expr, ops: Sequence[OpsDef]) -> pl.DataFrame:

@@ -1,8 +1,9 @@
 """Shrinker work and deferral: who scans, who frees, who inherits deferred work.
 
 Sources: ``mm_shrink_slab_start`` / ``mm_shrink_slab_end`` (include/trace/events/vmscan.h,
-``do_shrink_slab()``), with the field names of ``trace-contract.md``. On 5.11+ kernels (G3 in
-``shrinker-deferral.md``; G1 before prints the same fields):
+``do_shrink_slab()``), with the field names of ``docs/trace-formats.md`` "shrink_slab". From
+Linux 5.13 (commit 18bb473e5031, "mm: vmscan: shrink deferred objects proportional to
+priority"; G3 in ``docs/shrinker-deferral.md``; G1 before prints the same fields):
 
 - start: ``nr_objects_to_shrink`` = the deferred count this invocation took (``nr``),
   ``cache_items`` = freeable objects, ``delta`` = this invocation's own share,
@@ -13,7 +14,9 @@ Sources: ``mm_shrink_slab_start`` / ``mm_shrink_slab_end`` (include/trace/events
   ``total_scan`` = what was left unscanned, ``retval`` = objects freed.
 
 Per invocation (start paired with the next end of the same pid, see
-:func:`analysis.metrics.pairing.pair_intervals`), all counts are objects:
+:func:`analysis.metrics.pairing.pair_intervals`; ``begin_line``/``end_line`` order the take
+and the hand-back of the shared counter among concurrent calls), with the shrinker's
+identity ``shrinker_ptr`` and the caller's ``gfp_flags``; all counts are objects:
 ``deferred_in_objects`` (taken), ``delta_objects``, ``to_scan_objects``, ``scanned_objects``
 (start ``total_scan`` − end ``total_scan``, floored at 0), ``freed_objects``,
 ``deferred_out_objects`` (end ``new_scan``). The context is ``kswapd``, the enclosing reclaim
@@ -41,7 +44,9 @@ __all__ = [
 
 _START_FIELDS = (
     "shrinker",
+    "shrinker_ptr",
     "nid",
+    "gfp_flags",
     "nr_objects_to_shrink",
     "cache_items",
     "delta",
@@ -59,8 +64,17 @@ def shrinker_invocations(
     Returns the invocation frame and the raw pairing (its report counts unpaired starts and
     ends). ``shrinker_mismatch`` marks pairs whose start and end name different shrinkers.
     """
+    start = trace.events("mm_shrink_slab_start")
+    # Identity and gfp columns may be absent from hand-built frames: null, as for a field
+    # the capturing kernel does not print.
+    missing = {"shrinker_ptr": pl.String(), "gfp_flags": pl.List(pl.String())}
+    start = start.with_columns(
+        pl.lit(None, dtype=dtype).alias(name)
+        for name, dtype in missing.items()
+        if name not in start.columns
+    )
     paired = pair_intervals(
-        trace.events("mm_shrink_slab_start"),
+        start,
         trace.events("mm_shrink_slab_end"),
         kind="shrink_slab",
         begin_fields=_START_FIELDS,
@@ -73,13 +87,17 @@ def shrinker_invocations(
     labelled = label_context(closed.rename({"begin_ts_ns": "ts_ns"}), intervals)
     frame = labelled.select(
         "shrinker",
+        "shrinker_ptr",
         "nid",
         "context",
         "pid",
         "comm",
         "ts_ns",
         "duration_ns",
+        "begin_line",
+        "end_line",
         "priority",
+        "gfp_flags",
         pl.col("nr_objects_to_shrink").alias("deferred_in_objects"),
         pl.col("delta").alias("delta_objects"),
         pl.col("cache_items").alias("freeable_objects"),
@@ -100,6 +118,8 @@ def _empty_invocations() -> pl.DataFrame:
         "nid",
         "ts_ns",
         "duration_ns",
+        "begin_line",
+        "end_line",
         "priority",
         "deferred_in_objects",
         "delta_objects",
@@ -111,6 +131,8 @@ def _empty_invocations() -> pl.DataFrame:
     )
     schema: dict[str, pl.DataType] = {
         "shrinker": pl.String(),
+        "shrinker_ptr": pl.String(),
+        "gfp_flags": pl.List(pl.String()),
         "context": pl.String(),
         "pid": pl.Int32(),
         "comm": pl.String(),

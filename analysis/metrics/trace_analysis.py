@@ -210,34 +210,44 @@ def vmscan_summary(
     Statistics: vmscan"), as ``statistic``, ``value``, ``unit`` rows.
 
     Pages scanned/reclaimed come from ``mm_vmscan_lru_shrink_inactive`` (the counters vmstat
-    uses), writes from ``mm_vmscan_write_folio``/``writepage`` ``flags``, kswapd awake time is
+    uses), writes (one per event: a page, or since 5.18 a folio) from
+    ``mm_vmscan_write_folio``/``writepage`` ``flags``, kswapd awake time is
     the lower bound of :mod:`analysis.metrics.daemons` (its upper bound on the next row).
     """
 
     def lru_sum(column: str, context: str) -> int:
         return int(analysis.lru.filter(pl.col("context") == context)[column].sum() or 0)
 
-    def write_count(context: str, lru_flag: str) -> int:
-        if writes.is_empty() or "flags" not in writes.columns:
-            return 0
-        return writes.filter(
-            (pl.col("context") == context) & pl.col("flags").list.contains(lru_flag)
-        ).height
+    def write_rows(who: str, context: str) -> list[tuple[str, int, str]]:
+        """The script's four write rows: file/anon by ``RECLAIM_WB_FILE``/``_ANON``, sync
+        when ``RECLAIM_WB_SYNC`` is set (lumpy reclaim, < 3.x), else async."""
+        has_flags = not writes.is_empty() and "flags" in writes.columns
+        rows = []
+        for mode in ("async", "sync"):
+            for kind in ("file", "anon"):
+                count = 0
+                if has_flags:
+                    flags = pl.col("flags")
+                    count = writes.filter(
+                        (pl.col("context") == context)
+                        & flags.list.contains(f"RECLAIM_WB_{kind.upper()}")
+                        & (flags.list.contains("RECLAIM_WB_SYNC") == (mode == "sync"))
+                    ).height
+                rows.append((f"{who} write {kind} {mode} I/O", count, "writes"))
+        return rows
 
     direct = analysis.reclaim.get("direct")
     rows = [
         ("Direct reclaims", direct.report.count if direct else 0, "count"),
         ("Direct reclaim pages scanned", lru_sum("scanned_pages", "direct"), "pages"),
         ("Direct reclaim pages reclaimed", lru_sum("reclaimed_pages", "direct"), "pages"),
-        ("Direct reclaim write file I/O", write_count("direct", "RECLAIM_WB_FILE"), "pages"),
-        ("Direct reclaim write anon I/O", write_count("direct", "RECLAIM_WB_ANON"), "pages"),
+        *write_rows("Direct reclaim", "direct"),
         ("Wake kswapd requests", wakeup_requests, "count"),
         ("Kswapd wakeups", sum(r.wakes - r.rewakes for r in analysis.kswapd), "count"),
         ("Kswapd re-wakes while awake", sum(r.rewakes for r in analysis.kswapd), "count"),
         ("Kswapd pages scanned", lru_sum("scanned_pages", "kswapd"), "pages"),
         ("Kswapd pages reclaimed", lru_sum("reclaimed_pages", "kswapd"), "pages"),
-        ("Kswapd reclaim write file I/O", write_count("kswapd", "RECLAIM_WB_FILE"), "pages"),
-        ("Kswapd reclaim write anon I/O", write_count("kswapd", "RECLAIM_WB_ANON"), "pages"),
+        *write_rows("Kswapd reclaim", "kswapd"),
         ("Time stalled direct reclaim", direct.report.total_s if direct else 0.0, "s"),
         ("Time kswapd awake (lower bound)", sum(r.awake_s for r in analysis.kswapd), "s"),
         ("Time kswapd awake (upper bound)", sum(r.awake_upper_s for r in analysis.kswapd), "s"),

@@ -20,11 +20,11 @@ from analysis.ingest.mmtests import Run, find_runs
 from analysis.metrics.compare import compare_runs
 from analysis.metrics.throttle_runs import run_throttle_table
 from analysis.metrics.trace_analysis import TraceAnalysis, analyse_iteration
-from analysis.report.ops import format_comparison
+from analysis.report.ops import comparison_json, format_comparison
 from analysis.report.provenance import format_provenance, iteration_provenance
 from analysis.report.text import fit
 from analysis.report.throttle import format_run_throttle
-from analysis.report.trace_analysis import format_analysis
+from analysis.report.trace_analysis import analysis_json, format_analysis
 
 __all__ = [
     "SECTIONS",
@@ -32,7 +32,12 @@ __all__ = [
     "ReportData",
     "build_report",
     "capture_runs",
+    "latency_section",
+    "report_json",
     "report_sections",
+    "stalls_section",
+    "throttle_section",
+    "vmstat_section",
 ]
 
 
@@ -54,11 +59,21 @@ class ReportData:
 
 
 def latency_section(data: ReportData) -> str:
-    """Hook: the workload's latency per run with a significance test (issue 11)."""
-    return (
-        "Not computed in this version: the latency comparison with significance\n"
-        "(mmap probe logs per run) is the comparison analysis of issue 11.\n"
-    )
+    """The workload's latency logs per run against the first run, with run-level
+    significance (as ``mmlab compare``: Harrell–Davis median decides, permutation test
+    over iterations, Benjamini–Hochberg q-values)."""
+    from analysis.ingest import benchmarks
+    from analysis.report.compare import format_mmtests
+    from analysis.stats.significance import compare_table
+
+    if len(data.runs) < 2:
+        return "One run: no latency comparison (give BASE and NEW).\n"
+    table = benchmarks.load_runs([run.path for run in data.runs]).table
+    kernels = list(dict.fromkeys(table["kernel"]))
+    if len(kernels) < 2:
+        return "No workload latency logs in at least two runs.\n"
+    results = compare_table(table, kernels[0], kernels[1:])
+    return format_mmtests(table, results)
 
 
 def vmstat_section(data: ReportData) -> str:
@@ -136,9 +151,39 @@ def report_sections(data: ReportData) -> list[tuple[str, str]]:
 def build_report(paths: Sequence[Path]) -> str:
     """The report of the capture runs under ``paths`` (each as :func:`capture_runs`; the
     first run found is the base of every comparison), 80 columns."""
-    runs = tuple(run for path in paths for run in capture_runs(path))
+    runs = _runs(paths)
     names = " vs ".join(run.name for run in runs)
     parts = [f"mmlab report: {names}\n"]
     for title, text in report_sections(ReportData(runs)):
         parts.append(f"== {title} ==\n\n{text}")
     return fit("\n".join(parts))
+
+
+def _runs(paths: Sequence[Path]) -> tuple[Run, ...]:
+    return tuple(run for path in paths for run in capture_runs(path))
+
+
+def report_json(paths: Sequence[Path]) -> dict:
+    """The report's content for scripts (frames and dataclasses, for
+    :func:`analysis.report.json_output.dumps`): the runs with their provenance, the Ops comparison
+    (as ``mmlab compare-vmstat --json``), throttling per run (``run_throttle_table``) and
+    every traced iteration's analysis (as ``mmlab stalls --json``, with ``run`` and
+    ``iteration``)."""
+    data = ReportData(_runs(paths))
+    throttle = run_throttle_table(
+        [(run.name, index, a.throttle) for run, index, a in data.analyses]
+    )
+    return {
+        "data": [str(p) for p in paths],
+        "runs": [
+            {"name": run.name, "path": str(run.path), "iterations": len(run.iterations)}
+            for run in data.runs
+        ],
+        "provenance": [iteration_provenance(run, it) for run in data.runs for it in run.iterations],
+        "vmstat": comparison_json(compare_runs(data.runs)),
+        "throttle": throttle,
+        "stalls": [
+            {"run": run.name, "iteration": index, **analysis_json(analysis)}
+            for run, index, analysis in data.analyses
+        ],
+    }

@@ -30,9 +30,16 @@ class NotebookFailed(RuntimeError):
     included), ``line`` of the cell in the ``.py`` (None if not found), the exception."""
 
     def __init__(self, notebook: Path, cell: int, line: int | None, error: str, source: str):
+        # Every argument in args, so the exception pickles across process pools intact.
+        super().__init__(notebook, cell, line, error, source)
         self.notebook, self.cell, self.line, self.error = notebook, cell, line, error
-        where = f"{notebook}:{line}" if line else str(notebook)
-        super().__init__(f"{where}: cell {cell} failed: {error}\n    {_first_line(source)[:70]}")
+        self.source = source
+
+    def __str__(self) -> str:
+        where = f"{self.notebook}:{self.line}" if self.line else str(self.notebook)
+        return (
+            f"{where}: cell {self.cell} failed: {self.error}\n    {_first_line(self.source)[:70]}"
+        )
 
 
 @dataclass(frozen=True)

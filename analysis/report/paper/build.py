@@ -18,10 +18,10 @@ from pathlib import Path
 import polars as pl
 
 from analysis.errors import InputError
+from analysis.ingest.ftrace.events import THROTTLED
 from analysis.ingest.mmtests import Run
 from analysis.metrics.compare import Comparison, compare_runs, monitor_series
 from analysis.metrics.stall_runs import TAIL_QUANTILE, iteration_stalls, run_stall_table
-from analysis.metrics.throttle import THROTTLED
 from analysis.metrics.throttle_runs import run_throttle_table
 from analysis.report.document import ReportData
 from analysis.report.ops import display_label

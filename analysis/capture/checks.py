@@ -1,0 +1,117 @@
+"""A capture's arguments checked against this machine before anything on it is changed.
+
+Every check here reads only (``/proc/meminfo``, ``vm.dirty_ratio``, the output path), so a
+mistake in the command line is one clear :class:`~analysis.errors.InputError` before any
+sysctl, cgroup or tracefs instance is touched, and before the machine lock is taken.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+from analysis.capture.metadata import memory_info
+from analysis.capture.plan import MIB, PhasePlan, PlanParams, max_limit_bytes, phase_plan
+from analysis.errors import InputError
+
+__all__ = ["check_arguments", "check_machine", "check_out", "dirty_ratio_for", "plans_for"]
+
+# stutterp's smallest worker set (plan.split_workers).
+MIN_WORKERS = 3
+# (option, config attribute, smallest allowed value, whether that value is allowed)
+_POSITIVE = (
+    ("--iterations", "iterations", 1, True),
+    ("--duration", "duration_s", 0, False),
+    ("--interval", "interval_s", 0, False),
+    ("--warmup", "warmup_s", 0, True),
+    ("--probe-seconds", "probe_s", 0, False),
+    ("--buffer-kb", "buffer_kb", 1, True),
+    ("--limit-mb", "limit_mb", 1, True),
+)
+
+
+def check_arguments(cfg, mem_available_bytes: int, dirty_ratio: int) -> list[PhasePlan]:
+    """Numbers in range, ``--limit-mb`` within half of MemAvailable, a feasible plan per
+    worker count (:func:`~analysis.capture.plan.phase_plan`, ``vm.dirty_ratio`` mirrored
+    by ``dirty_ratio``). Returns the plans."""
+    for option, name, low, inclusive in _POSITIVE:
+        value = getattr(cfg, name)
+        if not math.isfinite(value) or value < low or (value == low and not inclusive):
+            bound = f">= {low}" if inclusive else f"> {low}"
+            raise InputError(option, f"must be a finite number {bound}, got {value}")
+    if too_few := [n for n in cfg.workers if n < MIN_WORKERS]:
+        raise InputError(
+            "--workers",
+            f"each worker count must be >= {MIN_WORKERS} (the latency probe, a file writer "
+            f"and an anon hog), got {too_few[0]}",
+        )
+    cap = max_limit_bytes(mem_available_bytes)
+    if cfg.limit_mb * MIB > cap:
+        raise InputError(
+            "--limit-mb",
+            f"{cfg.limit_mb} MiB is above half of MemAvailable ({cap // MIB} MiB): refusing "
+            "to risk pressure outside the cgroup",
+        )
+    return plans_for(cfg, dirty_ratio)
+
+
+def plans_for(cfg, dirty_ratio: int) -> list[PhasePlan]:
+    """The share-out per worker count; an impossible one is an InputError."""
+    params = PlanParams(
+        limit_bytes=cfg.limit_mb * MIB,
+        dirty_ratio=dirty_ratio,
+        probe_map_bytes=cfg.probe_map_mib * MIB,
+    )
+    try:
+        return [phase_plan(params, n) for n in cfg.workers]
+    except ValueError as exc:
+        raise InputError("--workers/--limit-mb", str(exc)) from None
+
+
+def _is_run(path: Path) -> bool:
+    """A run directory of an mmtests-style tree (``RUN/iter-N/``), as capture writes."""
+    return path.is_dir() and any(p.name.startswith("iter-") for p in path.iterdir())
+
+
+def check_out(out: Path, run: str) -> None:
+    """``OUT/RUN`` must be new; ``OUT`` may hold other runs only (mmtests keeps runs side
+    by side for comparison) and must be creatable. Creates ``OUT``."""
+    if not run or run in {".", ".."} or "/" in run:
+        raise InputError("--run", f"must be a plain directory name, got {run!r}")
+    if out.exists() and not out.is_dir():
+        raise InputError(out, "exists and is not a directory")
+    if (out / run).exists():
+        raise InputError(out / run, "already exists; choose another --run or OUT")
+    if out.is_dir():
+        other = sorted(p.name for p in out.iterdir() if not _is_run(p))
+        if other:
+            raise InputError(
+                out,
+                f"is not empty and holds more than capture runs ({', '.join(other[:3])}); "
+                "give a new or empty directory",
+            )
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(out, f"cannot be created: {exc.strerror}") from None
+    if not os.access(out, os.W_OK | os.X_OK):
+        raise InputError(out, "is not writable")
+
+
+def dirty_ratio_for(sets: tuple[tuple[str, str], ...], proc_sys: Path = Path("/proc/sys")) -> int:
+    """``vm.dirty_ratio`` the capture will run with: a ``--set`` of it, else the current value."""
+    text = dict(sets).get("vm.dirty_ratio") or (proc_sys / "vm" / "dirty_ratio").read_text()
+    try:
+        return int(text)
+    except ValueError:
+        raise InputError("--set", f"vm.dirty_ratio must be an integer, got {text!r}") from None
+
+
+def check_machine(cfg) -> list[PhasePlan]:
+    """:func:`check_arguments` with this machine's MemAvailable and dirty ratio, then
+    :func:`check_out`; returns the plans."""
+    meminfo = memory_info(Path("/proc/meminfo").read_text())
+    plans = check_arguments(cfg, meminfo["mem_available_kib"] * 1024, dirty_ratio_for(cfg.sets))
+    check_out(cfg.out, cfg.run)
+    return plans

@@ -1,0 +1,88 @@
+"""``mmlab compare``: is a change between kernels real? Run-level significance per row."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from analysis.errors import InputError
+
+__all__ = ["DESCRIPTION", "register", "run_compare"]
+
+DESCRIPTION = """\
+BASE NEW [NEW...] are capture or mmtests run directories (kernel = run name, run =
+iteration); one TABLE is a long-format CSV/Parquet (kernel,row,run,value,unit
+[,higher_is_better]) whose kernels are all compared with the first (or --base).
+The deciding p-value is a permutation test over runs; q-values are
+Benjamini-Hochberg across every row. See README "mmlab compare"."""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "compare",
+        help="significance of changes between kernels (run-level, BH q-values)",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("paths", type=Path, nargs="+", help="BASE NEW [NEW...] or one TABLE")
+    p.add_argument("--base", help="base kernel (default: the first)")
+    p.add_argument(
+        "--metric",
+        choices=("mean", "p50", "p90", "p99"),
+        default="p50",
+        help="statistic that decides a row (default p50, the Harrell-Davis median)",
+    )
+    p.add_argument("--rows", help="only rows whose name contains this text")
+    p.add_argument("--format", choices=("mmtests", "markdown", "json"), default="mmtests")
+    p.add_argument("--json", action="store_true", help="same as --format json")
+    p.add_argument("--delta", type=float, help="equivalence margin in %% (TOST)")
+    p.add_argument("--level", type=float, default=0.05, help="q-value level (default 0.05)")
+    p.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    p.add_argument("--traces", action="store_true", help="also stall/throttle rows from traces")
+    p.add_argument("--ops", action="store_true", help="also vmstat Ops rows (one per run)")
+    p.set_defaults(func=run_compare)
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    import polars as pl
+
+    from analysis.ingest import benchmarks, long_table
+    from analysis.report.compare import format_markdown, format_mmtests, to_json
+    from analysis.stats.significance import compare_table
+
+    if not 0 < args.level < 0.5:
+        raise InputError("--level", f"{args.level} is not in (0, 0.5)")
+    if len(args.paths) == 1 and args.paths[0].is_file():
+        table = long_table.read(args.paths[0])
+        skipped: tuple[str, ...] = ()
+    else:
+        loaded = benchmarks.load_runs(args.paths, traces=args.traces, ops=args.ops)
+        table, skipped = loaded.table, loaded.skipped
+    if args.rows:
+        table = table.filter(pl.col("row").str.contains(args.rows, literal=True))
+    kernels = list(dict.fromkeys(table["kernel"]))
+    base = args.base or (kernels[0] if kernels else None)
+    source = args.paths[0] if len(args.paths) == 1 else "arguments"
+    if base is None or table.height == 0:
+        raise InputError(source, "no samples found (no known benchmark logs or table rows)")
+    if base not in kernels:
+        raise InputError(source, f"base kernel {base!r} not found; kernels: {', '.join(kernels)}")
+    others = [k for k in kernels if k != base]
+    if not others:
+        raise InputError(source, f"only one kernel ({base}): nothing to compare with")
+    results = compare_table(
+        table, base, others, args.metric, args.level, args.delta, args.resamples, args.seed
+    )
+    for line in skipped:
+        print(f"mmlab compare: skipped {line}", file=sys.stderr)
+    fmt = "json" if args.json else args.format
+    if fmt == "json":
+        print(json.dumps(to_json(results), indent=2, allow_nan=False))
+    elif fmt == "markdown":
+        print(format_markdown(results), end="")
+    else:
+        print(format_mmtests(table, results), end="")
+    return 0

@@ -1,0 +1,67 @@
+"""``mmlab model shrinker TRACE``: a capture's shrinker calls under another deferral rule.
+
+First checks that the capturing kernel's rule reproduces every call's own ``total_scan``
+(``replay_agreement``), then replays the calls in trace order under ``--generation``
+(G1: Linux <= 5.12, G2: seed 001's kswapd-only proposal, G3: mainline since 5.13) with the
+deferral ``--divisor`` (1, priority, 2^priority or an integer; default: the
+generation's own). TRACE may be a trace file or a directory holding ``ftrace-*`` traces.
+Arithmetic and assumptions: docs/shrinker-deferral.md, analysis/models/shrinker.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from analysis.ingest.captures import traces_below
+
+__all__ = ["register"]
+
+
+def _divisor(text: str) -> str:
+    from analysis.models.shrinker import divisor_table
+
+    try:
+        divisor_table(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "shrinker",
+        help="replay shrinker calls under deferral rule G1/G2/G3 and a divisor",
+        description=__doc__,
+    )
+    p.add_argument("paths", type=Path, nargs="+", metavar="TRACE")
+    p.add_argument("--generation", choices=("G1", "G2", "G3"), default="G3")
+    p.add_argument("--divisor", type=_divisor, help="1, priority, 2^priority or an integer > 0")
+    p.add_argument(
+        "--kswapd-only",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="deferred work only in kswapd (default: only under G2)",
+    )
+    p.add_argument(
+        "--fixed",
+        action="store_true",
+        help="G2: defer nr + delta - scanned, not the patch's literal nr - scanned",
+    )
+    p.add_argument("--json", action="store_true", help="JSON instead of text")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from analysis.models.shrinker import Variant, load_invocations, model_trace
+    from analysis.report.shrinker_model import format_model_run, model_run_json
+
+    variant = Variant(args.generation, args.divisor, args.kswapd_only, not args.fixed)
+    traces = [t for path in args.paths for t in (traces_below(path) if path.is_dir() else [path])]
+    runs = [model_trace(load_invocations(trace), variant, trace=trace) for trace in traces]
+    if args.json:
+        print(json.dumps([model_run_json(r) for r in runs], indent=2, allow_nan=False))
+    else:
+        print("\n".join(format_model_run(r) for r in runs), end="")
+    return 0

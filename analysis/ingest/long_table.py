@@ -1,0 +1,84 @@
+"""Any benchmark's results as one long table: a row per sample.
+
+Columns ``kernel`` (the configuration compared), ``row`` (what was measured, e.g.
+``mmap-4``), ``run`` (an independent iteration), ``value``, ``unit`` and optionally
+``higher_is_better`` (default false: latencies and times). CSV or Parquet, told apart by
+content (Parquet files start with ``PAR1``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from analysis.errors import InputError
+
+__all__ = ["COLUMNS", "SCHEMA", "read", "validate"]
+
+SCHEMA = {
+    "kernel": pl.String,
+    "row": pl.String,
+    "run": pl.String,
+    "value": pl.Float64,
+    "unit": pl.String,
+    "higher_is_better": pl.Boolean,
+}
+COLUMNS = tuple(SCHEMA)
+
+
+def validate(frame: pl.DataFrame, source: str | Path) -> pl.DataFrame:
+    """``frame`` with the table's columns in order and types; InputError naming the
+    first line (1-based, header = line 1) whose row is unusable."""
+    missing = [c for c in COLUMNS[:5] if c not in frame.columns]
+    if missing:
+        raise InputError(source, f"missing column(s) {', '.join(missing)}; need {COLUMNS}")
+    if "higher_is_better" not in frame.columns:
+        frame = frame.with_columns(higher_is_better=pl.lit(False))
+    frame = frame.with_row_index("line", offset=2)
+    try:
+        cast = frame.select("line", *(pl.col(c).cast(t, strict=True) for c, t in SCHEMA.items()))
+    except pl.exceptions.InvalidOperationError as exc:
+        raise InputError(source, f"a column has the wrong type ({exc})") from None
+    for column in ("kernel", "row", "run", "unit"):
+        empty = cast.filter(pl.col(column).is_null() | (pl.col(column) == ""))
+        if empty.height:
+            raise InputError(source, f"empty {column}", line=int(empty["line"][0]))
+    units = cast.group_by("row").agg(pl.col("unit").n_unique().alias("n"), pl.col("line").min())
+    mixed = units.filter(pl.col("n") > 1).sort("line")
+    if mixed.height:
+        row = mixed["row"][0]
+        raise InputError(source, f"row {row!r} has several units", line=int(mixed["line"][0]))
+    return cast.drop("line").with_columns(pl.col("higher_is_better").fill_null(False))
+
+
+def read(path: Path) -> pl.DataFrame:
+    """The validated table in ``path`` (CSV or Parquet)."""
+    with path.open("rb") as f:
+        magic = f.read(4)
+    if magic == b"PAR1":
+        frame = pl.read_parquet(path)
+    else:
+        try:
+            frame = pl.read_csv(path, infer_schema=False)
+        except pl.exceptions.ComputeError as exc:
+            raise InputError(path, f"not a CSV table ({exc})") from None
+        if "value" in frame.columns:
+            frame = frame.with_columns(
+                pl.col("value").str.strip_chars().replace({"": None}).cast(pl.Float64, strict=False)
+                .alias("value"),
+                pl.col("value").alias("_raw"),
+            )  # fmt: skip
+            bad = frame.with_row_index("line", offset=2).filter(
+                pl.col("value").is_null() & pl.col("_raw").is_not_null()
+                & ~pl.col("_raw").str.to_lowercase().str.strip_chars().is_in(["nan", ""])
+            )  # fmt: skip
+            if bad.height:
+                raw = bad["_raw"][0]
+                raise InputError(path, f"value {raw!r} is not a number", line=int(bad["line"][0]))
+            frame = frame.drop("_raw")
+        if "higher_is_better" in frame.columns:
+            frame = frame.with_columns(
+                pl.col("higher_is_better").str.to_lowercase().is_in(["true", "1", "yes"])
+            )
+    return validate(frame, path)

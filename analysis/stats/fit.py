@@ -1,0 +1,792 @@
+"""Censored, jiffy-quantised maximum-likelihood fits of throttle delays.
+
+Observation model of ``mm_vmscan_throttled`` (mm/vmscan.c ``reclaim_throttle()``, which
+records ``usect_delayed = jiffies_to_usecs(timeout - remaining)``): a sleeper whose wake
+condition would come after a latent wait T (µs) starts at a uniform phase U of the current
+jiffy J, so the kernel counts k = floor(T/J + U) ticks; a sleep reaching its timeout of K
+jiffies records K whatever T was (right-censored). T has an optional atom at zero
+(``zero_mass``) and an optional part that nothing wakes early (``cure_fraction``).
+
+Averaging over the phase gives the bin probabilities from R(t) = E[min(T, t)] alone:
+P(k=0) = 1 − R(J)/J, P(k=j) = −(R((j+1)J) − 2R(jJ) + R((j−1)J))/J for 0 < j < K and
+P(k=K) = (R(KJ) − R((K−1)J))/J. Histogram counts are the likelihood weights, so a million
+events cost no more than a hundred.
+
+Estimation: ``scipy.optimize.minimize`` (L-BFGS-B) from several starts; standard errors
+from the observed information (``statsmodels.tools.numdiff.approx_hess3`` of the negative
+log-likelihood, delta method to every derived quantity); optional bootstrap (multinomial
+resampling of the histogram) for percentile CIs and a parametric-bootstrap p-value of the
+G² goodness-of-fit statistic. Inference assumes independent sleeps, which events of one
+capture are not exactly (one writeback burst wakes many sleepers): treat CIs from a single
+capture as lower bounds of the run-to-run spread.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import polars as pl
+from scipy import optimize, special
+from statsmodels.stats.proportion import proportion_confint
+from statsmodels.tools.numdiff import approx_hess3
+
+from analysis.errors import InputError
+from analysis.stats.families import FAMILIES, Family
+
+__all__ = [
+    "QUANTILES",
+    "Estimate",
+    "FittedWait",
+    "GroupFailure",
+    "GroupFit",
+    "JiffyData",
+    "ModelFit",
+    "bin_probabilities",
+    "fit_group",
+    "fit_model",
+    "fit_throttle_groups",
+    "frame_data",
+    "jiffy_data",
+    "log_likelihood",
+    "model_name",
+]
+
+QUANTILES = (0.5, 0.9, 0.99)
+Z95 = 1.959963984540054
+# LR statistic below which a zero mass / cure fraction is not distinguished from none
+# (χ²₁ 95 % point; the boundary makes this conservative).
+CHI2_1_95 = 3.841458820694124
+# Logit bounds of the zero mass and cure fraction: e^-12 ≈ 6e-6 is "none" at any n we see.
+EXTRA_BOUND = 12.0
+
+
+@dataclass(frozen=True)
+class JiffyData:
+    """One throttle group as counts of recorded jiffies k = 0..K (``counts[K]``: timeouts).
+
+    ``jiffy_us`` is 1e6/HZ; ``timeout_us`` is the group's ``usec_timeout`` (K jiffies).
+    """
+
+    counts: np.ndarray
+    jiffy_us: float
+    timeout_us: float
+
+    @property
+    def k_timeout(self) -> int:
+        return len(self.counts) - 1
+
+    @property
+    def n(self) -> int:
+        return int(self.counts.sum())
+
+    @staticmethod
+    def from_bins(
+        k: Iterable[int],
+        counts: Iterable[int],
+        jiffy_us: float,
+        timeout_us: float,
+        source: str = "<bins>",
+    ) -> JiffyData:
+        """From strictly increasing jiffy numbers and their counts (a histogram's bins)."""
+        k_arr = np.asarray(list(k), dtype=np.int64)
+        c_arr = np.asarray(list(counts), dtype=np.int64)
+        k_timeout = round(timeout_us / jiffy_us)
+        problem = None
+        if len(k_arr) != len(c_arr):
+            problem = f"{len(k_arr)} bins but {len(c_arr)} counts"
+        elif np.any(np.diff(k_arr) <= 0):
+            problem = f"bins are not strictly increasing: {k_arr.tolist()}"
+        elif np.any(c_arr < 0):
+            problem = f"negative counts: {c_arr[c_arr < 0].tolist()}"
+        elif len(k_arr) and (k_arr[0] < 0 or k_arr[-1] > k_timeout):
+            problem = f"bins outside 0..{k_timeout} jiffies: {k_arr.tolist()}"
+        if problem:
+            raise InputError(source, problem)
+        full = np.zeros(k_timeout + 1, dtype=np.int64)
+        full[k_arr] = c_arr
+        return JiffyData(full, float(jiffy_us), float(timeout_us))
+
+
+def jiffy_data(
+    delays_us: Iterable[int],
+    counts: Iterable[int],
+    *,
+    timeout_us: int,
+    jiffy_us: float,
+    source: str = "<group>",
+) -> JiffyData:
+    """Validate one group's recorded delays and bin them by jiffy.
+
+    Delays at or above the timeout are censored at K (legacy ``congestion_wait`` overshoots
+    its timeout). Raises :class:`InputError` naming the reason: no delays, negative delays or
+    counts, delays off the jiffy grid, a timeout that is not whole jiffies, all delays zero,
+    all censored, or a single distinct delay (the shape of the wait is then not identified).
+    """
+    d = np.asarray(list(delays_us), dtype=np.float64)
+    c = np.asarray(list(counts), dtype=np.int64)
+    if d.size == 0 or c.sum() == 0:
+        raise InputError(source, "empty group: no recorded delays")
+    if np.any(d < 0):
+        raise InputError(source, f"negative delays (e.g. {d[d < 0][0]:.0f} us)")
+    if np.any(c < 0):
+        raise InputError(source, "negative counts")
+    k_timeout = timeout_us / jiffy_us
+    if timeout_us <= 0 or abs(k_timeout - round(k_timeout)) > 1e-3:
+        raise InputError(
+            source, f"timeout {timeout_us} us is not a whole number of {jiffy_us:g} us jiffies"
+        )
+    ratio = d / jiffy_us
+    off = np.abs(ratio - np.round(ratio)) > 1e-3
+    if np.any(off):
+        raise InputError(
+            source, f"delay {d[off][0]:.0f} us is not a whole number of {jiffy_us:g} us jiffies"
+        )
+    k = np.minimum(np.round(ratio).astype(np.int64), round(k_timeout))
+    full = np.bincount(k, weights=c, minlength=round(k_timeout) + 1).astype(np.int64)
+    n = int(full.sum())
+    if full[0] == n:
+        raise InputError(
+            source,
+            f"all {n} delays are 0 (woken within the first jiffy): only P(k=0) = 1 is "
+            "observed, no wait distribution can be fitted",
+        )
+    if full[-1] == n:
+        raise InputError(
+            source,
+            f"all {n} delays reached the {timeout_us} us timeout (all censored): the wait is "
+            "only known to exceed the timeout",
+        )
+    if np.count_nonzero(full) == 1:
+        raise InputError(
+            source,
+            f"all {n} delays are {int(np.flatnonzero(full)[0] * jiffy_us)} us: one distinct "
+            "value cannot identify a wait distribution",
+        )
+    return JiffyData(full, float(jiffy_us), float(timeout_us))
+
+
+def frame_data(frame: pl.DataFrame, jiffy_us: float, *, source: str = "<group>") -> JiffyData:
+    """:func:`jiffy_data` of one group's ``usec_timeout``, ``delay_us`` and ``count`` rows;
+    InputError when the rows mix timeouts (each timeout censors at its own K)."""
+    timeouts = frame["usec_timeout"].drop_nulls().unique().sort().to_list()
+    if len(timeouts) > 1:
+        raise InputError(source, f"mixed timeouts in one group: {timeouts} us; fit each alone")
+    if not timeouts:
+        raise InputError(source, "empty group: no recorded delays")
+    counts = frame["count"] if "count" in frame.columns else pl.Series([1] * frame.height)
+    return jiffy_data(
+        frame["delay_us"].to_list(),
+        counts.to_list(),
+        timeout_us=int(timeouts[0]),
+        jiffy_us=jiffy_us,
+        source=source,
+    )
+
+
+@dataclass(frozen=True)
+class FittedWait:
+    """A fitted latent wait T (µs): a :class:`analysis.stats.latent.LatentWait`."""
+
+    reason: str
+    family: Family = field(repr=False)
+    params: tuple[float, ...]
+    zero_mass: float
+    cure_fraction: float
+    support_limit_us: float
+
+    @property
+    def continuous_mass(self) -> float:
+        return 1.0 - self.zero_mass - self.cure_fraction
+
+    def survival(self, t_us: np.ndarray) -> np.ndarray:
+        t = np.asarray(t_us, dtype=np.float64)
+        inner = self.family.sf(np.maximum(t, 0.0), self.params)
+        s = self.continuous_mass * inner + self.cure_fraction
+        return np.where(t < 0, 1.0, s)
+
+    def restricted_mean_us(self, tau_us: float) -> float:
+        return float(self._restricted_means(np.array([tau_us]))[0])
+
+    def _restricted_means(self, t: np.ndarray) -> np.ndarray:
+        return self.continuous_mass * self.family.integrated_sf(t, self.params) + (
+            self.cure_fraction * t
+        )
+
+    def quantile_us(self, p: float) -> float:
+        if p <= self.zero_mass:
+            return 0.0
+        if p >= 1.0 - self.cure_fraction:
+            return math.inf
+        return self.family.ppf((p - self.zero_mass) / self.continuous_mass, self.params)
+
+    def draws(self, n: int, seed: int) -> np.ndarray:
+        rng = np.random.default_rng(seed)
+        u = rng.random(n)
+        t = self.family.rvs(n, self.params, rng)
+        t = np.where(u < self.zero_mass, 0.0, t)
+        return np.where(u >= 1.0 - self.cure_fraction, math.inf, t)
+
+
+def bin_probabilities(
+    wait: FittedWait, k_timeout: int, jiffy_us: float, *, phase: bool = True
+) -> np.ndarray:
+    """P(k = 0..K) under the observation model (module docstring); ``phase=False`` is the
+    naive floor binning k = floor(T/J), kept to show what ignoring the tick phase costs."""
+    grid = jiffy_us * np.arange(k_timeout + 1, dtype=np.float64)
+    if not phase:
+        s = wait.survival(grid[1:])
+        upper = np.concatenate([[1.0], s])
+        return np.concatenate([upper[:-1] - upper[1:], s[-1:]])
+    r = wait._restricted_means(grid)
+    p = np.empty(k_timeout + 1)
+    p[0] = 1.0 - r[1] / jiffy_us
+    p[1:-1] = -(r[2:] - 2.0 * r[1:-1] + r[:-2]) / jiffy_us
+    p[-1] = (r[-1] - r[-2]) / jiffy_us
+    return p
+
+
+def model_name(family: str, zero: bool, cure: bool) -> str:
+    return family + ("+zero" if zero else "") + ("+cure" if cure else "")
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A point estimate with a 95 % CI (``method``: ``delta`` or ``bootstrap``)."""
+
+    estimate: float
+    ci_low: float
+    ci_high: float
+    method: str
+
+
+@dataclass(frozen=True)
+class ModelFit:
+    """One family ± zero mass ± cure fraction fitted to one group."""
+
+    family: str
+    zero: bool
+    cure: bool
+    theta: np.ndarray = field(repr=False)
+    cov: np.ndarray | None = field(repr=False)
+    boundary: tuple[str, ...]
+    params: dict[str, Estimate]
+    loglik: float
+    n_params: int
+    aic: float
+    bic: float
+    g2: float
+    g2_p: float | None
+    max_cdf_gap: float
+    converged: bool
+    wait: FittedWait = field(repr=False)
+
+    @property
+    def name(self) -> str:
+        return model_name(self.family, self.zero, self.cure)
+
+
+def _split(fam: Family, zero: bool, cure: bool, theta: np.ndarray) -> FittedWait:
+    m = len(fam.params)
+    logits = [0.0]
+    logits += [theta[m]] if zero else []
+    logits += [theta[m + zero]] if cure else []
+    w = special.softmax(logits)
+    z = float(w[1]) if zero else 0.0
+    c = float(w[-1]) if cure else 0.0
+    return FittedWait("", fam, fam.natural(theta[:m]), z, c, math.inf)
+
+
+def _bounds(fam: Family, data: JiffyData, zero: bool, cure: bool) -> list[tuple[float, float]]:
+    scale = (math.log(data.jiffy_us / 1000.0), math.log(data.timeout_us * 1e4))
+    kinds = {
+        "weight1": (-10.0, 10.0),
+        "scale2_us": (0.0, 12.0),
+        "scale_us": scale,
+        "scale1_us": scale,
+    }
+    shape = (math.log(0.03), math.log(30.0))
+    out = [kinds.get(name, shape) for name in fam.params]
+    return out + [(-EXTRA_BOUND, EXTRA_BOUND)] * (zero + cure)
+
+
+def log_likelihood(data: JiffyData, wait: FittedWait, *, phase: bool = True) -> float:
+    """Σ counts·log P(k) of the data under a latent wait (``phase=False``: floor binning)."""
+    p = bin_probabilities(wait, data.k_timeout, data.jiffy_us, phase=phase)
+    mask = data.counts > 0
+    return float(np.dot(data.counts[mask], np.log(p[mask])))
+
+
+def _nll_fn(
+    fam: Family, zero: bool, cure: bool, data: JiffyData, counts: np.ndarray, phase: bool
+) -> Callable[[np.ndarray], float]:
+    mask = counts > 0
+    weights = counts[mask]
+
+    def nll(theta: np.ndarray) -> float:
+        with np.errstate(all="ignore"):
+            wait = _split(fam, zero, cure, theta)
+            p = bin_probabilities(wait, data.k_timeout, data.jiffy_us, phase=phase)
+            value = -float(np.dot(weights, np.log(np.clip(p[mask], 1e-300, None))))
+        return value if math.isfinite(value) else 1e300
+
+    return nll
+
+
+def _starts(fam: Family, data: JiffyData, zero: bool, cure: bool) -> list[np.ndarray]:
+    counts = data.counts
+    n = counts.sum()
+    inside = counts[1:-1]
+    ks = np.arange(1, data.k_timeout)
+    typical = (
+        float(np.average(ks, weights=inside)) * data.jiffy_us if inside.sum() else data.jiffy_us
+    )
+    extra = []
+    if zero:
+        extra.append(math.log(max(counts[0] / n, 1e-3)))
+    if cure:
+        extra.append(math.log(max(counts[-1] / n, 1e-3)))
+    return [np.concatenate([s, extra]) for s in fam.starts(max(typical, data.jiffy_us / 2))]
+
+
+def _warm(
+    base: ModelFit | None, data: JiffyData, zero: bool, cure: bool
+) -> list[np.ndarray] | None:
+    """Start a model with a zero mass / cure fraction from its family's plain fit (nested
+    models share the optimum's neighbourhood) and from the default starts' best guess."""
+    if base is None:
+        return None
+    fam = FAMILIES[base.family]
+    default = _starts(fam, data, zero, cure)
+    extra = default[0][len(fam.params) :]
+    return [np.concatenate([base.theta, extra]), *default]
+
+
+def _g2(counts: np.ndarray, p: np.ndarray) -> float:
+    n = counts.sum()
+    mask = counts > 0
+    expected = n * np.clip(p[mask], 1e-300, None)
+    return float(2.0 * np.sum(counts[mask] * np.log(counts[mask] / expected)))
+
+
+def _optimise(nll, starts: list[np.ndarray], bounds) -> optimize.OptimizeResult:
+    """A short run from every start, then the best one to convergence."""
+    lo, hi = np.array(bounds).T
+    if len(starts) == 1:
+        return optimize.minimize(nll, np.clip(starts[0], lo, hi), method="L-BFGS-B", bounds=bounds)
+    rough = [
+        optimize.minimize(
+            nll, np.clip(x0, lo, hi), method="L-BFGS-B", bounds=bounds, options={"maxiter": 40}
+        )
+        for x0 in starts
+    ]
+    best = min(rough, key=lambda r: r.fun)
+    return optimize.minimize(nll, best.x, method="L-BFGS-B", bounds=bounds)
+
+
+def _natural_vector(fam: Family, zero: bool, cure: bool, theta: np.ndarray) -> np.ndarray:
+    w = _split(fam, zero, cure, theta)
+    return np.array([*w.params, w.zero_mass, w.cure_fraction])
+
+
+def _jacobian(fn: Callable[[np.ndarray], np.ndarray], theta: np.ndarray) -> np.ndarray:
+    base = np.asarray(fn(theta), dtype=np.float64)
+    jac = np.empty((base.size, theta.size))
+    for i in range(theta.size):
+        h = 1e-5 * max(1.0, abs(theta[i]))
+        up, down = theta.copy(), theta.copy()
+        up[i] += h
+        down[i] -= h
+        jac[:, i] = (np.asarray(fn(up)) - np.asarray(fn(down))) / (2 * h)
+    return jac
+
+
+def fit_model(
+    data: JiffyData,
+    family: str,
+    *,
+    zero: bool = False,
+    cure: bool = False,
+    counts: np.ndarray | None = None,
+    starts: list[np.ndarray] | None = None,
+    information: bool = True,
+    phase: bool = True,
+) -> ModelFit:
+    """Maximum-likelihood fit of one model; ``counts`` replaces the data's (bootstrap),
+    ``starts`` replaces the default starting points (warm starts), ``information=False``
+    skips the standard errors, ``phase=False`` fits the naive floor binning instead."""
+    fam = FAMILIES[family]
+    counts = data.counts if counts is None else counts
+    nll = _nll_fn(fam, zero, cure, data, counts, phase)
+    bounds = _bounds(fam, data, zero, cure)
+    res = _optimise(nll, starts or _starts(fam, data, zero, cure), bounds)
+    theta = np.asarray(res.x)
+    lo, hi = np.array(bounds).T
+    at_bound = (theta - lo < 1e-3) | (hi - theta < 1e-3)
+    names = [*fam.params, "zero_mass", "cure_fraction"]
+    free = [*([True] * len(fam.params)), zero, cure]
+    theta_names = [n for n, f in zip(names, free, strict=True) if f]
+    cov = None
+    if information:
+        cov = _covariance(nll, theta, at_bound)
+    natural = _natural_vector(fam, zero, cure, theta)
+    if cov is not None:
+        jac = _jacobian(lambda th: _natural_vector(fam, zero, cure, th), theta)
+        se = np.sqrt(np.clip(np.diag(jac @ cov @ jac.T), 0, None))
+    else:
+        se = np.full(natural.size, math.nan)
+    params = {
+        name: Estimate(
+            float(natural[i]),
+            float(natural[i] - Z95 * se[i]),
+            float(natural[i] + Z95 * se[i]),
+            "delta",
+        )
+        for i, (name, is_free) in enumerate(zip(names, free, strict=True))
+        if is_free
+    }
+    n = counts.sum()
+    k = theta.size
+    loglik = -float(res.fun)
+    wait = _split(fam, zero, cure, theta)
+    p = bin_probabilities(wait, data.k_timeout, data.jiffy_us, phase=phase)
+    gap = float(np.max(np.abs(np.cumsum(counts) / n - np.cumsum(p))))
+    return ModelFit(
+        family=family,
+        zero=zero,
+        cure=cure,
+        theta=theta,
+        cov=cov,
+        boundary=tuple(name for name, b in zip(theta_names, at_bound, strict=True) if b),
+        params=params,
+        loglik=loglik,
+        n_params=k,
+        aic=2 * k - 2 * loglik,
+        bic=k * math.log(n) - 2 * loglik,
+        g2=_g2(counts, p),
+        g2_p=None,
+        max_cdf_gap=gap,
+        converged=bool(res.success),
+        wait=wait,
+    )
+
+
+def _covariance(nll, theta: np.ndarray, at_bound: np.ndarray) -> np.ndarray | None:
+    """Inverse observed information over the interior parameters (boundary ones fixed)."""
+    free = np.flatnonzero(~at_bound)
+    cov = np.zeros((theta.size, theta.size))
+    if free.size == 0:
+        return cov
+
+    def sub(x: np.ndarray) -> float:
+        full = theta.copy()
+        full[free] = x
+        return nll(full)
+
+    hess = approx_hess3(theta[free], sub)
+    try:
+        inv = np.linalg.inv(hess)
+    except np.linalg.LinAlgError:
+        return None
+    if not np.all(np.isfinite(inv)) or np.any(np.diag(inv) < 0):
+        return None
+    cov[np.ix_(free, free)] = inv
+    return cov
+
+
+# ---- observables ---------------------------------------------------------------------------
+
+
+def _observable_values(wait: FittedWait, data: JiffyData) -> np.ndarray:
+    p = bin_probabilities(wait, data.k_timeout, data.jiffy_us)
+    return np.array(
+        [
+            p[0],
+            p[-1],
+            wait.restricted_mean_us(data.timeout_us),
+            *(wait.quantile_us(q) for q in QUANTILES),
+        ]
+    )
+
+
+OBSERVABLES = ("p_zero", "p_timeout", "restricted_mean_usec", *(f"q{q:g}" for q in QUANTILES))
+
+
+def _link(values: np.ndarray) -> np.ndarray:
+    """logit for the two probabilities, log for the times: CIs respect the ranges."""
+    with np.errstate(divide="ignore"):
+        probs = special.logit(np.clip(values[:2], 1e-12, 1 - 1e-12))
+        return np.concatenate([probs, np.log(np.maximum(values[2:], 1e-9))])
+
+
+def _unlink(values: np.ndarray) -> np.ndarray:
+    return np.concatenate([special.expit(values[:2]), np.exp(values[2:])])
+
+
+def delta_observables(model: ModelFit, data: JiffyData) -> dict[str, Estimate]:
+    """P(k=0), P(timeout), E[min(T, timeout)] and quantiles of T with delta-method CIs."""
+    fam = FAMILIES[model.family]
+
+    def linked(theta: np.ndarray) -> np.ndarray:
+        return _link(_observable_values(_split(fam, model.zero, model.cure, theta), data))
+
+    values = _observable_values(model.wait, data)
+    # An infinite quantile (inside the cure fraction) stays infinite at every nearby theta.
+    finite = np.isfinite(values)
+    if model.cov is None:
+        sd = np.full(values.size, math.nan)
+    else:
+        with np.errstate(invalid="ignore"):
+            jac = np.where(finite[:, None], _jacobian(linked, model.theta), 0.0)
+        sd = np.sqrt(np.clip(np.diag(jac @ model.cov @ jac.T), 0, None))
+    centre = _link(values)
+    low = np.where(finite, _unlink(centre - Z95 * sd), values)
+    high = np.where(finite, _unlink(centre + Z95 * sd), values)
+    return {
+        name: Estimate(float(v), float(lo), float(hi), "delta")
+        for name, v, lo, hi in zip(OBSERVABLES, values, low, high, strict=True)
+    }
+
+
+def empirical_observables(data: JiffyData) -> dict[str, Estimate]:
+    """Model-free shares of k = 0 and of timeouts, Wilson 95 % CIs (statsmodels)."""
+    out = {}
+    for name, count in (("p_zero", data.counts[0]), ("p_timeout", data.counts[-1])):
+        lo, hi = proportion_confint(int(count), data.n, alpha=0.05, method="wilson")
+        out[name] = Estimate(float(count / data.n), float(lo), float(hi), "wilson")
+    return out
+
+
+# ---- one group, every model ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GroupFit:
+    """Every candidate model of one throttle group, the best by AIC, and what it implies."""
+
+    event: str
+    context: str
+    reason: str
+    usec_timeout: int
+    data: JiffyData = field(repr=False)
+    models: tuple[ModelFit, ...]
+    skipped: tuple[str, ...]
+    observables: dict[str, Estimate]
+    empirical: dict[str, Estimate]
+    identifiability: tuple[str, ...]
+    bootstrap: int
+
+    @property
+    def n(self) -> int:
+        return self.data.n
+
+    @property
+    def best(self) -> ModelFit:
+        return self.models[0]
+
+    def latent(self) -> FittedWait:
+        """The best model's latent wait, valid up to the group's timeout."""
+        return replace(self.best.wait, reason=self.reason, support_limit_us=self.data.timeout_us)
+
+
+@dataclass(frozen=True)
+class GroupFailure:
+    """A group that cannot be fitted, and why (bad input is reported per group)."""
+
+    event: str
+    context: str
+    reason: str
+    usec_timeout: int | None
+    n: int
+    message: str
+
+
+def candidate_models(families: Iterable[str] | None = None) -> list[tuple[str, bool, bool]]:
+    """(family, zero, cure) for every family with and without each extra component."""
+    names = list(families) if families is not None else list(FAMILIES)
+    return [(f, z, c) for f in names for z in (False, True) for c in (False, True)]
+
+
+def _identifiability(models: list[ModelFit], data: JiffyData) -> list[str]:
+    best = models[0]
+    notes = []
+    by_name = {m.name: m for m in models}
+    close = [m for m in models if m.aic - best.aic <= 2.0]
+    for attr, label, flag in (
+        ("zero_mass", "zero mass", "zero"),
+        ("cure_fraction", "cure fraction", "cure"),
+    ):
+        values = [getattr(m.wait, attr) for m in close]
+        if max(values) - min(values) > 0.02:
+            notes.append(
+                f"{label} not identified: models within dAIC 2 put it between "
+                f"{min(values):.3f} and {max(values):.3f}"
+            )
+        if not getattr(best, flag):
+            continue
+        without = by_name.get(
+            model_name(best.family, best.zero and flag != "zero", best.cure and flag != "cure")
+        )
+        if without is not None and 2 * (best.loglik - without.loglik) < CHI2_1_95:
+            notes.append(
+                f"{label} not identified: dropping it costs LR "
+                f"{2 * (best.loglik - without.loglik):.2f} < 3.84 (flat profile)"
+            )
+        if attr in best.boundary:
+            notes.append(f"{label} at the boundary of its range: not estimated")
+        est = best.params[attr]
+        if math.isfinite(est.ci_high) and est.ci_high - est.ci_low > 0.5:
+            notes.append(
+                f"{label} barely constrained: 95 % CI width {est.ci_high - est.ci_low:.2f}"
+            )
+    if best.cure:
+        notes.append(
+            "cure fraction rests on the family's tail beyond the "
+            f"{data.timeout_us:.0f} us timeout, which no event observes"
+        )
+    if best.cov is None:
+        notes.append(f"{best.name}: observed information singular; CIs unavailable")
+    return notes
+
+
+def _bootstrap(
+    data: JiffyData, models: list[ModelFit], replicates: int, seed: int
+) -> tuple[dict[str, Estimate] | None, dict[str, float]]:
+    """Percentile CIs of the observables (best model refitted to multinomial resamples) and
+    parametric-bootstrap G² p-values of the models within dAIC 4 of the best."""
+    rng = np.random.default_rng(seed)
+    best = models[0]
+    n = data.n
+    draws = []
+    for counts in rng.multinomial(n, data.counts / n, size=replicates):
+        refit = fit_model(
+            data,
+            best.family,
+            zero=best.zero,
+            cure=best.cure,
+            counts=counts,
+            starts=[best.theta],
+            information=False,
+        )
+        draws.append(_observable_values(refit.wait, data))
+    arr = np.array(draws)
+    values = _observable_values(best.wait, data)
+    lo, hi = np.nanpercentile(arr, [2.5, 97.5], axis=0)
+    observables = {
+        name: Estimate(float(v), float(a), float(b), "bootstrap")
+        for name, v, a, b in zip(OBSERVABLES, values, lo, hi, strict=True)
+    }
+    g2_p = {}
+    for model in models:
+        if model.aic - best.aic > 4.0:
+            continue
+        p = bin_probabilities(model.wait, data.k_timeout, data.jiffy_us)
+        exceed = 0
+        for counts in rng.multinomial(n, p / p.sum(), size=replicates):
+            refit = fit_model(
+                data,
+                model.family,
+                zero=model.zero,
+                cure=model.cure,
+                counts=counts,
+                starts=[model.theta],
+                information=False,
+            )
+            exceed += refit.g2 >= model.g2
+        g2_p[model.name] = (1 + exceed) / (1 + replicates)
+    return observables, g2_p
+
+
+def fit_group(
+    data: JiffyData,
+    *,
+    event: str = "",
+    context: str = "",
+    reason: str = "",
+    families: Iterable[str] | None = None,
+    bootstrap: int = 0,
+    seed: int = 0,
+) -> GroupFit:
+    """Fit every candidate (or those of ``families``) to one group, rank by AIC, derive the
+    observables (delta method, or bootstrap percentiles when ``bootstrap`` > 0) and say
+    what is not identified. Models with as many parameters as the histogram has occupied
+    bins less one are skipped (the fit would be exact and say nothing)."""
+    occupied = int(np.count_nonzero(data.counts))
+    fits: list[ModelFit] = []
+    skipped = []
+    base: dict[str, ModelFit] = {}
+    for fam, zero, cure in candidate_models(families):
+        k = len(FAMILIES[fam].params) + zero + cure
+        if k >= occupied:
+            skipped.append(f"{model_name(fam, zero, cure)}: {k} parameters, {occupied} bins")
+            continue
+        fit = fit_model(
+            data, fam, zero=zero, cure=cure, starts=_warm(base.get(fam), data, zero, cure)
+        )
+        base.setdefault(fam, fit)
+        fits.append(fit)
+    if not fits:
+        raise InputError(reason or "<group>", "no model has fewer parameters than bins")
+    fits.sort(key=lambda m: m.aic)
+    observables = delta_observables(fits[0], data)
+    if bootstrap > 0:
+        observables, g2_p = _bootstrap(data, fits, bootstrap, seed)
+        fits = [replace(m, g2_p=g2_p.get(m.name)) for m in fits]
+    return GroupFit(
+        event=event,
+        context=context,
+        reason=reason,
+        usec_timeout=round(data.timeout_us),
+        data=data,
+        models=tuple(fits),
+        skipped=tuple(skipped),
+        observables=observables,
+        empirical=empirical_observables(data),
+        identifiability=tuple(_identifiability(fits, data)),
+        bootstrap=bootstrap,
+    )
+
+
+def fit_throttle_groups(
+    events: pl.DataFrame,
+    jiffy_us: float | None,
+    *,
+    reason: str | None = None,
+    context: str | None = None,
+    families: Iterable[str] | None = None,
+    bootstrap: int = 0,
+    seed: int = 0,
+) -> list[GroupFit | GroupFailure]:
+    """Fit every (event, context, reason, timeout) group of
+    :func:`analysis.metrics.throttle.throttle_events` rows (``count``-weighted); bad groups
+    come back as :class:`GroupFailure` with the reason instead of raising."""
+    known = events.filter(pl.col("delay_us").is_not_null())
+    if reason is not None:
+        known = known.filter(pl.col("reason").str.contains(reason, literal=True))
+    if context is not None:
+        known = known.filter(pl.col("context") == context)
+    out: list[GroupFit | GroupFailure] = []
+    keys = ("event", "context", "reason", "usec_timeout")
+    for (ev, ctx, rsn, timeout), group in known.group_by(*keys, maintain_order=True):
+        label = f"{ev} {ctx} {rsn} timeout={timeout}"
+        n = int(group["count"].sum())
+        try:
+            if jiffy_us is None:
+                raise InputError(label, "no jiffy length: no non-zero delay and no CONFIG_HZ")
+            data = frame_data(group, jiffy_us, source=label)
+            out.append(
+                fit_group(
+                    data,
+                    event=ev,
+                    context=ctx,
+                    reason=rsn,
+                    families=families,
+                    bootstrap=bootstrap,
+                    seed=seed,
+                )
+            )
+        except InputError as exc:
+            out.append(GroupFailure(ev, ctx, rsn, int(timeout), n, exc.reason))
+    return sorted(out, key=lambda g: (g.event, g.context or "", g.reason, g.usec_timeout or 0))

@@ -1,0 +1,143 @@
+"""Jiffy observation model and censored fits (analysis.stats.families, analysis.stats.fit).
+
+Expected values are hand-worked (exponential bins), numerical quadrature (restricted
+means) or Monte Carlo draws through k = floor(T/J + U) written out here independently.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import polars as pl
+import pytest
+from scipy import integrate
+
+from analysis.errors import InputError
+from analysis.stats.families import FAMILIES
+from analysis.stats.fit import (
+    FittedWait,
+    JiffyData,
+    bin_probabilities,
+    fit_group,
+    fit_model,
+    frame_data,
+    jiffy_data,
+    log_likelihood,
+)
+from analysis.stats.latent import LatentWait
+
+J = 4000.0
+E = math.e
+
+
+def wait(name: str, params: tuple[float, ...], zero: float = 0.0, cure: float = 0.0):
+    return FittedWait("test", FAMILIES[name], params, zero, cure, math.inf)
+
+
+@pytest.mark.parametrize("name", list(FAMILIES))
+def test_integrated_survival_matches_quadrature(name):
+    fam = FAMILIES[name]
+    for theta in fam.starts(8000.0):
+        params = fam.natural(theta)
+        for t in (500.0, 8000.0, 120000.0):
+            expected = integrate.quad(lambda u, p=params: float(fam.sf(np.array(u), p)), 0, t)[0]
+            got = float(fam.integrated_sf(np.array([t]), params)[0])
+            assert got == pytest.approx(expected, rel=1e-6)
+
+
+def test_exponential_bins_hand_worked():
+    # T/J ~ Exp(1): G(x) = ∫₀¹ F(x-u) du, so P(k=0) = 1/e, P(k=1) = (1 - 1/e)², and with
+    # K = 2 the censored bin is 1/e - 1/e².
+    p = bin_probabilities(wait("exponential", (J,)), 2, J)
+    assert p == pytest.approx([1 / E, (1 - 1 / E) ** 2, 1 / E - 1 / E**2], abs=1e-12)
+    naive = bin_probabilities(wait("exponential", (J,)), 2, J, phase=False)
+    assert naive == pytest.approx([1 - 1 / E, 1 / E - 1 / E**2, 1 / E**2], abs=1e-12)
+
+
+def test_log_likelihood_hand_worked():
+    data = JiffyData(np.array([3, 2, 1]), J, 2 * J)
+    expected = 3 * math.log(1 / E) + 2 * math.log((1 - 1 / E) ** 2) + math.log(1 / E - 1 / E**2)
+    assert log_likelihood(data, wait("exponential", (J,))) == pytest.approx(expected, rel=1e-12)
+
+
+def test_zero_mass_and_cure_shift_the_end_bins():
+    base = bin_probabilities(wait("weibull", (0.7, 9000.0)), 25, J)
+    mixed = bin_probabilities(wait("weibull", (0.7, 9000.0), zero=0.2, cure=0.1), 25, J)
+    assert mixed[0] == pytest.approx(0.2 + 0.7 * base[0])
+    assert mixed[-1] == pytest.approx(0.1 + 0.7 * base[-1])
+    assert mixed[5] == pytest.approx(0.7 * base[5])
+
+
+@pytest.mark.parametrize(
+    ("name", "params"), [("weibull", (0.6, 7000.0)), ("lognormal", (1.2, 5000.0))]
+)
+def test_bins_match_monte_carlo_through_the_tick_phase(name, params):
+    rng = np.random.default_rng(7)
+    n = 400_000
+    t = FAMILIES[name].rvs(n, params, rng)
+    k = np.minimum(np.floor(t / J + rng.random(n)), 25).astype(int)
+    observed = np.bincount(k, minlength=26) / n
+    p = bin_probabilities(wait(name, params), 25, J)
+    se = np.sqrt(p * (1 - p) / n)
+    assert np.all(np.abs(observed - p) < 5 * se + 1e-9)
+
+
+def test_fit_recovers_simulated_weibull_with_zero_mass():
+    truth = wait("weibull", (0.8, 12000.0), zero=0.25)
+    rng = np.random.default_rng(11)
+    n = 20_000
+    t = truth.draws(n, seed=3)
+    k = np.minimum(np.floor(t / J + rng.random(n)), 25).astype(int)
+    data = JiffyData(np.bincount(k, minlength=26), J, 25 * J)
+    fit = fit_model(data, "weibull", zero=True)
+    for name, value in (("shape", 0.8), ("scale_us", 12000.0), ("zero_mass", 0.25)):
+        est = fit.params[name]
+        assert est.ci_low < value < est.ci_high, (name, est)
+    assert fit.converged
+
+
+def test_group_observables_and_latent_protocol():
+    truth = wait("lognormal", (1.0, 20000.0), cure=0.1)
+    rng = np.random.default_rng(5)
+    t = truth.draws(5000, seed=9)
+    k = np.minimum(np.floor(t / J + rng.random(5000)), 25).astype(int)
+    data = JiffyData(np.bincount(k, minlength=26), J, 25 * J)
+    group = fit_group(data, reason="VMSCAN_THROTTLE_WRITEBACK", families=["lognormal", "weibull"])
+    latent = group.latent()
+    assert isinstance(latent, LatentWait)
+    assert latent.support_limit_us == 100000.0
+    # P(timeout) of the data is its censored share; the fitted model must reproduce it.
+    p_timeout = group.observables["p_timeout"]
+    assert p_timeout.ci_low < data.counts[-1] / data.n < p_timeout.ci_high
+    # Quantile and survival are inverse: S(q_p) = 1 - p.
+    q = latent.quantile_us(0.5)
+    assert float(latent.survival(np.array([q]))[0]) == pytest.approx(0.5, abs=1e-6)
+    assert latent.quantile_us(0.95) == math.inf
+    draws = latent.draws(1000, seed=1)
+    assert np.array_equal(draws, latent.draws(1000, seed=1))
+    assert np.mean(np.isinf(draws)) == pytest.approx(latent.cure_fraction, abs=0.04)
+
+
+@pytest.mark.parametrize(
+    ("delays", "counts", "fragment"),
+    [
+        ([], [], "empty group"),
+        ([0, 0], [5, 3], "all 8 delays are 0"),
+        ([100000], [7], "all censored"),
+        ([8000], [7], "one distinct value"),
+        ([0, -4000], [3, 1], "negative delays"),
+        ([0, 4100], [3, 1], "not a whole number"),
+    ],
+)
+def test_bad_groups_name_the_reason(delays, counts, fragment):
+    with pytest.raises(InputError, match=fragment):
+        jiffy_data(delays, counts, timeout_us=100000, jiffy_us=J, source="g")
+
+
+def test_mixed_timeouts_and_non_monotone_bins_are_refused():
+    frame = pl.DataFrame({"usec_timeout": [100000, 20000], "delay_us": [0, 4000], "count": [1, 1]})
+    with pytest.raises(InputError, match="mixed timeouts"):
+        frame_data(frame, J)
+    with pytest.raises(InputError, match="not strictly increasing"):
+        JiffyData.from_bins([0, 3, 2], [1, 1, 1], J, 25 * J)
