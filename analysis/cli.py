@@ -31,6 +31,7 @@ COMMAND_MODULES = (
     "analysis.commands.model",
     "analysis.commands.sweep",
     "analysis.commands.fit",
+    "analysis.commands.paper",
 )
 
 
