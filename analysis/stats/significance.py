@@ -39,7 +39,10 @@ from analysis.ingest.long_table import runs_of
 from analysis.stats.bootstrap import MEAN, Interval, run_statistics, t_interval, two_stage
 
 __all__ = [
+    "IMPROVED",
     "METRICS",
+    "NOT_COMPARED",
+    "REGRESSED",
     "RowComparison",
     "compare_samples",
     "compare_table",
