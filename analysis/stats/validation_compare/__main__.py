@@ -28,6 +28,8 @@ from analysis.stats.significance import (
 )
 from analysis.stats.validation_compare.simulate import SHAPES, kernel_runs
 
+__all__ = ["main"]
+
 HERE = Path(__file__).resolve().parent
 SAMPLES = 200
 RUN_SD = 0.1
