@@ -6,4 +6,6 @@ reclaim statistics), ``stats`` (distributions, significance), ``models``
 (throttle and shrinker-deferral models), ``report`` (tables and figures).
 """
 
+__all__ = ["__version__"]
+
 __version__ = "0.1.0"

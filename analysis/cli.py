@@ -15,6 +15,8 @@ import sys
 from analysis import __version__
 from analysis.errors import InputError
 
+__all__ = ["COMMAND_MODULES", "build_parser", "main"]
+
 # Imported lazily so that `mmlab --help` stays fast and one command's heavy
 # imports do not slow down another.
 COMMAND_MODULES = (

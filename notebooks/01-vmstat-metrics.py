@@ -36,6 +36,7 @@ from analysis.report.ops import format_comparison
 
 figures = Path(build_dir) / "figures"
 figures.mkdir(parents=True, exist_ok=True)
+# The captures only: data/mmtests-ci holds third-party trees bundled for the tests.
 runs = capture_runs(Path(capture))
 for run in runs:
     print(f"{run.name}: {len(run.iterations)} iterations under {run.path}")

@@ -1,4 +1,4 @@
-"""Verbatim trace lines of every layout and event version in trace-formats.md, parsed by hand.
+"""Verbatim trace lines of every layout and event version in docs/trace-formats.md, parsed by hand.
 
 Expected values are read off the lines themselves (not produced by the parser): e.g.
 ``461.757468`` s is 461_757_468_000 ns; ``pfn=0x1f000`` is 126976.
@@ -12,9 +12,9 @@ from analysis.ingest.ftrace import parse_text
 
 # (line, event, expected column values). Lines marked "capture" are from this machine's
 # kernel 6.18 (benchmarks/work capture and data/stutterp-*); the rest follow the format
-# strings per kernel version in trace-formats.md §3.
+# strings per kernel version in docs/trace-formats.md "Events by kernel version".
 CASES = [
-    # --- layouts (§1) ---
+    # --- layouts ("Line layouts") ---
     (  # capture: 6.18 trace_pipe, 5 flag chars
         "              dd-3772    [001] d..1.   252.454999: mm_vmscan_lru_isolate: classzone=4 "
         "order=0 nr_requested=15 nr_scanned=15 nr_skipped=0 nr_taken=15 lru=inactive_file",
@@ -88,7 +88,7 @@ CASES = [
         "mm_vmscan_kswapd_sleep",
         {"comm": "dd", "pid": 100, "ts_ns": 1_000_000_000},
     ),
-    # --- vmscan versions (§3) ---
+    # --- vmscan versions ("Events by kernel version", vmscan) ---
     (  # 4.8-5.1 kswapd_wake with zid
         "kswapd0-32 [000] .... 1.0: mm_vmscan_kswapd_wake: nid=0 zid=2 order=3",
         "mm_vmscan_kswapd_wake",

@@ -51,7 +51,7 @@ def _trace(lost=()) -> FakeTrace:
                 ],
                 THROTTLED,
             ),
-            # seed-001-sized G3 arithmetic (shrinker-deferral.md): kswapd takes 1,000,000
+            # seed-001-sized G3 arithmetic (docs/shrinker-deferral.md): kswapd takes 1,000,000
             # deferred objects at priority 12 and scans 8 batches of 128; the direct reclaimer
             # takes nothing and scans 6 batches.
             "mm_shrink_slab_start": frame(

@@ -18,6 +18,17 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+__all__ = [
+    "MIB",
+    "PAGE_BYTES",
+    "PhasePlan",
+    "PlanParams",
+    "max_limit_bytes",
+    "page_align",
+    "phase_plan",
+    "split_workers",
+]
+
 MIB = 1 << 20
 PAGE_BYTES = 4096
 

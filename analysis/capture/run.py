@@ -31,7 +31,17 @@ from analysis.capture.monitor import Monitor
 from analysis.capture.plan import MIB, PhasePlan
 from analysis.errors import InputError
 
-__all__ = ["CaptureConfig", "Interrupted", "Progress", "Restorer", "capture", "raise_on_signals"]
+__all__ = [
+    "LOCK_PATH",
+    "CaptureConfig",
+    "Interrupted",
+    "Progress",
+    "Restorer",
+    "capture",
+    "fs_type",
+    "machine_lock",
+    "raise_on_signals",
+]
 
 TEST = "stutterp"
 REPO_ROOT = Path(__file__).resolve().parents[2]

@@ -22,6 +22,20 @@ import sys
 import time
 from pathlib import Path
 
+__all__ = [
+    "PAGE_BYTES",
+    "fault_mapping_ns",
+    "idle_probe",
+    "main",
+    "read_io",
+    "retouch_ns",
+    "run_hog",
+    "run_phase",
+    "run_probe",
+    "run_writer",
+    "touch_pages",
+]
+
 PAGE_BYTES = 4096
 WRITE_BLOCK_BYTES = 4096
 LATENCY_UNIT = "us"

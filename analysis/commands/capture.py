@@ -57,6 +57,7 @@ def register(subparsers) -> None:
         metavar="NAME=VALUE",
         help="sysctl to set for the capture and restore after (repeatable)",
     )
+    p.add_argument("--json", action="store_true", help="print each iteration's metadata as JSON")
     p.add_argument("--interval", type=float, default=1.0, help="monitor interval, seconds")
     p.add_argument("--buffer-kb", type=int, default=8192, help="per-CPU trace buffer size")
     p.add_argument("--compress", choices=("zst", "gz"), default="zst")
@@ -78,6 +79,8 @@ def _events(text: str) -> tuple[str, ...]:
 def run(args: argparse.Namespace) -> int:
     from analysis.capture import sysctl
     from analysis.capture.run import CaptureConfig, Interrupted, capture
+    from analysis.report.capture import format_capture
+    from analysis.report.json_output import dumps
 
     cfg = CaptureConfig(
         out=args.out,
@@ -103,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
     except Interrupted as exc:
         print(f"mmlab capture: interrupted by {exc}; state restored", file=sys.stderr)
         return 130
-    print(summary(metas))
+    print(dumps(metas) if args.json else format_capture(metas))
     return 0
 
 
@@ -135,30 +138,3 @@ class _Display:
             f"{p.trace_bytes / 2**20:.1f} MiB raw {p.trace_bytes_compressed / 2**20:.1f} MiB "
             f"packed lost {p.lost_events} oom_kills {p.oom_kills}"
         )
-
-
-def summary(metas: list[dict]) -> str:
-    """Plain-text summary: probe overhead, per-iteration trace size, lost events, OOM kills."""
-    lines: list[str] = []
-    if metas:
-        ov = metas[0]["probe"]["idle_overhead"]
-        lines.append(
-            f"probe overhead on idle cgroup ({ov['map_bytes'] // 1024} KiB mappings, "
-            f"{ov['mappings']} samples): median {ov['idle_latency_median_us']:.1f} us per "
-            f"mapping, p99 {ov['idle_latency_p99_us']:.1f} us; Python page loop alone "
-            f"{ov['loop_overhead_median_us']:.1f} us"
-        )
-    for m in metas:
-        t = m["trace"]
-        lines.append(
-            f"iter-{m['iteration']}: {m['end_epoch_s'] - m['start_epoch_s']:.1f} s, trace "
-            f"{t['bytes_uncompressed'] / 2**20:.2f} MiB raw / {t['bytes_compressed'] / 2**20:.2f} "
-            f"MiB {t['file']}, lost events {t['lost_events']} in {t['lost_event_lines']} lines, "
-            f"OOM kills {m['oom_kills']}"
-        )
-        if m["oom_kills"]:
-            lines.append(
-                f"  WARNING: the cgroup's OOM killer fired {m['oom_kills']} time(s) in "
-                f"iter-{m['iteration']} (see mmlab.json phases[].cgroup_events_after)"
-            )
-    return "\n".join(lines)

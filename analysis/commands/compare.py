@@ -9,6 +9,8 @@ from pathlib import Path
 
 from analysis.errors import InputError
 
+__all__ = ["DESCRIPTION", "register", "run_compare"]
+
 DESCRIPTION = """\
 BASE NEW [NEW...] are capture or mmtests run directories (kernel = run name, run =
 iteration); one TABLE is a long-format CSV/Parquet (kernel,row,run,value,unit

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
 
 from analysis.errors import InputError
 from analysis.ingest import ftrace
+from analysis.report.accounting import format_accounting
+from analysis.report.json_output import dumps
+
+__all__ = ["register"]
 
 SUFFIXES = ("", ".txt", ".trace", ".gz", ".zst", ".xz", ".bz2")
 PROGRESS_MIN_BYTES = 64 << 20
@@ -76,33 +79,6 @@ def _progress(path: Path):
     return bar, update
 
 
-def format_accounting(acc: dict) -> str:
-    """Human-readable accounting of one ingest."""
-    out = [f"{acc['source']}: {acc['lines']:,} lines, {acc['bytes'] / 1e6:,.1f} MB"]
-    for name, n in sorted(acc["events"].items(), key=lambda kv: -kv[1]):
-        out.append(f"  {n:>12,}  {name}")
-    out.append(f"  {acc['header_lines']:>12,}  header lines")
-    out.append(f"  {acc['blank_lines']:>12,}  blank lines")
-    out.append(f"  {acc['stack_lines']:>12,}  stack-trace lines")
-    lost = acc["lost_events"]
-    out.append(
-        f"  {len(lost):>12,}  lost-event markers ({acc['lost_events_total']:,} events lost"
-        + (", some counts unknown" if any(x["count"] is None for x in lost) else "")
-        + ")"
-    )
-    for x in lost[:10]:
-        out.append(f"                  cpu {x['cpu']} lost {x['count']} before line {x['line']}")
-    out.append(f"  {acc['unparsed']:>12,}  unparsed lines")
-    for reason, u in acc["unparsed_samples"].items():
-        out.append(f"      {u['count']:,} {reason}; lines {', '.join(map(str, u['lines'][:10]))}")
-        out.extend(f"        | {sample[:100]}" for sample in u["samples"][:3])
-    if acc["invalid_utf8_lines"]:
-        out.append(f"  ({acc['invalid_utf8_lines']:,} lines held invalid UTF-8, shown as U+FFFD)")
-    if acc["truncated_final_line"]:
-        out.append("  (the last line has no newline: truncated capture?)")
-    return "\n".join(out)
-
-
 def run(args: argparse.Namespace) -> int:
     if args.out is not None and args.out.exists() and not args.out.is_dir():
         raise InputError(args.out, "--out names the ingest cache directory, and this is a file")
@@ -118,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         results = ftrace.ingest(files, cache_dir=args.out, scheduler=args.scheduler)
     if args.json:
-        print(json.dumps(results[0] if len(results) == 1 else results, indent=2, allow_nan=False))
+        print(dumps(results[0] if len(results) == 1 else results))
     else:
         print("\n\n".join(format_accounting(acc) for acc in results))
     return 0

@@ -15,13 +15,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--data", type=Path, default=Path("data"), help="directory of runs")
     p.add_argument("--out", type=Path, help="write the report here (default: stdout)")
+    p.add_argument("--json", action="store_true", help="JSON instead of text")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from analysis.report.document import build_report
+    from analysis.report.document import build_report, report_json
+    from analysis.report.json_output import dumps
 
-    text = build_report(args.data)
+    text = dumps(report_json(args.data)) + "\n" if args.json else build_report(args.data)
     if args.out is None:
         print(text, end="")
     else:

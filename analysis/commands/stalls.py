@@ -8,7 +8,6 @@ histogram text pasted from a mail (detected by content), or a capture / mmtests 
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from analysis.errors import InputError
@@ -16,7 +15,8 @@ from analysis.ingest import histogram
 from analysis.ingest.captures import traces_below
 from analysis.ingest.compressed import iter_blocks
 from analysis.metrics.trace_analysis import TraceAnalysis, analyse_file, analyse_trace
-from analysis.report.trace_analysis import as_json, format_analysis, format_uniq_c
+from analysis.report.json_output import dumps
+from analysis.report.trace_analysis import analysis_json, format_analysis, format_uniq_c
 
 __all__ = ["register"]
 
@@ -72,8 +72,7 @@ def _sources(path: Path) -> list[Path]:
 def run(args: argparse.Namespace) -> int:
     results = [_analyse(source, args) for path in args.paths for source in _sources(path)]
     if args.json:
-        # allow_nan=False: every missing number must be null, never NaN.
-        print(json.dumps([as_json(r) for r in results], indent=2, allow_nan=False))
+        print(dumps([analysis_json(r) for r in results]))
         return 0
     for result in results:
         print(format_analysis(result))

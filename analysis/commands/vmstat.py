@@ -3,18 +3,25 @@
 from __future__ import annotations
 
 import argparse
-import json
-import statistics
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-import polars as pl
-
 from analysis.errors import InputError
 from analysis.ingest import mmtests, vmstat
-from analysis.metrics.compare import Comparison, compare_runs, iteration_report
-from analysis.metrics.ops import CONTEXTS, Elapsed, OpsReport, interval_series, ops_report
-from analysis.report.ops import format_comparison, format_ops
+from analysis.metrics.compare import compare_runs, iteration_report
+from analysis.metrics.ops import Elapsed, interval_series, ops_report
+from analysis.report.json_output import dumps
+from analysis.report.ops import (
+    comparison_json,
+    format_comparison,
+    format_intervals,
+    format_ops,
+    ops_json,
+    run_json,
+)
+
+__all__ = ["register"]
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -44,28 +51,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     c.set_defaults(func=run_compare)
 
 
-def _print_json(obj) -> None:
-    # allow_nan=False: a NaN would be invalid JSON; every missing number must be null.
-    print(json.dumps(obj, indent=2, allow_nan=False))
-
-
-def _series_text(series: pl.DataFrame) -> str:
-    """Per-interval rows, contexts that never scanned left out, 80 columns."""
-    contexts = [ctx for ctx in CONTEXTS if series[f"{ctx} pages scanned"].fill_null(0).sum() > 0]
-    head = f"{'t_s':>8}{'dt_s':>6}" + "".join(
-        f"{ctx[:6] + ' scan':>12}{'reclaim':>9}{'eff%':>6}" for ctx in contexts
-    )
-    lines = ["Per interval (pages; eff% = reclaimed/scanned):", head]
-    for row in series.iter_rows(named=True):
-        line = f"{row['t_s'] or 0:8.1f}{row['dt_s'] or 0:6.1f}"
-        for ctx in contexts:
-            eff = row[f"{ctx} efficiency %"]
-            line += (
-                f"{row[f'{ctx} pages scanned'] or 0:12.0f}{row[f'{ctx} pages reclaimed'] or 0:9.0f}"
-            )
-            line += f"{eff:6.1f}" if eff is not None else f"{'-':>6}"
-        lines.append(line)
-    return "\n".join(lines) + "\n"
+def _out(args: argparse.Namespace, text: Callable[[], str], obj: Callable[[], dict]) -> int:
+    """Print the JSON form with ``--json``, the text form otherwise."""
+    print(dumps(obj()) if args.json else text(), end="\n" if args.json else "")
+    return 0
 
 
 def _from_directory(args: argparse.Namespace) -> int:
@@ -75,42 +64,10 @@ def _from_directory(args: argparse.Namespace) -> int:
         raise InputError(args.path, f"several runs ({names}): use mmlab compare-vmstat")
     run = runs[0]
     if len(run.iterations) == 1:
-        return _emit(iteration_report(run.iterations[0], args.test, args.elapsed), args)
+        report = iteration_report(run.iterations[0], args.test, args.elapsed)
+        return _out(args, lambda: format_ops(report), lambda: ops_json(report))
     cmp = compare_runs(runs, args.test, args.elapsed)
-    if args.json:
-        rows = cmp.rows
-        elapsed = [rep.elapsed.seconds for rep in cmp.reports[0]]
-        _print_json(
-            {
-                "source": str(args.path),
-                "run": run.name,
-                "metrics": {r.label: r.mean for r in rows},
-                "stddev": {r.label: r.sd for r in rows},
-                "n": {r.label: r.n for r in rows},
-                "units": {r.label: r.unit for r in rows},
-                "iterations": [rep.to_json() for rep in cmp.reports[0]],
-                # Each iteration has its own elapsed time (in "iterations"); this is their mean.
-                "elapsed_s": statistics.fmean(elapsed) if None not in elapsed else None,
-                "elapsed_source": ", ".join(sorted({r.elapsed.source for r in cmp.reports[0]})),
-            }
-        )
-    else:
-        print(format_comparison(cmp), end="")
-    return 0
-
-
-def _emit(report: OpsReport, args: argparse.Namespace, series: pl.DataFrame | None = None) -> int:
-    if args.json:
-        obj = report.to_json()
-        if series is not None:
-            obj["intervals"] = series.to_dicts()
-        _print_json(obj)
-    else:
-        print(format_ops(report), end="")
-        if series is not None:
-            print()
-            print(_series_text(series), end="")
-    return 0
+    return _out(args, lambda: format_comparison(cmp), lambda: run_json(str(args.path), cmp))
 
 
 def run_vmstat(args: argparse.Namespace) -> int:
@@ -122,40 +79,17 @@ def run_vmstat(args: argparse.Namespace) -> int:
     elif len(samples) < 2:
         raise InputError(args.path, "one snapshot has no delta: give the snapshot after as PATH2")
     elapsed = Elapsed(args.elapsed, "command line") if args.elapsed else None
-    series = interval_series(samples)[0] if args.intervals and len(samples) > 2 else None
     # The page size from a kconfig-* saved beside the file (as in an mmtests iteration).
     beside = mmtests.Iteration(args.path.parent.name, 0, args.path.parent)
     report = replace(ops_report(samples, elapsed), page_bytes=beside.page_size)
-    return _emit(report, args, series)
-
-
-def comparison_json(cmp: Comparison) -> dict:
-    """Every row of every run: iteration values, mean, sd, n and % change vs the first."""
-    return {
-        "runs": list(cmp.runs),
-        "rows": [
-            {
-                "label": r.label,
-                "unit": r.unit,
-                "better": r.better,
-                "run": r.run,
-                "values": list(r.values),
-                "mean": r.mean,
-                "sd": r.sd,
-                "n": r.n,
-                "change_pct": r.change_pct,
-            }
-            for r in cmp.rows
-        ],
-        "elapsed": {
-            run: [{"s": rep.elapsed.seconds, "source": rep.elapsed.source} for rep in reps]
-            for run, reps in zip(cmp.runs, cmp.reports, strict=True)
-        },
-        "page_bytes": {
-            run: [rep.page_bytes for rep in reps]
-            for run, reps in zip(cmp.runs, cmp.reports, strict=True)
-        },
-    }
+    if not (args.intervals and len(samples) > 2):
+        return _out(args, lambda: format_ops(report), lambda: ops_json(report))
+    series = interval_series(samples)[0]
+    return _out(
+        args,
+        lambda: f"{format_ops(report)}\n{format_intervals(series)}\n",
+        lambda: ops_json(report, series),
+    )
 
 
 def run_compare(args: argparse.Namespace) -> int:
@@ -163,8 +97,4 @@ def run_compare(args: argparse.Namespace) -> int:
         tuple(run for path in args.run_dirs for run in mmtests.find_runs(path))
     )
     cmp = compare_runs(runs, args.test, args.elapsed)
-    if args.json:
-        _print_json(comparison_json(cmp))
-    else:
-        print(format_comparison(cmp), end="")
-    return 0
+    return _out(args, lambda: format_comparison(cmp), lambda: comparison_json(cmp))

@@ -4,7 +4,8 @@ Kernel developers often post trace statistics as the output of ``sort | uniq -c`
 payloads of one tracepoint (seed 000: ``51305 usec_timeout=500000 usect_delayed=500000
 reason=VMSCAN_THROTTLE_NOPROGRESS``). This module turns such text into the same frames as
 :mod:`analysis.ingest.ftrace` (columns named after the tracepoint's fields, see
-``trace-contract.md``) plus an Int64 ``count`` weight, so every metric accepts either.
+``docs/trace-formats.md`` "Payloads") plus an Int64 ``count`` weight, so every metric
+accepts either.
 
 What it tolerates, and counts in :class:`HistogramAccounting`:
 

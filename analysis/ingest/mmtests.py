@@ -1,9 +1,9 @@
 """mmtests results trees: ``work/log/<RUN>/iter-<N>/``, read directly.
 
-The layout (docs/mmtests-conventions.md) is also what ``mmlab capture`` writes, so one
-reader serves both. Point :func:`find_runs` at a ``work/log`` directory (runs below it), a
-run directory (``iter-*`` below it), a single ``iter-N`` directory, or any directory that
-holds such trees further down (a capture's folder under ``data/``).
+The layout (``docs/mmtests-conventions.md`` "Results tree") is also what ``mmlab capture``
+writes, so one reader serves both. Point :func:`find_runs` at a ``work/log`` directory (runs
+below it), a run directory (``iter-*`` below it), a single ``iter-N`` directory, or any
+directory that holds such trees further down (a capture's folder under ``data/``).
 
 Trees as mmtests leaves them on disk (see ``data/mmtests-ci``) are read as they are:
 

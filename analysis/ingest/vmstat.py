@@ -108,7 +108,7 @@ class CounterReset:
         )
 
 
-# Counters despite the nr_ prefix (trace-formats.md §5).
+# Counters despite the nr_ prefix (docs/trace-formats.md "/proc/vmstat").
 _NR_COUNTERS = frozenset(
     {"nr_vmscan_write", "nr_vmscan_immediate_reclaim", "nr_dirtied", "nr_written"}
     | {"nr_throttled_written", "nr_foll_pin_acquired", "nr_foll_pin_released"}
@@ -128,7 +128,7 @@ def is_gauge(name: str, kind: str = PROC_VMSTAT) -> bool:
     """True for a level (never differenced), False for an event counter.
 
     /proc/vmstat: ``nr_*`` items of ``enum zone_stat_item`` / ``node_stat_item`` are levels,
-    except the event counts listed in trace-formats.md §5 (``nr_vmscan_write``,
+    except the event counts listed in ``docs/trace-formats.md`` "/proc/vmstat" (``nr_vmscan_write``,
     ``nr_dirtied``, ...); ``workingset_nodes`` is a level; every other item of
     ``enum vm_event_item`` is a counter.
 
@@ -383,7 +383,7 @@ _PER_ZONE = re.compile(
     rf"(pgscan_kswapd|pgscan_direct|pgsteal_kswapd|pgsteal_direct|pgrefill|allocstall)_({_ZONES})"
 )
 _OLD_PGSTEAL = re.compile(rf"pgsteal_({_ZONES})")
-# Renamed counters: old name -> today's name (trace-formats.md §5).
+# Renamed counters: old name -> today's name (docs/trace-formats.md "/proc/vmstat").
 RENAMED = {
     "thp_split": "thp_split_page",  # ~4.5
     "workingset_refault": "workingset_refault_file",  # split into _anon/_file ~5.9

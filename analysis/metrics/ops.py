@@ -49,6 +49,10 @@ from analysis.ingest.mmtests import Iteration
 from analysis.ingest.vmstat import CounterReset, Samples, canonical, counter_deltas
 
 __all__ = [
+    "ABSENT",
+    "CONTEXTS",
+    "HIGHER",
+    "LOWER",
     "OPS",
     "Elapsed",
     "OpsDef",
@@ -57,6 +61,7 @@ __all__ = [
     "interval_series",
     "iteration_elapsed",
     "ops_report",
+    "reclaim_rates",
 ]
 
 LOWER, HIGHER = "lower", "higher"
@@ -149,19 +154,6 @@ class OpsReport:
 
     def value(self, label: str) -> float | None:
         return next(r.value for r in self.rows if r.label == label)
-
-    def to_json(self) -> dict:
-        return {
-            "source": self.source,
-            "elapsed_s": self.elapsed.seconds,
-            "elapsed_source": self.elapsed.source,
-            "page_bytes": self.page_bytes,
-            "metrics": {r.label: r.value for r in self.rows},
-            "units": {r.label: r.unit for r in self.rows},
-            "better": {r.label: r.better for r in self.rows},
-            "notes": {r.label: r.note for r in self.rows if r.note},
-            "counter_resets": [str(r) for r in self.resets],
-        }
 
 
 def _total(cols: set[str], *names: str) -> pl.Expr:

@@ -1,8 +1,9 @@
 """Shrinker work and deferral: who scans, who frees, who inherits deferred work.
 
 Sources: ``mm_shrink_slab_start`` / ``mm_shrink_slab_end`` (include/trace/events/vmscan.h,
-``do_shrink_slab()``), with the field names of ``trace-contract.md``. On 5.11+ kernels (G3 in
-``shrinker-deferral.md``; G1 before prints the same fields):
+``do_shrink_slab()``), with the field names of ``docs/trace-formats.md`` "shrink_slab". From
+Linux 5.13 (commit 18bb473e5031, "mm: vmscan: shrink deferred objects proportional to
+priority"; G3 in ``docs/shrinker-deferral.md``; G1 before prints the same fields):
 
 - start: ``nr_objects_to_shrink`` = the deferred count this invocation took (``nr``),
   ``cache_items`` = freeable objects, ``delta`` = this invocation's own share,

@@ -13,6 +13,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+__all__ = ["replay", "scan_loop", "shrink_call", "targets"]
+
 # Generation codes, in the order of analysis.models.shrinker.GENERATIONS.
 G1, G2, G3 = 0, 1, 2
 TAKE, ADD = 0, 1

@@ -13,10 +13,10 @@ from pathlib import Path
 from analysis.ingest.mmtests import Run, find_runs
 from analysis.metrics.compare import compare_runs
 from analysis.metrics.trace_analysis import analyse_iteration
-from analysis.report.ops import format_comparison
-from analysis.report.trace_analysis import format_analysis
+from analysis.report.ops import comparison_json, format_comparison
+from analysis.report.trace_analysis import analysis_json, format_analysis
 
-__all__ = ["SECTIONS", "TEST_TREES", "build_report", "capture_runs"]
+__all__ = ["SECTIONS", "TEST_TREES", "build_report", "capture_runs", "report_json"]
 
 
 def vmstat_section(runs: tuple[Run, ...]) -> str:
@@ -66,3 +66,24 @@ def build_report(data: Path) -> str:
     for title, section in SECTIONS:
         parts.append(f"== {title} ==\n\n{section(runs)}")
     return "\n".join(parts)
+
+
+def report_json(data: Path) -> dict:
+    """The report's content for scripts: the runs, the Ops comparison (as
+    ``mmlab compare-vmstat --json``) and every traced iteration's analysis (as
+    ``mmlab stalls --json``, with ``run`` and ``iteration``)."""
+    runs = capture_runs(data)
+    return {
+        "data": str(data),
+        "runs": [
+            {"name": run.name, "path": str(run.path), "iterations": len(run.iterations)}
+            for run in runs
+        ],
+        "vmstat": comparison_json(compare_runs(runs)),
+        "stalls": [
+            {"run": run.name, "iteration": it.index, **analysis_json(analysis)}
+            for run in runs
+            for it in run.iterations
+            for analysis in analyse_iteration(it)
+        ],
+    }

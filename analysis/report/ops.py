@@ -1,61 +1,42 @@
 """Text tables for vmstat Ops rows, in the shape kernel developers paste from mmtests.
 
-Both tables fit 80 columns (two runs for the comparison). Page counts are in pages
-unless the label says otherwise. A missing value prints ``-`` with a footnote saying
-why, instead of a misleading number.
+Both tables fit 80 columns (two runs for the comparison, more in pairwise blocks). Page
+counts are in pages unless the label says otherwise. A missing value prints ``-`` with a
+footnote saying why, instead of a misleading number.
 """
 
 from __future__ import annotations
 
-import textwrap
+import statistics
+
+import polars as pl
 
 from analysis.metrics.compare import Comparison
-from analysis.metrics.ops import ABSENT, OpsReport, OpsRow
+from analysis.metrics.ops import ABSENT, CONTEXTS, OpsReport, OpsRow
+from analysis.report.json_output import jsonable
+from analysis.report.table import Column, Footnotes, num, pct, render, wrapped
 
-__all__ = ["format_comparison", "format_ops"]
+__all__ = [
+    "comparison_json",
+    "display_label",
+    "format_comparison",
+    "format_intervals",
+    "format_ops",
+    "ops_json",
+    "run_json",
+]
 
 # Units that the label does not already make plain.
 _SHOWN_UNITS = {"pages/s", "KiB", "objects", "huge pages", "model units"}
-_LABEL_WIDTH = 30
+_LABEL = Column(width=30, left=True)
+# A run's mean (with ± sd below) and its % change column: 24 columns with separators.
+_MEAN, _CHANGE = Column(width=12), Column(width=10)
+_NO_CHANGE = "no % change: the first run's mean is 0"
 
 
 def display_label(label: str, unit: str) -> str:
     """``Kswapd velocity`` → ``Kswapd velocity pages/s``; pages and % stay implicit."""
     return f"{label} {unit}" if unit in _SHOWN_UNITS else label
-
-
-def _num(value: float | None, width: int = 13) -> str:
-    if value is None:
-        return f"{'-':>{width}}"
-    text = f"{value:.2f}"
-    return f"{text:>{width}}" if len(text) <= width else f"{value:>{width}.6g}"
-
-
-def _pct(change: float | None) -> str:
-    return " (      -)" if change is None else f" ({change:7.2f}%)"
-
-
-class _Footnotes:
-    """Numbered reasons for missing values, each reason numbered once."""
-
-    def __init__(self) -> None:
-        self.reasons: list[str] = []
-
-    def mark(self, reason: str) -> str:
-        if reason not in self.reasons:
-            self.reasons.append(reason)
-        return f"[{self.reasons.index(reason) + 1}]"
-
-    def lines(self) -> list[str]:
-        return [
-            line
-            for i, reason in enumerate(self.reasons, start=1)
-            for line in _wrapped(f"[{i}] {reason}")
-        ]
-
-
-def _wrapped(text: str, indent: str = "    ") -> list[str]:
-    return textwrap.wrap(text, 80, subsequent_indent=indent, break_on_hyphens=False)
 
 
 def _absent(rows: list[OpsRow]) -> list[str]:
@@ -76,24 +57,24 @@ def format_ops(report: OpsReport) -> str:
     when = f"{elapsed.seconds:.2f} s" if elapsed.seconds is not None else "unknown"
     lines = [f"vmstat Ops: {report.source}", f"elapsed {when} ({elapsed.source})"]
     lines += [_page_line({report.page_bytes}), ""]
-    notes = _Footnotes()
+    notes = Footnotes()
     absent = _absent(list(report.rows))
-    for row in report.rows:
-        if row.label in absent:
-            continue
-        mark = notes.mark(row.note) if row.value is None else ""
-        lines.append(
-            f"Ops {display_label(row.label, row.unit):<{_LABEL_WIDTH}}{_num(row.value, 16)} {mark}"
+    rows = [
+        (
+            f"Ops {display_label(row.label, row.unit)}",
+            num(row.value, width=15),
+            notes.mark(row.note) if row.value is None else "",
         )
+        for row in report.rows
+        if row.label not in absent
+    ]
+    columns = [Column(width=34, left=True), Column(width=15), Column(left=True)]
+    lines += render(columns, rows)
     lines += ["", *notes.lines()]
-    lines += _wrapped(f"Not in this kernel's vmstat: {', '.join(absent)}." if absent else "")
+    lines += wrapped(f"Not in this kernel's vmstat: {', '.join(absent)}." if absent else "")
     for reset in report.resets:
-        lines += _wrapped(f"Counter went down: {reset}")
-    return "\n".join(line.rstrip() for line in lines).rstrip() + "\n"
-
-
-def _sd(value: float | None) -> str:
-    return f"{'' if value is None else '±' + f'{value:.6g}':>13}" + " " * 11
+        lines += wrapped(f"Counter went down: {reset}")
+    return "\n".join(lines).rstrip() + "\n"
 
 
 def format_comparison(cmp: Comparison) -> str:
@@ -110,13 +91,13 @@ def format_comparison(cmp: Comparison) -> str:
         label for k, label in enumerate(labels) if all(rep.rows[k].value == 0 for rep in reports)
     ]
     shown = [(k, label) for k, label in enumerate(labels) if label not in absent | set(zero)]
-    notes = _Footnotes()
+    notes = Footnotes()
     blocks = [cmp.runs] if len(cmp.runs) <= 2 else [(cmp.runs[0], r) for r in cmp.runs[1:]]
     lines: list[str] = []
     for runs in blocks:
         lines += [*_block(cmp, runs, shown, notes), ""]
     lines += [
-        *_wrapped(
+        *wrapped(
             "Mean over iterations (% change vs first run; positive = better, as in "
             "mmtests), ± sample sd (n-1) below. Pages unless stated. No significance "
             "test here: a change within the ± spread of either run is not evidence of "
@@ -126,34 +107,128 @@ def format_comparison(cmp: Comparison) -> str:
         *notes.lines(),
     ]
     lines.append(_page_line({rep.page_bytes for rep in reports}))
-    lines += _wrapped(f"Zero in every iteration: {', '.join(zero)}." if zero else "")
-    lines += _wrapped(
-        f"Not in this kernel's vmstat: {', '.join(sorted(absent))}." if absent else ""
-    )
+    lines += wrapped(f"Zero in every iteration: {', '.join(zero)}." if zero else "")
+    lines += wrapped(f"Not in this kernel's vmstat: {', '.join(sorted(absent))}." if absent else "")
     return "\n".join(lines) + "\n"
 
 
+def _sd(value: float | None) -> str:
+    return "" if value is None else f"\n±{value:.6g}"
+
+
 def _block(
-    cmp: Comparison, runs: tuple[str, ...], shown: list[tuple[int, str]], notes: _Footnotes
+    cmp: Comparison, runs: tuple[str, ...], shown: list[tuple[int, str]], notes: Footnotes
 ) -> list[str]:
     """The table lines of ``runs`` (a subset of ``cmp.runs``, first run first)."""
-    width = 24
     reports = [cmp.reports[cmp.runs.index(run)] for run in runs]
-    lines = [
-        " " * _LABEL_WIDTH + "".join(f"{run[-width + 1 :]:>{width}}" for run in runs),
-        f"{'Iterations':<{_LABEL_WIDTH}}" + "".join(f"{len(r):>{width}}" for r in reports),
-    ]
+    rows = [["Iterations", *(cell for r in reports for cell in ("", str(len(r))))]]
     for k, label in shown:
         cells = [cmp.row(label, run) for run in runs]
         why = next(
             (rep.rows[k].note for reps in reports for rep in reps if rep.rows[k].value is None), ""
         )
-        mean_line = f"{display_label(label, cells[0].unit):<{_LABEL_WIDTH}}"
+        with_sd = any(c.sd for c in cells)
+        row = [display_label(label, cells[0].unit)]
         for cell in cells:
             # A cell without a mean carries the footnote in its % slot.
-            mark = f"{notes.mark(why):>11}" if cell.mean is None else _pct(cell.change_pct)
-            mean_line += _num(cell.mean) + mark
-        lines.append(mean_line.rstrip())
-        if any(c.sd for c in cells):
-            lines.append((" " * _LABEL_WIDTH + "".join(_sd(c.sd) for c in cells)).rstrip())
-    return lines
+            if cell.mean is None:
+                change = notes.mark(why)
+            elif cell.change_pct is None:
+                change = notes.mark(_NO_CHANGE)
+            else:
+                change = f"({pct(cell.change_pct, width=7)})"
+            row += [num(cell.mean, width=12) + (_sd(cell.sd) if with_sd else ""), change]
+        rows.append(row)
+    columns = [_LABEL, *(col for _ in runs for col in (_MEAN, _CHANGE))]
+    return render(columns, rows, spans=[("", 1), *((run, 2) for run in runs)])
+
+
+def format_intervals(series: pl.DataFrame) -> str:
+    """Per-interval rows of a vmstat monitor log, contexts that never scanned left out."""
+    contexts = [ctx for ctx in CONTEXTS if series[f"{ctx} pages scanned"].fill_null(0).sum() > 0]
+    columns = [Column("t_s", 8), Column("dt_s", 5)]
+    for ctx in contexts:
+        columns += [Column(f"{ctx[:6]} scan", 11), Column("reclaim", 8), Column("eff%", 5)]
+    rows = []
+    for row in series.iter_rows(named=True):
+        cells = [f"{row['t_s'] or 0:.1f}", f"{row['dt_s'] or 0:.1f}"]
+        for ctx in contexts:
+            cells += [
+                f"{row[f'{ctx} pages scanned'] or 0:.0f}",
+                f"{row[f'{ctx} pages reclaimed'] or 0:.0f}",
+                num(row[f"{ctx} efficiency %"], digits=1),
+            ]
+        rows.append(cells)
+    return "\n".join(["Per interval (pages; eff% = reclaimed/scanned):", *render(columns, rows)])
+
+
+def ops_json(report: OpsReport, series: pl.DataFrame | None = None) -> dict:
+    """One capture's Ops rows by label (values, units, which way is better, why missing),
+    with the per-interval rows when ``series`` is given."""
+    obj = {
+        "source": report.source,
+        "elapsed_s": report.elapsed.seconds,
+        "elapsed_source": report.elapsed.source,
+        "page_bytes": report.page_bytes,
+        "metrics": {r.label: r.value for r in report.rows},
+        "units": {r.label: r.unit for r in report.rows},
+        "better": {r.label: r.better for r in report.rows},
+        "notes": {r.label: r.note for r in report.rows if r.note},
+        "counter_resets": [str(r) for r in report.resets],
+    }
+    if series is not None:
+        obj["intervals"] = series
+    return jsonable(obj)
+
+
+def run_json(source: str, cmp: Comparison) -> dict:
+    """One run's Ops rows over its iterations (the first run of ``cmp``): mean, sd and n
+    by label, and every iteration's own rows."""
+    rows = [r for r in cmp.rows if r.run == cmp.runs[0]]
+    reports = cmp.reports[0]
+    elapsed = [rep.elapsed.seconds for rep in reports]
+    return jsonable(
+        {
+            "source": source,
+            "run": cmp.runs[0],
+            "metrics": {r.label: r.mean for r in rows},
+            "stddev": {r.label: r.sd for r in rows},
+            "n": {r.label: r.n for r in rows},
+            "units": {r.label: r.unit for r in rows},
+            "iterations": [ops_json(rep) for rep in reports],
+            # Each iteration has its own elapsed time (in "iterations"); this is their mean.
+            "elapsed_s": statistics.fmean(elapsed) if None not in elapsed else None,
+            "elapsed_source": ", ".join(sorted({rep.elapsed.source for rep in reports})),
+        }
+    )
+
+
+def comparison_json(cmp: Comparison) -> dict:
+    """Every row of every run: iteration values, mean, sd, n and % change vs the first."""
+    return jsonable(
+        {
+            "runs": cmp.runs,
+            "rows": [
+                {
+                    "label": r.label,
+                    "unit": r.unit,
+                    "better": r.better,
+                    "run": r.run,
+                    "values": r.values,
+                    "mean": r.mean,
+                    "sd": r.sd,
+                    "n": r.n,
+                    "change_pct": r.change_pct,
+                }
+                for r in cmp.rows
+            ],
+            "elapsed": {
+                run: [{"s": rep.elapsed.seconds, "source": rep.elapsed.source} for rep in reps]
+                for run, reps in zip(cmp.runs, cmp.reports, strict=True)
+            },
+            "page_bytes": {
+                run: [rep.page_bytes for rep in reps]
+                for run, reps in zip(cmp.runs, cmp.reports, strict=True)
+            },
+        }
+    )

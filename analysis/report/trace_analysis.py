@@ -1,4 +1,5 @@
-"""Text tables (80 columns) and JSON for :class:`analysis.metrics.trace_analysis.TraceAnalysis`.
+"""Text tables (80 columns) and the JSON form of one
+:class:`analysis.metrics.trace_analysis.TraceAnalysis`.
 
 The stall distribution follows mmtests' row layout (statistics down, series across); the
 throttle table and the ``uniq -c`` view follow seed 000; the summary follows
@@ -7,15 +8,14 @@ throttle table and the ``uniq -c`` view follow seed 000; the summary follows
 
 from __future__ import annotations
 
-import math
-import textwrap
-
 import polars as pl
 
 from analysis.metrics.trace_analysis import TraceAnalysis
 from analysis.metrics.trace_rows import benchmark_times, mmtests_trace_rows
+from analysis.report.json_output import jsonable
+from analysis.report.table import Column, Footnotes, num, render
 
-__all__ = ["as_json", "format_analysis", "format_distributions", "format_uniq_c"]
+__all__ = ["analysis_json", "format_analysis", "format_distributions", "format_uniq_c"]
 
 _REASON_PREFIX = "VMSCAN_THROTTLE_"
 
@@ -24,16 +24,9 @@ def _short(reason: str) -> str:
     return reason.removeprefix(_REASON_PREFIX).removeprefix("writeback_")
 
 
-def _num(value: float | int | None, digits: int = 2) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "-"
-    if isinstance(value, int):
-        return str(value)
-    return f"{value:.{digits}f}"
-
-
-def _pct(value: float | None) -> str:
-    return "-" if value is None else f"{100 * value:.2f}"
+def _share(value: float | None) -> str:
+    """A 0..1 share as a percentage number (the header says %)."""
+    return num(None if value is None else 100 * value)
 
 
 def format_distributions(dist: pl.DataFrame, per_block: int = 3) -> str:
@@ -46,14 +39,14 @@ def format_distributions(dist: pl.DataFrame, per_block: int = 3) -> str:
         block = dist.slice(start, per_block)
         # Two header lines: what (e.g. "throttle NOPROGRESS") over the context.
         names = [_short_series(n).rsplit(" ", 1) for n in block["series"].to_list()]
-        out.append(f"{'':<20}" + "".join(f"{n[0][:18]:>19}" for n in names))
-        out.append(f"{'':<20}" + "".join(f"{n[-1][:18]:>19}" for n in names))
+        columns = [Column(width=20, left=True)]
+        columns += [Column(f"{n[0][:18]}\n{n[-1][:18]}", 18) for n in names]
+        rows = []
         for stat in stats:
-            values = block[stat].to_list()
             label = stat.removesuffix("_ms").replace("stalls_", "n ").replace("_", "-")
             label = label.replace("maxms", "max ms").removesuffix("ms").rstrip()
-            out.append(f"{label:<20}" + "".join(f"{_num(v):>19}" for v in values))
-        out.append("")
+            rows.append([label, *(num(v) for v in block[stat].to_list())])
+        out += [*render(columns, rows), ""]
     return "\n".join(out)
 
 
@@ -65,6 +58,8 @@ def format_uniq_c(histogram: pl.DataFrame) -> str:
     """The ``sort | uniq -c`` view of throttle delays, one block per group (seed 000's shape).
 
     Rows at the timeout are right-censored (marked ``>=``: the real wait was at least that).
+    Written as ``uniq -c`` prints, not through :func:`~analysis.report.table.render`, so
+    the lines compare with the seed's paste character for character.
     """
     out = []
     for key, rows in histogram.group_by(
@@ -83,40 +78,53 @@ def format_uniq_c(histogram: pl.DataFrame) -> str:
 
 
 def _pairing_lines(a: TraceAnalysis) -> list[str]:
-    out = [
-        "Reclaim stalls (begin->end per pid)",
-        f"{'context':<16}{'count':>8}{'total_s':>10}{'unp.beg':>8}{'overwr':>7}{'open':>6}"
-        f"{'unp.end':>8}{'clk<':>5}{'comm':>5}{'lost':>6}",
-    ]
     reports = [s.report for s in a.reclaim.values()] + [a.compaction.report]
-    for r in reports:
-        if r.count == 0 and r.unpaired_begin == 0 and r.unpaired_end == 0:
-            continue
-        out.append(
-            f"{r.kind:<16}{r.count:>8}{r.total_s:>10.3f}{r.unpaired_begin:>8}"
-            f"{r.overwritten_begin:>7}{r.open_at_end:>6}{r.unpaired_end:>8}"
-            f"{r.clock_backwards:>5}{r.comm_changed:>5}{r.lost_affected:>6}"
-        )
-    out.append(
+    # Columns after count and total_s, in header order.
+    tail = ("unpaired_begin", "overwritten_begin", "open_at_end", "unpaired_end")
+    tail += ("clock_backwards", "comm_changed", "lost_affected")
+    rows = [
+        (r.kind, str(r.count), f"{r.total_s:.3f}", *(str(getattr(r, name)) for name in tail))
+        for r in reports
+        if r.count or r.unpaired_begin or r.unpaired_end
+    ]
+    headers = [("count", 7), ("total_s", 9), ("unp.beg", 7), ("overwr", 6), ("open", 5)]
+    headers += [("unp.end", 7), ("clk<", 4), ("comm", 4), ("lost", 5)]
+    columns = [Column("context", 16, left=True), *(Column(h, w) for h, w in headers)]
+    return [
+        "Reclaim stalls (begin->end per pid)",
+        *render(columns, rows),
         "unp.beg = overwritten (second begin, mmtests keeps it) + open at end; unp.end =\n"
         "end without begin (ignored); clk< = timestamps going backwards for a pid; comm =\n"
-        "begin/end comm differ (pid reuse); lost = intervals spanning lost events."
-    )
-    return out
+        "begin/end comm differ (pid reuse); lost = intervals spanning lost events.",
+    ]
 
 
 def _throttle_lines(a: TraceAnalysis) -> list[str]:
+    columns = [
+        Column("reason", 17, left=True, limit=18),
+        Column("timeout_us", 9),
+        Column("context", 10, left=True, limit=10),
+        Column("count", 7),
+        Column("zero%", 6),
+        Column("timeout%", 8),
+        Column("mean_us", 10),
+    ]
+    rows = [
+        (
+            _short(r["reason"]),
+            num(r["usec_timeout"]),
+            r["context"],
+            str(r["count"]),
+            _share(r["zero_share"]),
+            _share(r["timeout_share"]),
+            num(r["mean_usec"], 0),
+        )
+        for r in a.throttle.iter_rows(named=True)
+    ]
     out = [
         "Throttling (delays at the timeout are right-censored: real wait >= timeout)",
-        f"{'reason':<18}{'timeout_us':>10} {'context':<10}{'count':>8}{'zero%':>7}"
-        f"{'timeout%':>9}{'mean_us':>11}",
+        *render(columns, rows),
     ]
-    for r in a.throttle.iter_rows(named=True):
-        out.append(
-            f"{_short(r['reason'])[:18]:<18}{_num(r['usec_timeout']):>10} {r['context'][:10]:<10}"
-            f"{r['count']:>8}{_pct(r['zero_share']):>7}{_pct(r['timeout_share']):>9}"
-            f"{_num(r['mean_usec'], 0):>11}"
-        )
     hz = a.hz
     if hz.hz is not None:
         config = f"CONFIG_HZ={hz.config_hz}" if hz.config_hz else "no kconfig"
@@ -129,35 +137,63 @@ def _throttle_lines(a: TraceAnalysis) -> list[str]:
 
 
 def _daemon_lines(a: TraceAnalysis) -> list[str]:
-    out = [
-        f"{'daemon':<10}{'nid':>4}{'wakes':>8}{'rewake':>8}{'sleeps':>7}{'awake_s':>10}"
-        f"{'upper_s':>10}  kind"
-    ]
-    for r in (*a.kswapd, *a.kcompactd):
-        out.append(
-            f"{r.daemon:<10}{r.nid:>4}{r.wakes:>8}{r.rewakes:>8}{r.sleeps:>7}"
-            f"{r.awake_s:>10.3f}{r.awake_upper_s:>10.3f}  {r.awake_kind}"
+    headers = [("nid", 3), ("wakes", 7), ("rewake", 7), ("sleeps", 6)]
+    headers += [("awake_s", 9), ("upper_s", 9)]
+    columns = [Column("daemon", 10, left=True), *(Column(h, w) for h, w in headers)]
+    columns.append(Column("kind", left=True))
+    rows = [
+        (
+            r.daemon,
+            *map(str, (r.nid, r.wakes, r.rewakes, r.sleeps)),
+            f"{r.awake_s:.3f}",
+            f"{r.awake_upper_s:.3f}",
+            r.awake_kind,
         )
-    out.append(
+        for r in (*a.kswapd, *a.kcompactd)
+    ]
+    return [
+        *render(columns, rows),
         "lower_bound: no sleep closes an interval; awake_s sums wake -> own last event\n"
-        "before the next wake, upper_s runs open intervals to the capture's edge."
-    )
-    return out
+        "before the next wake, upper_s runs open intervals to the capture's edge.",
+    ]
 
 
 def _frame_lines(title: str, frame: pl.DataFrame, columns: list[tuple[str, str, int]]) -> list[str]:
-    """Rows of ``frame`` under ``title`` with (column, header, width) cells."""
+    """Rows of ``frame`` under ``title`` with (column, header, width) cells; the first
+    column is text, the others numbers (floats with 3 decimals)."""
     if frame.is_empty():
         return []
-    out = [title, "".join(f"{h:>{w}}" if i else f"{h:<{w}}" for i, (_, h, w) in enumerate(columns))]
-    for row in frame.iter_rows(named=True):
-        cells = []
-        for i, (col, _, w) in enumerate(columns):
-            v = row[col]
-            text = _num(v, 3) if isinstance(v, float) or v is None else str(v)
-            cells.append(f"{text[: w - 1]:>{w}}" if i else f"{text[: w - 1]:<{w}}")
-        out.append("".join(cells))
-    return out
+    spec = [
+        # The first column's width includes the space before the next one.
+        Column(header, width if i == 0 else width - 1, left=i == 0, limit=width - 1)
+        for i, (_, header, width) in enumerate(columns)
+    ]
+    names = [name for name, _, _ in columns]
+    rows = [
+        [num(v, 3) if isinstance(v, float) or v is None else str(v) for v in row]
+        for row in frame.select(names).iter_rows()
+    ]
+    return [title, *render(spec, rows)]
+
+
+def _histogram_group_lines(a: TraceAnalysis) -> list[str]:
+    columns = [
+        Column("group", 5),
+        Column("lines", 9, left=True),
+        Column("count", 9),
+        Column("label", left=True, limit=41),
+    ]
+    rows = [
+        (
+            str(g.group),
+            f"{g.first_line}-{g.last_line}",
+            str(g.total_count),
+            g.context or g.label or "-",
+        )
+        for g in a.histogram_groups
+    ]
+    title = "Histogram groups (blocks of the text; label = --label or the prose above)"
+    return [title, *render(columns, rows, indent=2)]
 
 
 def _mmtests_lines(a: TraceAnalysis) -> list[str]:
@@ -165,16 +201,24 @@ def _mmtests_lines(a: TraceAnalysis) -> list[str]:
     above does not already print under the same name; reasons numbered below."""
     shown = set(a.summary["statistic"]) if not a.summary.is_empty() else set()
     rows = [r for r in mmtests_trace_rows(a, benchmark_times(a.source)) if r.label not in shown]
-    notes = list(dict.fromkeys(r.note for r in rows if r.note))
-    out = ["mmtests rows (seeds 002, 003; rows of the same name are above)"] if rows else []
-    for r in rows:
-        mark = f" [{notes.index(r.note) + 1}]" if r.note else ""
-        timed = r.unit in ("s", "ms", "%")
-        value = "-" if r.value is None else _num(r.value, 2) if timed else str(int(r.value))
-        out.append(f"  {r.label:<44}{value:>16} {r.unit}{mark}")
-    for i, note in enumerate(notes, start=1):
-        out += textwrap.wrap(f"[{i}] {note}", 80, subsequent_indent="    ")
-    return out
+    if not rows:
+        return []
+    notes = Footnotes()
+    cells = [
+        (
+            r.label,
+            "-"
+            if r.value is None
+            else num(r.value, 2)
+            if r.unit in ("s", "ms", "%")
+            else str(int(r.value)),
+            f"{r.unit} {notes.mark(r.note)}" if r.note else r.unit,
+        )
+        for r in rows
+    ]
+    columns = [Column(width=44, left=True), Column(width=15), Column(left=True)]
+    title = "mmtests rows (seeds 002, 003; rows of the same name are above)"
+    return [title, *render(columns, cells, indent=2), *notes.lines()]
 
 
 def format_analysis(a: TraceAnalysis) -> str:
@@ -187,12 +231,7 @@ def format_analysis(a: TraceAnalysis) -> str:
     )
     out = [f"{a.source} ({a.input_kind}{span}; {lost})", ""]
     if a.histogram_groups:
-        out.append("Histogram groups (blocks of the text; label = the prose above)")
-        for g in a.histogram_groups:
-            label = g.context or (g.label[:41] if g.label else "-")
-            lines = f"{g.first_line}-{g.last_line}"
-            out.append(f"  group {g.group:<3} lines {lines:<10}{g.total_count:>9}  {label}")
-        out.append("")
+        out += [*_histogram_group_lines(a), ""]
     if a.input_kind == "trace":
         out += [*_pairing_lines(a), ""]
     if not a.throttle.is_empty():
@@ -256,56 +295,54 @@ def format_analysis(a: TraceAnalysis) -> str:
             ],
         )
     if not a.summary.is_empty():
-        out.append("Summary (trace-vmscan-postprocess.pl)")
-        for r in a.summary.iter_rows(named=True):
-            value = _num(r["value"], 3) if r["unit"] == "s" else str(int(r["value"]))
-            out.append(f"  {r['statistic']:<44}{value:>16} {r['unit']}")
+        rows = [
+            (
+                r["statistic"],
+                num(r["value"], 3) if r["unit"] == "s" else str(int(r["value"])),
+                r["unit"],
+            )
+            for r in a.summary.iter_rows(named=True)
+        ]
+        columns = [Column(width=44, left=True), Column(width=15), Column(left=True)]
+        out += [
+            "Summary (trace-vmscan-postprocess.pl)",
+            *render(columns, rows, indent=2),
+        ]
     out += _mmtests_lines(a)
     return "\n".join(out).rstrip() + "\n"
 
 
-def _records(frame: pl.DataFrame) -> list[dict]:
-    def clean(v):
-        return None if isinstance(v, float) and math.isnan(v) else v
-
-    return [{k: clean(v) for k, v in row.items()} for row in frame.iter_rows(named=True)]
-
-
-def as_json(a: TraceAnalysis) -> dict:
+def analysis_json(a: TraceAnalysis) -> dict:
     """JSON-ready dict: ``throttle`` (reason, usec_timeout, context, count, zero_share,
     timeout_share, mean_usec, ...), ``direct_reclaim`` (count, total_s, unpaired_begin,
     unpaired_end, ...), ``kswapd`` per node (wakes, sleeps, awake_s, awake_kind, ...) and the
-    rest of the analysis."""
-
-    def pairing(name: str) -> dict | None:
-        s = a.reclaim.get(name)
-        return s.report.__dict__ if s else None
-
-    return {
-        "source": a.source,
-        "input_kind": a.input_kind,
-        "lost_events": a.lost_events,
-        "capture_s": a.capture_s,
-        "throttle": _records(a.throttle),
-        "hz": a.hz.__dict__,
-        "direct_reclaim": pairing("direct"),
-        "reclaim": {k: v.report.__dict__ for k, v in a.reclaim.items()},
-        "kswapd": [r.__dict__ for r in a.kswapd],
-        "kcompactd": [r.__dict__ for r in a.kcompactd],
-        "compaction": {
-            "pairing": a.compaction.report.__dict__,
-            "by_context": _records(a.compaction_time),
-            "status": _records(a.compaction_status),
-            "try_to_compact_by_order": _records(a.compact_orders),
-        },
-        "shrinker": _records(a.shrinker),
-        "shrinker_work": _records(a.shrinker_work),
-        "lru": _records(a.lru),
-        "lru_vs_vmstat": _records(a.lru_check) if a.lru_check is not None else None,
-        "distributions": _records(a.distributions),
-        "summary": _records(a.summary),
-        "mmtests_rows": [r.__dict__ for r in mmtests_trace_rows(a, benchmark_times(a.source))],
-        "histogram_groups": [g.__dict__ | {"events": list(g.events)} for g in a.histogram_groups]
-        if a.histogram_groups
-        else None,
-    }
+    rest of the analysis; missing numbers are null."""
+    direct = a.reclaim.get("direct")
+    return jsonable(
+        {
+            "source": a.source,
+            "input_kind": a.input_kind,
+            "lost_events": a.lost_events,
+            "capture_s": a.capture_s,
+            "throttle": a.throttle,
+            "hz": a.hz,
+            "direct_reclaim": direct.report if direct else None,
+            "reclaim": {k: v.report for k, v in a.reclaim.items()},
+            "kswapd": a.kswapd,
+            "kcompactd": a.kcompactd,
+            "compaction": {
+                "pairing": a.compaction.report,
+                "by_context": a.compaction_time,
+                "status": a.compaction_status,
+                "try_to_compact_by_order": a.compact_orders,
+            },
+            "shrinker": a.shrinker,
+            "shrinker_work": a.shrinker_work,
+            "lru": a.lru,
+            "lru_vs_vmstat": a.lru_check,
+            "distributions": a.distributions,
+            "summary": a.summary,
+            "mmtests_rows": mmtests_trace_rows(a, benchmark_times(a.source)),
+            "histogram_groups": a.histogram_groups or None,
+        }
+    )

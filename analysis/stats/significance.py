@@ -38,7 +38,10 @@ from statsmodels.stats.power import TTestIndPower
 from analysis.stats.bootstrap import MEAN, Interval, run_statistics, t_interval, two_stage
 
 __all__ = [
+    "IMPROVED",
     "METRICS",
+    "NOT_COMPARED",
+    "REGRESSED",
     "RowComparison",
     "compare_table",
     "difference_interval",

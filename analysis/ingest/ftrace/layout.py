@@ -4,7 +4,7 @@ Compiled with numba because per-line Python (or capture-group regexes) cannot ke
 with hundreds of MB of trace. One pass over the bytes gives, per line, its kind
 (event, header, blank, lost-events marker, stack-trace line, unparsed with a reason)
 and for events the spans of comm, irq flags, event name and payload plus pid, tgid,
-cpu and the timestamp. Layouts accepted (``trace-formats.md`` §1):
+cpu and the timestamp. Layouts accepted (``docs/trace-formats.md`` "Line layouts"):
 
 - ftrace ``trace``/``trace_pipe``: ``<comm>-<pid> [(<tgid>)] [<cpu>] [<flags>] <ts>: <event>: ...``
   comm split from pid at the last ``-`` before the pid digits (comm may hold spaces, ``-``,
@@ -29,10 +29,13 @@ __all__ = [
     "COUNTER_CLOCK",
     "CPU",
     "EVENT",
+    "FNV_OFFSET",
+    "FNV_PRIME",
     "HEADER",
     "IRQ_END",
     "IRQ_START",
     "KINDS",
+    "LITERALS",
     "LOST",
     "NAME_END",
     "NAME_START",

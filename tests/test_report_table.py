@@ -1,0 +1,134 @@
+"""The table renderer and the JSON encoder that every command's output goes through.
+
+Layouts are worked out by hand (column widths = the longest cell, one space between
+columns, numbers right-aligned); the comparison case uses the bundled dirty20/dirty5 runs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import doctest
+import json
+import re
+
+import polars as pl
+import pytest
+
+from analysis.ingest.mmtests import find_runs
+from analysis.metrics.compare import compare_runs
+from analysis.report import json_output, table
+from analysis.report.json_output import dumps, jsonable
+from analysis.report.ops import format_comparison
+from analysis.report.table import WIDTH, Column, Footnotes, num, pct, render
+from tests.conftest import DATA
+
+ANSI = re.compile(r"\x1b\[")
+
+
+def test_layout_by_hand():
+    columns = [Column("name", left=True), Column("pages", width=6), Column("eff%")]
+    rows = [("kswapd", "1234", num(76.5234)), ("direct", None, num(float("nan")))]
+    # name: 6 wide ("kswapd"); pages: min 6; eff%: 5 ("76.52"); one space between.
+    assert render(columns, rows) == [
+        "name    pages  eff%",
+        "kswapd   1234 76.52",
+        "direct      -     -",
+    ]
+
+
+def test_spans_right_aligned_over_their_columns_keeping_the_end():
+    columns = [Column(left=True), Column(width=4), Column(width=4)]
+    lines = render(columns, [("a", "1", "2")], spans=[("", 1), ("6.18-rc1-vanilla", 2)])
+    # The span covers 4 + 1 + 4 = 9 characters: the title keeps its last 9.
+    assert lines == ["  1-vanilla", "a    1    2"]
+
+
+def test_multi_line_cells_and_indent():
+    lines = render([Column(left=True), Column()], [("mean", "10.00\n±2.5")], indent=2)
+    assert lines == ["  mean 10.00", "        ±2.5"]
+
+
+def test_footnotes_number_each_reason_once():
+    notes = Footnotes()
+    marks = [notes.mark(r) for r in ("nothing scanned", "no counter", "nothing scanned")]
+    assert marks == ["[1]", "[2]", "[1]"]
+    assert notes.lines() == ["[1] nothing scanned", "[2] no counter"]
+
+
+def test_too_wide_tables_fold_text_but_never_numbers():
+    long_name = "super_cache_scan+0x0/0x1a0 " * 3
+    rows = [(long_name, "123456789012"), ("short", "7")]
+    lines = render([Column("shrinker", left=True), Column("scanned")], rows)
+    assert max(map(len, lines)) <= WIDTH
+    assert any(line.endswith(" 123456789012") for line in lines)
+    assert "".join(line[: len(line) - 13].strip() for line in lines[1:3]).startswith(
+        "super_cache_scan"
+    )
+
+
+def test_plain_text_whatever_the_environment(monkeypatch):
+    rows = [("a", "1")]
+    plain = render([Column("x", left=True), Column("y")], rows)
+    for name, value in {"FORCE_COLOR": "1", "TERM": "xterm-256color", "COLUMNS": "200"}.items():
+        monkeypatch.setenv(name, value)
+    assert render([Column("x", left=True), Column("y")], rows) == plain
+    assert not any(ANSI.search(line) for line in plain)
+
+
+def test_number_helpers():
+    assert (num(2.0), num(3), num(None), num(1234567.891, width=9)) == (
+        "2.00",
+        "3",
+        "-",
+        "1.23457e+06",
+    )
+    assert (pct(-5.3, width=7), pct(None)) == ("  -5.30%", "-")
+
+
+@dataclasses.dataclass(frozen=True)
+class _Row:
+    label: str
+    mean: float | None
+    values: tuple[float, ...]
+
+
+def test_json_is_strict_with_missing_numbers_as_null():
+    frame = pl.DataFrame({"pages": [1.0, float("nan")], "ctx": ["kswapd", "direct"]})
+    obj = {"row": _Row("eff", float("inf"), (1.0, float("-inf"))), "frame": frame}
+    assert jsonable(obj) == {
+        "row": {"label": "eff", "mean": None, "values": [1.0, None]},
+        "frame": [{"pages": 1.0, "ctx": "kswapd"}, {"pages": None, "ctx": "direct"}],
+    }
+
+    def reject(constant):
+        raise AssertionError(f"non-JSON constant {constant}")
+
+    assert json.loads(dumps(obj), parse_constant=reject)["row"]["mean"] is None
+    with pytest.raises(TypeError, match="no JSON form"):
+        jsonable({1, 2})
+
+
+def test_comparison_of_three_runs_in_pairwise_blocks():
+    dirty20, dirty5 = (find_runs(DATA / f"stutterp-{n}")[0] for n in ("dirty20", "dirty5"))
+    again = dataclasses.replace(dirty5, name="dirty5-again")
+    text = format_comparison(compare_runs((dirty20, dirty5, again)))
+    lines = text.splitlines()
+    assert max(map(len, lines)) <= WIDTH
+    assert not any(ANSI.search(line) for line in lines)
+    # Two blocks, each headed by the first run and one other.
+    heads = [line.split() for line in lines if line.strip().startswith("dirty20")]
+    assert heads == [["dirty20", "dirty5"], ["dirty20", "dirty5-again"]]
+    # "nothing scanned" marks cells in both blocks but is one footnote.
+    assert [line for line in lines if line.startswith("[")] == ["[1] nothing scanned"]
+    # The same run twice: identical means and % change in both blocks; means from the
+    # golden report, % change by mmtests' rule for lower-is-better rows.
+    faults = [line for line in lines if line.startswith("Minor Faults")]
+    assert len(faults) == 2 and faults[0] == faults[1]
+    change = 100 - 2038349.00 * 100 / 2915172.00
+    assert faults[0].endswith(f"2038349.00 ({change:7.2f}%)")
+
+
+@pytest.mark.parametrize("module", [table, json_output], ids=lambda m: m.__name__)
+def test_docstring_examples(module):
+    result = doctest.testmod(module)
+    assert result.attempted > 0 and result.failed == 0
