@@ -29,6 +29,9 @@ COMMAND_MODULES = (
     "analysis.commands.notebook",
     "analysis.commands.sweep_notebook",
     "analysis.commands.model",
+    "analysis.commands.sweep",
+    "analysis.commands.fit",
+    "analysis.commands.paper",
 )
 
 

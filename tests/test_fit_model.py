@@ -141,3 +141,23 @@ def test_mixed_timeouts_and_non_monotone_bins_are_refused():
         frame_data(frame, J)
     with pytest.raises(InputError, match="not strictly increasing"):
         JiffyData.from_bins([0, 3, 2], [1, 1, 1], J, 25 * J)
+
+
+def test_bootstrap_cis_and_g2_p_on_data_from_the_model():
+    truth = wait("weibull", (0.9, 10000.0), zero=0.3)
+    rng = np.random.default_rng(21)
+    t = truth.draws(3000, seed=4)
+    k = np.minimum(np.floor(t / J + rng.random(3000)), 25).astype(int)
+    data = JiffyData(np.bincount(k, minlength=26), J, 25 * J)
+    group = fit_group(data, families=["weibull"], bootstrap=40, seed=3)
+    best = group.best
+    assert best.name == "weibull+zero"
+    # Data drawn from the fitted family: the parametric-bootstrap G² p is not extreme.
+    assert best.g2_p is not None and 0.05 < best.g2_p <= 1.0
+    p_timeout = group.observables["p_timeout"]
+    assert p_timeout.method == "bootstrap"
+    true_p = bin_probabilities(truth, 25, J)[-1]
+    assert p_timeout.ci_low < true_p < p_timeout.ci_high
+    true_mean = truth.restricted_mean_us(25 * J)
+    mean = group.observables["restricted_mean_usec"]
+    assert mean.ci_low < true_mean < mean.ci_high

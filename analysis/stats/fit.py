@@ -12,7 +12,8 @@ P(k=0) = 1 − R(J)/J, P(k=j) = −(R((j+1)J) − 2R(jJ) + R((j−1)J))/J for 0 
 P(k=K) = (R(KJ) − R((K−1)J))/J. Histogram counts are the likelihood weights, so a million
 events cost no more than a hundred.
 
-Estimation: ``scipy.optimize.minimize`` (L-BFGS-B) from several starts; standard errors
+Estimation: ``scipy.optimize.minimize`` (SLSQP, whose small dense steps do not wake
+the threaded BLAS that L-BFGS-B calls) from several starts; standard errors
 from the observed information (``statsmodels.tools.numdiff.approx_hess3`` of the negative
 log-likelihood, delta method to every derived quantity); optional bootstrap (multinomial
 resampling of the histogram) for percentile CIs and a parametric-bootstrap p-value of the
@@ -31,7 +32,7 @@ import numpy as np
 import polars as pl
 from scipy import optimize, special
 from statsmodels.stats.proportion import proportion_confint
-from statsmodels.tools.numdiff import approx_hess3
+from statsmodels.tools.numdiff import approx_fprime, approx_hess3
 
 from analysis.errors import InputError
 from analysis.stats.families import FAMILIES, Family
@@ -299,8 +300,10 @@ def _split(fam: Family, zero: bool, cure: bool, theta: np.ndarray) -> FittedWait
     return FittedWait("", fam, fam.natural(theta[:m]), z, c, math.inf)
 
 
-def _bounds(fam: Family, data: JiffyData, zero: bool, cure: bool) -> list[tuple[float, float]]:
-    scale = (math.log(data.jiffy_us / 1000.0), math.log(data.timeout_us * 1e4))
+def _bounds(fam: Family, low_us: float, high_us: float, extra: int) -> list[tuple[float, float]]:
+    """Search box of theta: scales from ``low_us``/1000 to ``high_us``·10⁴, shapes 0.03-30,
+    and ``extra`` zero-mass / cure logits."""
+    scale = (math.log(low_us / 1000.0), math.log(high_us * 1e4))
     kinds = {
         "weight1": (-10.0, 10.0),
         "scale2_us": (0.0, 12.0),
@@ -309,7 +312,7 @@ def _bounds(fam: Family, data: JiffyData, zero: bool, cure: bool) -> list[tuple[
     }
     shape = (math.log(0.03), math.log(30.0))
     out = [kinds.get(name, shape) for name in fam.params]
-    return out + [(-EXTRA_BOUND, EXTRA_BOUND)] * (zero + cure)
+    return out + [(-EXTRA_BOUND, EXTRA_BOUND)] * extra
 
 
 def log_likelihood(data: JiffyData, wait: FittedWait, *, phase: bool = True) -> float:
@@ -352,16 +355,24 @@ def _starts(fam: Family, data: JiffyData, zero: bool, cure: bool) -> list[np.nda
 
 
 def _warm(
-    base: ModelFit | None, data: JiffyData, zero: bool, cure: bool
+    nested: list[ModelFit], data: JiffyData, zero: bool, cure: bool
 ) -> list[np.ndarray] | None:
-    """Start a model with a zero mass / cure fraction from its family's plain fit (nested
-    models share the optimum's neighbourhood) and from the default starts' best guess."""
-    if base is None:
+    """Starts from the family's already fitted nested models (the optimum of a model with a
+    zero mass or cure fraction lies near theirs) besides the default starts."""
+    if not nested:
         return None
-    fam = FAMILIES[base.family]
+    fam = FAMILIES[nested[0].family]
+    m = len(fam.params)
     default = _starts(fam, data, zero, cure)
-    extra = default[0][len(fam.params) :]
-    return [np.concatenate([base.theta, extra]), *default]
+    starts = []
+    for fit in nested:
+        extra = list(default[0][m:])
+        if zero and fit.zero:
+            extra[0] = fit.theta[m]
+        if cure and fit.cure:
+            extra[-1] = fit.theta[-1]
+        starts.append(np.concatenate([fit.theta[:m], extra]))
+    return starts + default
 
 
 def _g2(counts: np.ndarray, p: np.ndarray) -> float:
@@ -375,15 +386,15 @@ def _optimise(nll, starts: list[np.ndarray], bounds) -> optimize.OptimizeResult:
     """A short run from every start, then the best one to convergence."""
     lo, hi = np.array(bounds).T
     if len(starts) == 1:
-        return optimize.minimize(nll, np.clip(starts[0], lo, hi), method="L-BFGS-B", bounds=bounds)
+        return optimize.minimize(nll, np.clip(starts[0], lo, hi), method="SLSQP", bounds=bounds)
     rough = [
         optimize.minimize(
-            nll, np.clip(x0, lo, hi), method="L-BFGS-B", bounds=bounds, options={"maxiter": 40}
+            nll, np.clip(x0, lo, hi), method="SLSQP", bounds=bounds, options={"maxiter": 40}
         )
         for x0 in starts
     ]
     best = min(rough, key=lambda r: r.fun)
-    return optimize.minimize(nll, best.x, method="L-BFGS-B", bounds=bounds)
+    return optimize.minimize(nll, best.x, method="SLSQP", bounds=bounds)
 
 
 def _natural_vector(fam: Family, zero: bool, cure: bool, theta: np.ndarray) -> np.ndarray:
@@ -392,15 +403,8 @@ def _natural_vector(fam: Family, zero: bool, cure: bool, theta: np.ndarray) -> n
 
 
 def _jacobian(fn: Callable[[np.ndarray], np.ndarray], theta: np.ndarray) -> np.ndarray:
-    base = np.asarray(fn(theta), dtype=np.float64)
-    jac = np.empty((base.size, theta.size))
-    for i in range(theta.size):
-        h = 1e-5 * max(1.0, abs(theta[i]))
-        up, down = theta.copy(), theta.copy()
-        up[i] += h
-        down[i] -= h
-        jac[:, i] = (np.asarray(fn(up)) - np.asarray(fn(down))) / (2 * h)
-    return jac
+    """d fn / d theta by central differences (statsmodels), shape (outputs, params)."""
+    return np.atleast_2d(approx_fprime(theta, fn, centered=True))
 
 
 def fit_model(
@@ -420,7 +424,7 @@ def fit_model(
     fam = FAMILIES[family]
     counts = data.counts if counts is None else counts
     nll = _nll_fn(fam, zero, cure, data, counts, phase)
-    bounds = _bounds(fam, data, zero, cure)
+    bounds = _bounds(fam, data.jiffy_us, data.timeout_us, zero + cure)
     res = _optimise(nll, starts or _starts(fam, data, zero, cure), bounds)
     theta = np.asarray(res.x)
     lo, hi = np.array(bounds).T
@@ -533,8 +537,9 @@ def delta_observables(model: ModelFit, data: JiffyData) -> dict[str, Estimate]:
         return _link(_observable_values(_split(fam, model.zero, model.cure, theta), data))
 
     values = _observable_values(model.wait, data)
-    # An infinite quantile (inside the cure fraction) stays infinite at every nearby theta.
-    finite = np.isfinite(values)
+    # A quantile inside the cure fraction (inf) or the zero mass (0) stays there at every
+    # nearby theta: its CI is the point itself.
+    finite = np.isfinite(values) & (values > 0)
     if model.cov is None:
         sd = np.full(values.size, math.nan)
     else:
@@ -673,7 +678,10 @@ def _bootstrap(
         draws.append(_observable_values(refit.wait, data))
     arr = np.array(draws)
     values = _observable_values(best.wait, data)
-    lo, hi = np.nanpercentile(arr, [2.5, 97.5], axis=0)
+    with np.errstate(invalid="ignore"):
+        lo, hi = np.nanpercentile(arr, [2.5, 97.5], axis=0)
+    # A quantile inside the fitted cure fraction is infinite, and so is its interval.
+    lo, hi = np.where(np.isinf(values), values, lo), np.where(np.isinf(values), values, hi)
     observables = {
         name: Estimate(float(v), float(a), float(b), "bootstrap")
         for name, v, a, b in zip(OBSERVABLES, values, lo, hi, strict=True)
@@ -716,16 +724,16 @@ def fit_group(
     occupied = int(np.count_nonzero(data.counts))
     fits: list[ModelFit] = []
     skipped = []
-    base: dict[str, ModelFit] = {}
+    nested: dict[str, list[ModelFit]] = {}
     for fam, zero, cure in candidate_models(families):
         k = len(FAMILIES[fam].params) + zero + cure
         if k >= occupied:
             skipped.append(f"{model_name(fam, zero, cure)}: {k} parameters, {occupied} bins")
             continue
         fit = fit_model(
-            data, fam, zero=zero, cure=cure, starts=_warm(base.get(fam), data, zero, cure)
+            data, fam, zero=zero, cure=cure, starts=_warm(nested.get(fam, []), data, zero, cure)
         )
-        base.setdefault(fam, fit)
+        nested.setdefault(fam, []).append(fit)
         fits.append(fit)
     if not fits:
         raise InputError(reason or "<group>", "no model has fewer parameters than bins")

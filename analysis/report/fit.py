@@ -1,0 +1,244 @@
+"""Text (80 columns, units in every header) and JSON views of throttle-delay fits.
+
+The text says what the data fix (the observed shares, the restricted mean up to the
+timeout) apart from what rests on a model (quantiles past the timeout, the cure fraction),
+and lists every identifiability warning instead of printing such a parameter as a finding.
+"""
+
+from __future__ import annotations
+
+import math
+import textwrap
+
+import polars as pl
+
+from analysis.stats.durations import DurationFit
+from analysis.stats.fit import QUANTILES, Estimate, GroupFailure, GroupFit, ModelFit
+
+__all__ = ["format_duration_fits", "format_fits", "format_group", "group_json", "summary_frame"]
+
+SHOWN_MODELS = 8
+# The precision of P(timeout) a timeout decision needs, to say how many sleeps that takes.
+TARGET_HALF_WIDTH = 0.01
+CAVEAT = (
+    "CIs treat sleeps as independent; sleeps of one capture are not (one writeback\n"
+    "burst wakes many), so they understate run-to-run spread: compare >= 3 runs."
+)
+
+
+def _wrap(text: str, indent: str) -> str:
+    return textwrap.fill(text, 80, initial_indent=indent, subsequent_indent=indent + "  ")
+
+
+def _num(value: float | None, digits: int = 3) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    if math.isinf(value):
+        return "inf"
+    if abs(value) >= 1000:
+        return f"{value:.0f}"
+    return f"{value:.{digits}g}"
+
+
+def _estimate_row(label: str, est: Estimate) -> str:
+    return f"{label:<36}{_num(est.estimate):>12}{_num(est.ci_low):>14}{_num(est.ci_high):>14}"
+
+
+def _model_row(model: ModelFit, best_aic: float) -> str:
+    return (
+        f"{model.name:<28}{model.n_params:>2}{model.aic:>12.1f}{model.aic - best_aic:>8.1f}"
+        f"{model.bic:>12.1f}{_num(model.g2_p, 2):>7}{model.max_cdf_gap:>9.4f}"
+    )
+
+
+def _header(group: GroupFit | GroupFailure) -> str:
+    timeout = "-" if group.usec_timeout is None else f"{group.usec_timeout} us"
+    return f"{group.event} {group.reason}\n  context {group.context}, timeout {timeout}"
+
+
+def _precision(group: GroupFit) -> tuple[float, int | None]:
+    """Half-width of the P(timeout) CI, and the sleeps a half-width of TARGET_HALF_WIDTH
+    would take (CI width shrinks as 1/sqrt(n)); None when already that precise."""
+    est = group.observables["p_timeout"]
+    half = (est.ci_high - est.ci_low) / 2
+    if not math.isfinite(half) or half <= TARGET_HALF_WIDTH:
+        return half, None
+    return half, math.ceil(group.n * (half / TARGET_HALF_WIDTH) ** 2)
+
+
+def format_group(group: GroupFit | GroupFailure) -> str:
+    """One group's table: models ranked by AIC, the best model's parameters, observables."""
+    if isinstance(group, GroupFailure):
+        return f"{_header(group)}, n={group.n}\n" + _wrap(f"not fitted: {group.message}", "  ")
+    data = group.data
+    k_timeout = data.k_timeout
+    lines = [
+        _header(group),
+        f"  n={group.n} sleeps, jiffy {data.jiffy_us:g} us (HZ {1e6 / data.jiffy_us:g}),"
+        f" timeout = {k_timeout} jiffies",
+        "",
+        f"{'model (AIC order)':<28}{'k':>2}{'AIC':>12}{'dAIC':>8}{'BIC':>12}{'G2 p':>7}"
+        f"{'CDF gap':>9}",
+    ]
+    best = group.best
+    lines += [_model_row(m, best.aic) for m in group.models[:SHOWN_MODELS]]
+    if len(group.models) > SHOWN_MODELS:
+        lines.append(f"... {len(group.models) - SHOWN_MODELS} more models in --json")
+    if group.bootstrap == 0:
+        lines.append("G2 p: needs --bootstrap N (parametric bootstrap)")
+    else:
+        lines.append(
+            f"G2 p: parametric bootstrap, {group.bootstrap} replicates (smallest possible"
+            f" {1 / (group.bootstrap + 1):.3f});\n  '-': dAIC > 4, not tested"
+        )
+    method = "bootstrap" if group.bootstrap else "delta method"
+    lines += [
+        "",
+        f"best {best.name} (95% CI, {method} for observables)",
+        f"{'quantity':<36}{'estimate':>12}{'ci_low':>14}{'ci_high':>14}",
+    ]
+    lines += [_estimate_row(f"  {name}", est) for name, est in best.params.items()]
+    obs = group.observables
+    emp = group.empirical
+    lines += [
+        _estimate_row("P(k=0) woken in 1st jiffy", obs["p_zero"]),
+        _estimate_row(f"  data {data.counts[0]}/{data.n} (Wilson)", emp["p_zero"]),
+        _estimate_row("P(timeout) censored", obs["p_timeout"]),
+        _estimate_row(f"  data {data.counts[-1]}/{data.n} (Wilson)", emp["p_timeout"]),
+        _estimate_row("mean wait to timeout E[min(T,to)] us", obs["restricted_mean_usec"]),
+    ]
+    for q in QUANTILES:
+        est = obs[f"q{q:g}"]
+        label = f"wait quantile {q:.0%} us"
+        if est.estimate > data.timeout_us:
+            label += " (>timeout:model)"
+        lines.append(_estimate_row(label, est))
+    half, needed = _precision(group)
+    if needed is not None:
+        lines.append(
+            f"P(timeout) is known to +-{half:.3f}; +-{TARGET_HALF_WIDTH} would take about"
+            f" {needed} sleeps"
+        )
+    if group.identifiability:
+        lines.append("not identified / caution:")
+        lines += [_wrap(f"- {note}", "  ") for note in group.identifiability]
+    if group.skipped:
+        lines.append(f"skipped {len(group.skipped)} models with too few bins for their parameters")
+    return "\n".join(lines)
+
+
+def format_fits(groups: list[GroupFit | GroupFailure]) -> str:
+    """All groups of one source, separated by blank lines, with the independence caveat."""
+    if not groups:
+        return "no throttle delays to fit"
+    return "\n\n".join([*(format_group(g) for g in groups), CAVEAT])
+
+
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+def _estimate_json(est: Estimate) -> dict[str, object]:
+    return {
+        "estimate": _finite(est.estimate),
+        "ci_low": _finite(est.ci_low),
+        "ci_high": _finite(est.ci_high),
+        "method": est.method,
+    }
+
+
+def _model_json(model: ModelFit) -> dict[str, object]:
+    return {
+        "family": model.family,
+        "zero_mass": model.zero,
+        "cure_fraction": model.cure,
+        "model": model.name,
+        "params": {name: _estimate_json(est) for name, est in model.params.items()},
+        "at_boundary": list(model.boundary),
+        "loglik": model.loglik,
+        "aic": model.aic,
+        "bic": model.bic,
+        "g2": model.g2,
+        "g2_p": model.g2_p,
+        "max_cdf_gap": model.max_cdf_gap,
+        "converged": model.converged,
+    }
+
+
+def group_json(group: GroupFit | GroupFailure) -> dict[str, object]:
+    """The issue's JSON shape; a failed group has ``error``, no models, and ``best`` null.
+
+    Infinite values (a quantile inside the cure fraction) are null: JSON has no infinity.
+    """
+    head: dict[str, object] = {
+        "event": group.event,
+        "context": group.context,
+        "reason": group.reason,
+        "usec_timeout": group.usec_timeout,
+        "n": group.n,
+    }
+    if isinstance(group, GroupFailure):
+        return {
+            **head,
+            "error": group.message,
+            "models": [],
+            "best": None,
+            "observables": None,
+            "identifiability": [group.message],
+        }
+    obs = group.observables
+    return {
+        **head,
+        "jiffy_us": group.data.jiffy_us,
+        "counts_by_jiffy": group.data.counts.tolist(),
+        "models": [_model_json(m) for m in group.models],
+        "skipped_models": list(group.skipped),
+        "best": group.best.name,
+        "observables": {
+            "p_zero": _estimate_json(obs["p_zero"]),
+            "p_timeout": _estimate_json(obs["p_timeout"]),
+            "restricted_mean_usec": _estimate_json(obs["restricted_mean_usec"]),
+            "quantiles": [{"p": q, **_estimate_json(obs[f"q{q:g}"])} for q in QUANTILES],
+        },
+        "empirical": {name: _estimate_json(est) for name, est in group.empirical.items()},
+        "identifiability": list(group.identifiability),
+        "sleeps_for_p_timeout_pm_0.01": _precision(group)[1],
+        "bootstrap": group.bootstrap,
+    }
+
+
+def summary_frame(fits: dict[str, list[GroupFit | GroupFailure]]) -> pl.DataFrame:
+    """One row per fitted group of each source (e.g. an iteration): n, best model and the
+    observables with their 95 % CIs (``*_low``/``*_high``); times in µs."""
+    rows = []
+    for source, groups in fits.items():
+        for g in groups:
+            if not isinstance(g, GroupFit):
+                continue
+            row: dict[str, object] = {
+                "source": source,
+                "group": f"{g.context} {g.reason}",
+                "n": g.n,
+                "best": g.best.name,
+            }
+            for name in ("p_timeout", "restricted_mean_usec", "q0.5"):
+                est = g.observables[name]
+                row |= {name: est.estimate, f"{name}_low": est.ci_low, f"{name}_high": est.ci_high}
+            rows.append(row)
+    return pl.DataFrame(rows)
+
+
+def format_duration_fits(title: str, fits: list[DurationFit]) -> str:
+    """Censored latency fits, best AIC first: median and 99th percentile (µs, 95 % CI)."""
+    lines = [
+        title,
+        f"{'model':<24}{'AIC':>11}{'dAIC':>8}{'median us':>11}{'CI':>15}{'p99 us':>11}",
+    ]
+    for f in fits:
+        median, p99 = f.quantiles[0.5], f.quantiles[0.99]
+        ci = f"{_num(median.ci_low)}-{_num(median.ci_high)}"
+        lines.append(
+            f"{f.model:<24}{f.aic:>11.1f}{f.aic - fits[0].aic:>8.1f}{_num(median.estimate):>11}"
+            f"{ci:>15}{_num(p99.estimate):>11}"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,155 @@
+"""Parametric fits of right-censored continuous latencies (any per-sample latency column).
+
+For durations measured in ns rather than jiffies: direct / memcg reclaim stalls
+(``mm_vmscan_*_reclaim_begin`` → ``_end``; an interval still open at the end of the capture
+is censored), compaction stalls, mmap latencies. The likelihood is the usual one,
+Σ w·log f(t) over completed samples plus Σ w·log S(c) over censored ones, with the
+families of :mod:`analysis.stats.families` (optionally with a cure fraction: samples that
+would never end). Estimation, standard errors and delta-method CIs as in
+:mod:`analysis.stats.fit`; samples are assumed independent, which stalls of one capture
+are only approximately.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+
+from analysis.errors import InputError
+from analysis.stats.families import FAMILIES
+from analysis.stats.fit import (
+    QUANTILES,
+    Z95,
+    Estimate,
+    FittedWait,
+    _bounds,
+    _covariance,
+    _jacobian,
+    _optimise,
+    _split,
+    candidate_models,
+    model_name,
+)
+
+__all__ = ["DurationFit", "fit_duration_models", "fit_durations"]
+
+
+@dataclass(frozen=True)
+class DurationFit:
+    """One family (± cure fraction) fitted to censored durations, ranked by ``aic``."""
+
+    model: str
+    n: int
+    events: int
+    loglik: float
+    aic: float
+    params: dict[str, Estimate]
+    restricted_mean_us: Estimate
+    quantiles: dict[float, Estimate]
+    horizon_us: float
+    wait: FittedWait
+
+
+def _validate(durations: np.ndarray, censored: np.ndarray, source: str) -> None:
+    if durations.size == 0:
+        raise InputError(source, "no durations")
+    if np.any(~np.isfinite(durations)) or np.any(durations <= 0):
+        raise InputError(source, "durations must be finite and > 0 us")
+    if np.all(censored):
+        raise InputError(source, "every duration is censored: nothing ended to fit")
+    if np.unique(durations[~censored]).size < 3:
+        raise InputError(source, "fewer than 3 distinct completed durations")
+
+
+def fit_durations(
+    durations_us: np.ndarray,
+    censored: np.ndarray,
+    family: str,
+    *,
+    cure: bool = False,
+    weights: np.ndarray | None = None,
+    source: str = "<durations>",
+) -> DurationFit:
+    """Weighted censored ML fit of one family; observables up to the longest duration."""
+    t = np.asarray(durations_us, dtype=np.float64)
+    cens = np.asarray(censored, dtype=bool)
+    w = np.ones_like(t) if weights is None else np.asarray(weights, dtype=np.float64)
+    _validate(t, cens, source)
+    fam = FAMILIES[family]
+
+    def nll(theta: np.ndarray) -> float:
+        wait = _split(fam, False, cure, theta)
+        with np.errstate(all="ignore"):
+            dens = np.log(wait.continuous_mass) + fam.logpdf(t[~cens], wait.params)
+            surv = np.log(wait.survival(t[cens]))
+            value = -float(np.dot(w[~cens], dens) + np.dot(w[cens], surv))
+        return value if math.isfinite(value) else 1e300
+
+    bounds = _bounds(fam, float(t.min()), float(t.max()), int(cure))
+    typical = float(np.median(t[~cens]))
+    extra = [math.log(0.05)] if cure else []
+    res = _optimise(nll, [np.concatenate([s, extra]) for s in fam.starts(typical)], bounds)
+    theta = np.asarray(res.x)
+    lo, hi = np.array(bounds).T
+    cov = _covariance(nll, theta, (theta - lo < 1e-3) | (hi - theta < 1e-3))
+    wait = _split(fam, False, cure, theta)
+    horizon = float(t.max())
+
+    def values(th: np.ndarray) -> np.ndarray:
+        fitted = _split(fam, False, cure, th)
+        return np.array(
+            [
+                *fitted.params,
+                fitted.cure_fraction,
+                fitted.restricted_mean_us(horizon),
+                *(fitted.quantile_us(q) for q in QUANTILES),
+            ]
+        )
+
+    centre = values(theta)
+    if cov is None:
+        se = np.full(centre.size, math.nan)
+    else:
+        with np.errstate(invalid="ignore"):
+            jac = np.where(np.isfinite(centre)[:, None], _jacobian(values, theta), 0.0)
+        se = np.sqrt(np.clip(np.diag(jac @ cov @ jac.T), 0, None))
+    est = [
+        Estimate(float(c), float(c - Z95 * s), float(c + Z95 * s), "delta")
+        for c, s in zip(centre, se, strict=True)
+    ]
+    m = len(fam.params)
+    params = dict(zip(fam.params, est[:m], strict=True))
+    if cure:
+        params["cure_fraction"] = est[m]
+    loglik = -float(res.fun)
+    return DurationFit(
+        model=model_name(family, False, cure),
+        n=int(w.sum()),
+        events=int(w[~cens].sum()),
+        loglik=loglik,
+        aic=2 * theta.size - 2 * loglik,
+        params=params,
+        restricted_mean_us=est[m + 1],
+        quantiles=dict(zip(QUANTILES, est[m + 2 :], strict=True)),
+        horizon_us=horizon,
+        wait=wait,
+    )
+
+
+def fit_duration_models(
+    durations_us: np.ndarray,
+    censored: np.ndarray,
+    families: Iterable[str] | None = None,
+    *,
+    source: str = "<durations>",
+) -> list[DurationFit]:
+    """Every family with and without a cure fraction, best AIC first."""
+    fits = [
+        fit_durations(durations_us, censored, fam, cure=cure, source=source)
+        for fam, zero, cure in candidate_models(families)
+        if not zero
+    ]
+    return sorted(fits, key=lambda f: f.aic)

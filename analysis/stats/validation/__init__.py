@@ -1,0 +1,1 @@
+"""Statistical validation of the throttle-delay fits on synthetic data (labelled as such)."""

@@ -1,0 +1,61 @@
+"""``mmlab fit`` end to end on seed 000's mail histograms (data/mail/000_*.txt)."""
+
+from __future__ import annotations
+
+import json
+
+from analysis.cli import main
+
+SEED = "000_901e324e43c5b0b5.txt"
+FAST = ["--family", "log-logistic", "--family", "weibull", "--bootstrap", "0"]
+
+
+def test_kswapd_writeback_json_and_the_mails_16_percent(seeds_dir, capsys):
+    args = ["fit", str(seeds_dir / SEED), "--label", "2=kswapd", "--context", "kswapd", *FAST]
+    assert main([*args, "--json"]) == 0
+    (group,) = json.loads(capsys.readouterr().out)
+    assert (group["reason"], group["usec_timeout"], group["n"]) == (
+        "VMSCAN_THROTTLE_WRITEBACK",
+        100000,
+        244,
+    )
+    assert {"family", "params", "aic", "bic", "g2_p", "max_cdf_gap"} <= set(group["models"][0])
+    assert group["best"] == group["models"][0]["model"]
+    p_timeout = group["observables"]["p_timeout"]
+    # The mail's histogram has 11 of 244 sleeps at the timeout; its prose says "Roughly 16%
+    # of stalls reached the timeout". The fit agrees with the histogram, not the prose.
+    assert p_timeout["ci_low"] < 11 / 244 < p_timeout["ci_high"]
+    assert p_timeout["ci_high"] < 0.16
+    p_zero = group["observables"]["p_zero"]
+    assert p_zero["ci_low"] < 94 / 244 < p_zero["ci_high"]
+    assert [q["p"] for q in group["observables"]["quantiles"]] == [0.5, 0.9, 0.99]
+    assert isinstance(group["identifiability"], list)
+
+
+def test_text_reports_unfittable_groups_per_group(seeds_dir, capsys):
+    assert main(["fit", str(seeds_dir / SEED), "--reason", "writeback_", *FAST]) == 0
+    out = capsys.readouterr().out
+    # Legacy congestion_wait: every sleep ran past its timeout, nothing to fit, one message.
+    assert "not fitted: all 1165 delays reached the 100000 us timeout" in out
+    # wait_iff_congested: 82394 of 82434 woke in the first jiffy, 40 later: fitted.
+    assert "n=82434 sleeps" in out
+    assert all(len(line) <= 80 for line in out.splitlines())
+    assert "\x1b" not in out and "nan" not in out.lower()
+
+
+def test_no_throttle_events_is_said(tmp_path, capsys):
+    text = tmp_path / "h.txt"
+    text.write_text("3 mm_vmscan_kswapd_wake: nid=0 zid=1 order=0\n")
+    assert main(["fit", str(text)]) == 0
+    assert "no throttle delays to fit" in capsys.readouterr().out
+
+
+def test_bootstrap_text_fits_80_columns_and_says_what_more_data_buys(seeds_dir, capsys):
+    args = ["fit", str(seeds_dir / SEED), "--label", "2=kswapd", "--context", "kswapd"]
+    assert main([*args, "--family", "log-logistic", "--bootstrap", "10"]) == 0
+    out = capsys.readouterr().out
+    assert all(len(line) <= 80 for line in out.splitlines())
+    assert "parametric bootstrap, 10 replicates" in out
+    # 244 sleeps give P(timeout) to about +-0.02; +-0.01 takes about four times as many.
+    needed = int(out.split("+-0.01 would take about ")[1].split()[0])
+    assert 700 < needed < 1300
