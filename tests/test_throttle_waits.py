@@ -15,6 +15,7 @@ import pytest
 
 from analysis.models import throttle as m
 from analysis.models.throttle_waits import fit_reasons, with_waits
+from analysis.report.throttle_model import as_json, build_report, format_report
 from analysis.stats.families import FAMILIES
 from analysis.stats.fit import FittedWait, JiffyData, fit_group
 from analysis.stats.validation.simulate import simulate_counts
@@ -132,3 +133,20 @@ def test_auto_falls_back_to_kaplan_meier_and_says_why():
     assert same.reason("WB").wait is model.reason("WB").wait
     with pytest.raises(ValueError, match="wait mode"):
         with_waits(model, fits, "parametric")
+
+
+@pytest.mark.filterwarnings("ignore::statsmodels.tools.sm_exceptions.PerfectSeparationWarning")
+def test_report_says_which_wait_and_why():
+    counts = _counts(_truth("exponential", (MEAN_US,)), 400, seed=5)
+    runs = [_observation(np.repeat(np.arange(counts.size) * JIFFY_US, counts))]
+    model = m.calibrate(runs, bootstrap=5)
+    fitted, choices = with_waits(model, fit_reasons(runs, families=["exponential"]), "fit")
+    report = build_report("synthetic", runs, fitted, {"WB": [TIMEOUT_US]}, waits=choices)
+    text = format_report(report)
+    assert f"latent wait: fit {choices[0].model} (asked for (--wait fit)" in text
+    assert max(len(line) for line in text.splitlines()) <= 80
+    (reason,) = as_json(report)["reasons"]
+    assert reason["wait"]["source"] == "fit" and not reason["cure_fraction_is_upper_bound"]
+    # Without a recorded choice the cycle model's own Kaplan–Meier wait is reported.
+    plain = as_json(build_report("synthetic", runs, model, {"WB": [TIMEOUT_US]}))
+    assert plain["reasons"][0]["wait"]["source"] == "empirical"

@@ -53,7 +53,7 @@ __all__ = [
     "jiffy_data",
     "log_likelihood",
     "model_name",
-    "refit_waits",
+    "refits",
 ]
 
 QUANTILES = (0.5, 0.9, 0.99)
@@ -603,8 +603,8 @@ class GroupFit:
         resamples = rng.multinomial(self.n, self.data.counts / self.n, size=replicates)
         limit = self.data.timeout_us
         return tuple(
-            replace(w, reason=self.reason, support_limit_us=limit)
-            for w in refit_waits(self.data, self.best, resamples)
+            replace(r.wait, reason=self.reason, support_limit_us=limit)
+            for r in refits(self.data, self.best, resamples)
         )
 
 
@@ -668,9 +668,9 @@ def _identifiability(models: list[ModelFit], data: JiffyData) -> list[str]:
     return notes
 
 
-def refit_waits(data: JiffyData, model: ModelFit, resamples: np.ndarray) -> list[FittedWait]:
+def refits(data: JiffyData, model: ModelFit, resamples: np.ndarray) -> list[ModelFit]:
     """``model`` refitted to each row of ``resamples`` (histograms of ``data``'s bins),
-    started at its optimum: the bootstrap replicates of its latent wait."""
+    started at its optimum and without standard errors: its bootstrap replicates."""
     return [
         fit_model(
             data,
@@ -680,7 +680,7 @@ def refit_waits(data: JiffyData, model: ModelFit, resamples: np.ndarray) -> list
             counts=counts,
             starts=[model.theta],
             information=False,
-        ).wait
+        )
         for counts in resamples
     ]
 
@@ -694,7 +694,7 @@ def _bootstrap(
     best = models[0]
     n = data.n
     resamples = rng.multinomial(n, data.counts / n, size=replicates)
-    arr = np.array([_observable_values(w, data) for w in refit_waits(data, best, resamples)])
+    arr = np.array([_observable_values(r.wait, data) for r in refits(data, best, resamples)])
     values = _observable_values(best.wait, data)
     with np.errstate(invalid="ignore"):
         lo, hi = np.nanpercentile(arr, [2.5, 97.5], axis=0)
@@ -709,18 +709,8 @@ def _bootstrap(
         if model.aic - best.aic > 4.0:
             continue
         p = bin_probabilities(model.wait, data.k_timeout, data.jiffy_us)
-        exceed = 0
-        for counts in rng.multinomial(n, p / p.sum(), size=replicates):
-            refit = fit_model(
-                data,
-                model.family,
-                zero=model.zero,
-                cure=model.cure,
-                counts=counts,
-                starts=[model.theta],
-                information=False,
-            )
-            exceed += refit.g2 >= model.g2
+        resamples = rng.multinomial(n, p / p.sum(), size=replicates)
+        exceed = sum(refit.g2 >= model.g2 for refit in refits(data, model, resamples))
         g2_p[model.name] = (1 + exceed) / (1 + replicates)
     return observables, g2_p
 
