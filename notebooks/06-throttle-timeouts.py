@@ -15,18 +15,17 @@
 # # What other throttle timeouts would have done
 #
 # Seed 000 doubts that adjusting reclaim-throttle timeouts helps ("likely futile"). From a
-# real capture: the latent wait T of throttled reclaimers (Kaplan–Meier of
-# `usect_delayed`, censored at the timeout), what a timeout τ does to P(timeout), the mean
-# stall E[min(T, τ)] and its quantiles; then the reclaim-cycle model (scan, throttle, scan)
-# for velocity (pages scanned per second of reclaim) and efficiency (reclaimed/scanned) as
-# functions of τ, with 95% bootstrap bands; last, the model calibrated on one capture is
-# scored on another against the naive prediction "same as the calibration capture".
+# real capture: the latent wait T of throttled reclaimers (`mmlab fit`'s censored fit, and
+# Kaplan–Meier), what a timeout τ does to P(timeout), the mean stall E[min(T, τ)] and its
+# quantiles; the reclaim-cycle model's velocity (pages scanned per second of reclaim) and
+# efficiency (reclaimed/scanned) against τ, with 95% bootstrap bands; last, the model is
+# scored on another capture against the naive "same as the calibration capture".
 #
-# Assumptions (`analysis/models/throttle.py` states them in full): T does not depend on τ;
-# beyond the observed timeout every sleeper still waiting is taken as never woken (upper
-# bounds, marked extrapolated); throttles per scanned page and the scan rate do not depend
-# on τ; a cycle's efficiency depends on the share of the dirty pool written back during the
-# sleep before it, an association (long sleeps come with slow writeback), not a cause.
+# Assumptions (`analysis/models/throttle.py`): T does not depend on τ; beyond the observed
+# timeout only the fit's tail speaks (Kaplan–Meier takes sleepers still waiting as never
+# woken: upper bounds); throttles per scanned page and the scan rate do not depend on τ; a
+# cycle's efficiency follows the share of the dirty pool written back during the sleep
+# before it, an association (long sleeps come with slow writeback), not a cause.
 
 # %% tags=["parameters"]
 calibration = "data/stutterp-dirty20"
@@ -39,6 +38,7 @@ build_dir = "build"
 # %%
 from pathlib import Path
 
+import altair as alt
 import numpy as np
 import polars as pl
 
@@ -46,6 +46,7 @@ from analysis.ingest import histogram
 from analysis.metrics.pairing import all_intervals
 from analysis.metrics.throttle import throttle_events
 from analysis.models import throttle
+from analysis.models.throttle_waits import fit_reasons, with_waits
 from analysis.report.throttle_charts import curve_chart, validation_chart
 from analysis.report.throttle_model import build_report, format_report
 
@@ -83,34 +84,41 @@ targets = throttle.observe(validation)
 check = throttle.validate(model, targets)  # the report below shows it too
 
 # %% [markdown]
-# ## Predictions per reason against τ
-# Timeouts from 1 ms to 4 times the observed one; the dashed rule is the observed timeout,
-# right of which the data say nothing (the KM estimate's flat tail is an upper bound).
+# ## Fitted wait beside Kaplan–Meier, per reason against τ
+# Each reason's best censored fit (contexts pooled; CIs from refits to resampled histograms)
+# beside Kaplan–Meier (CIs from resampled cycles), τ from 1 ms to 4 times the observed
+# timeout (dashed rule). Up to it the two should agree; beyond it only the fit can speak,
+# through its family's tail: Kaplan–Meier's flat tail there is an upper bound.
 
 # %%
-charts = {}
+fitted, choices = with_waits(model, fit_reasons(runs), "fit")
+print(*(f"{c.reason}: fit {c.model} ({c.why})" for c in choices), sep="\n")
+charts = []
 for reason in model.reasons:
     taus = np.geomspace(1_000, 4 * reason.timeout_us, 25)
-    curve = throttle.timeout_curve(model, reason.reason, taus)
-    chart = curve_chart(curve, reason.timeout_us, f"{calibration}: {reason.reason}")
-    chart.save(figures / f"06-{reason.reason.lower()}-curves.svg")
-    charts[reason.reason] = chart
+    pair = {
+        k: throttle.timeout_curve(m, reason.reason, taus)
+        for k, m in (("fit", fitted), ("KM", model))
+    }
+    for label, curve in pair.items():
+        charts.append(curve_chart(curve, reason.timeout_us, f"{reason.reason}: {label}"))
+        charts[-1].save(figures / f"06-{reason.reason.lower()}-{label.lower()}-curves.svg")
+    side = pl.concat([c.with_columns(wait=pl.lit(k)) for k, c in pair.items()])
+    cols = ("tau_us", "wait", "p_timeout", "p_timeout_low", "p_timeout_high", "mean_stall_us")
     print(
-        curve.select("tau_us", "p_timeout", "mean_stall_us", "velocity_pps", "efficiency")[
-            :: len(taus) // 6
-        ]
+        side.filter(pl.col("tau_us").is_in(taus[::6])).select(*cols, "extrapolated").sort("tau_us")
     )
-next(iter(charts.values()))
+alt.hconcat(*charts[:2])
 
 # %% [markdown]
-# ## The report, with the validation against the second capture
+# ## The report (fitted waits), with the validation against the second capture
 # Velocity: the bootstrap bands treat cycles as independent; the run-to-run spread of the
 # observed values is the honest yardstick, and the report says whether any predicted change
 # exceeds it. Validation errors are means over the second capture's runs.
 
 # %%
 taus = {r.reason: [f * r.timeout_us for f in (0.1, 0.5, 1.0, 2.0)] for r in model.reasons}
-report = build_report(calibration, runs, model, taus, targets, validation)
+report = build_report(calibration, runs, fitted, taus, targets, validation, waits=choices)
 print(format_report(report))
 
 # %%

@@ -1,4 +1,5 @@
-"""`mmlab --help` and `mmlab vmstat` must not pay numba's start-up (only trace ingest needs it)."""
+"""`mmlab --help` and `mmlab vmstat` must not pay numba's start-up (only trace ingest needs it),
+and `mmlab --help` not even polars', NumPy's or SciPy's (commands import them when they run)."""
 
 from __future__ import annotations
 
@@ -17,13 +18,16 @@ with contextlib.redirect_stdout(io.StringIO()):
         main({argv!r})
     except SystemExit:
         pass
-print("numba" in sys.modules, "analysis.ingest.ftrace.reader" in sys.modules)
+print(*(name in sys.modules for name in {modules!r}))
 """
 
+READER = ("numba", "analysis.ingest.ftrace.reader")
+NUMERIC = ("polars", "numpy", "scipy")
 
-def _probe(argv: list[str]) -> list[str]:
-    """``numba`` and the trace reader loaded? after running ``mmlab argv`` in a fresh process."""
-    code = PROBE.format(argv=argv)
+
+def _probe(argv: list[str], modules: tuple[str, ...] = READER) -> list[str]:
+    """Is each of ``modules`` loaded after running ``mmlab argv`` in a fresh process?"""
+    code = PROBE.format(argv=argv, modules=modules)
     run = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     return run.stdout.split()
@@ -42,3 +46,13 @@ def test_stalls_does_import_the_reader():
     # The probe can see an import: a trace command really loads the compiled reader.
     argv = ["stalls", "data/stutterp-dirty20/dirty20/iter-0/ftrace-stutterp.zst"]
     assert _probe(argv) == ["True", "True"]
+
+
+def test_help_imports_no_numeric_library():
+    assert _probe(["--help"], NUMERIC) == ["False"] * len(NUMERIC)
+
+
+def test_vmstat_does_import_polars():
+    # The probe sees numeric imports: a command that reads data really loads polars.
+    argv = ["vmstat", "data/stutterp-dirty20/dirty20/iter-0"]
+    assert _probe(argv, NUMERIC[:1]) == ["True"]

@@ -8,9 +8,6 @@ import time
 from pathlib import Path
 
 from analysis.errors import InputError
-from analysis.ingest import ftrace
-from analysis.report.accounting import format_accounting
-from analysis.report.json_output import dumps
 
 __all__ = ["register"]
 
@@ -80,6 +77,10 @@ def _progress(path: Path):
 
 
 def run(args: argparse.Namespace) -> int:
+    from analysis.ingest import ftrace
+    from analysis.report.accounting import format_accounting
+    from analysis.report.json_output import dumps
+
     if args.out is not None and args.out.exists() and not args.out.is_dir():
         raise InputError(args.out, "--out names the ingest cache directory, and this is a file")
     files = _inputs(args.paths)

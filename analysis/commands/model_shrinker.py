@@ -14,8 +14,6 @@ import argparse
 import json
 from pathlib import Path
 
-from analysis.ingest.captures import traces_below
-
 __all__ = ["register"]
 
 
@@ -54,6 +52,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from analysis.ingest.captures import traces_below
     from analysis.models.shrinker import Variant, load_invocations, model_trace
     from analysis.report.shrinker_model import format_model_run, model_run_json
 

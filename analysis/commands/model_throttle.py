@@ -3,9 +3,13 @@ timeouts would have done to a capture's sleepers, reclaim velocity and efficienc
 
 CAPTURE is a capture, run or ``iter-N`` directory; every trace below it is one run. Without
 ``--timeout`` each reason is shown at 1/10, 1/4, 1/2, 1 and 2 times its observed timeout.
-``--validate OTHER`` scores the model calibrated on CAPTURE against OTHER's runs;
-``--phase``/``--validate-phase`` restrict either to the phases an ``mmlab capture
---workers 4,8,16`` ran with that many workers (OTHER may be CAPTURE itself).
+``--wait`` picks each reason's latent wait: ``fit`` (the best censored, jiffy-quantised
+fit of its throttles, as ``mmlab fit``), ``empirical`` (Kaplan–Meier), or ``auto`` (the fit
+where it is identified, else Kaplan–Meier); the output says which and why. Beyond the
+observed timeout only a fit can speak. ``--validate OTHER`` scores the model calibrated
+on CAPTURE against OTHER's runs; ``--phase``/``--validate-phase`` restrict either to the
+phases an ``mmlab capture --workers 4,8,16`` ran with that many workers (OTHER may be
+CAPTURE itself).
 """
 
 from __future__ import annotations
@@ -51,6 +55,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--bootstrap", type=int, default=200, help="replicates (default 200)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--wait",
+        choices=("auto", "fit", "empirical"),
+        default="auto",
+        help="latent wait per reason: censored fit, Kaplan-Meier, or auto (fit where "
+        "identified; default)",
+    )
     p.add_argument("--validate", type=Path, metavar="OTHER", help="capture to validate on")
     p.add_argument(
         "--phase",
@@ -75,6 +86,7 @@ def _label(path: Path | None, workers: int | None) -> str:
 def run(args: argparse.Namespace) -> int:
     from analysis.errors import InputError
     from analysis.models import throttle as model
+    from analysis.models.throttle_waits import fit_reasons, with_waits
     from analysis.report.throttle_model import as_json, build_report, format_report
 
     if args.bootstrap < 0:
@@ -83,6 +95,8 @@ def run(args: argparse.Namespace) -> int:
     calibrated = model.calibrate(runs, bootstrap=args.bootstrap, seed=args.seed)
     if not calibrated.reasons:
         raise InputError(args.capture, "no throttle event with a delay: no timeout to model")
+    fits = {} if args.wait == "empirical" else fit_reasons(runs)
+    calibrated, waits = with_waits(calibrated, fits, args.wait, seed=args.seed)
     asked = dict(args.timeout)
     for reason in asked:
         try:
@@ -102,6 +116,7 @@ def run(args: argparse.Namespace) -> int:
         taus,
         targets,
         _label(args.validate, other),
+        waits=waits,
         seed=args.seed,
     )
     if args.json:

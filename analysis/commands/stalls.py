@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from analysis.errors import InputError
-from analysis.ingest import histogram
-from analysis.ingest.captures import traces_below
-from analysis.ingest.compressed import iter_blocks
-from analysis.metrics.trace_analysis import TraceAnalysis, analyse_file, analyse_trace
-from analysis.report.json_output import dumps
-from analysis.report.trace_analysis import analysis_json, format_analysis, format_uniq_c
+
+if TYPE_CHECKING:
+    from analysis.metrics.trace_analysis import TraceAnalysis
 
 __all__ = ["register"]
 
@@ -52,11 +50,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _head(path: Path) -> str:
+    from analysis.ingest.compressed import iter_blocks
+
     block = next(iter_blocks(path, SNIFF_BYTES), None)
     return block.data.decode("utf-8", errors="replace") if block else ""
 
 
 def _analyse(path: Path, args: argparse.Namespace) -> TraceAnalysis:
+    # Here, not at the top: `mmlab --help` must not import polars or numpy.
+    from analysis.ingest import histogram
+    from analysis.metrics.trace_analysis import analyse_file, analyse_trace
+
     labels = dict(args.label)
     if histogram.looks_like_histogram(_head(path)):
         return analyse_trace(histogram.read(path, labels=labels), config_hz=args.hz)
@@ -66,10 +70,15 @@ def _analyse(path: Path, args: argparse.Namespace) -> TraceAnalysis:
 
 
 def _sources(path: Path) -> list[Path]:
+    from analysis.ingest.captures import traces_below
+
     return traces_below(path) if path.is_dir() else [path]
 
 
 def run(args: argparse.Namespace) -> int:
+    from analysis.report.json_output import dumps
+    from analysis.report.trace_analysis import analysis_json, format_analysis, format_uniq_c
+
     results = [_analyse(source, args) for path in args.paths for source in _sources(path)]
     if args.json:
         print(dumps([analysis_json(r) for r in results]))

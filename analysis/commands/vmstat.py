@@ -8,18 +8,6 @@ from dataclasses import replace
 from pathlib import Path
 
 from analysis.errors import InputError
-from analysis.ingest import mmtests, vmstat
-from analysis.metrics.compare import compare_runs, iteration_report
-from analysis.metrics.ops import Elapsed, interval_series, ops_report
-from analysis.report.json_output import dumps
-from analysis.report.ops import (
-    comparison_json,
-    format_comparison,
-    format_intervals,
-    format_ops,
-    ops_json,
-    run_json,
-)
 
 __all__ = ["register"]
 
@@ -52,12 +40,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _out(args: argparse.Namespace, text: Callable[[], str], obj: Callable[[], dict]) -> int:
+    from analysis.report.json_output import dumps
+
     """Print the JSON form with ``--json``, the text form otherwise."""
     print(dumps(obj()) if args.json else text(), end="\n" if args.json else "")
     return 0
 
 
 def _from_directory(args: argparse.Namespace) -> int:
+    from analysis.ingest import mmtests
+    from analysis.metrics.compare import compare_runs, iteration_report
+    from analysis.report.ops import format_comparison, format_ops, ops_json, run_json
+
     runs = mmtests.find_runs(args.path)
     if len(runs) > 1:
         names = ", ".join(r.name for r in runs)
@@ -71,6 +65,10 @@ def _from_directory(args: argparse.Namespace) -> int:
 
 
 def run_vmstat(args: argparse.Namespace) -> int:
+    from analysis.ingest import mmtests, vmstat
+    from analysis.metrics.ops import Elapsed, interval_series, ops_report
+    from analysis.report.ops import format_intervals, format_ops, ops_json
+
     if args.path.is_dir():
         return _from_directory(args)
     samples = vmstat.read(args.path)
@@ -93,6 +91,10 @@ def run_vmstat(args: argparse.Namespace) -> int:
 
 
 def run_compare(args: argparse.Namespace) -> int:
+    from analysis.ingest import mmtests
+    from analysis.metrics.compare import compare_runs
+    from analysis.report.ops import comparison_json, format_comparison
+
     runs = mmtests.unique_runs(
         tuple(run for path in args.run_dirs for run in mmtests.find_runs(path))
     )

@@ -345,7 +345,8 @@ class Observation:
     before the pid's first throttle. ``reclaim_s``: closed reclaim intervals (all contexts).
     ``writeback_pps``: vmstat ``nr_written`` per second; ``dirty_pool_pages``: mean dirty +
     writeback pages (cgroup memory.stat, else /proc/vmstat). ``blocked`` sums
-    ``nr_dirty + nr_writeback + nr_immediate`` over the scans (pages)."""
+    ``nr_dirty + nr_writeback + nr_immediate`` over the scans (pages). ``config_hz``:
+    CONFIG_HZ of the capturing kernel (kconfig), None when not saved."""
 
     source: str
     cycles: pl.DataFrame
@@ -355,6 +356,7 @@ class Observation:
     reclaim_s: float
     writeback_pps: float
     dirty_pool_pages: float
+    config_hz: int | None = None
 
     @property
     def scanned(self) -> int:
@@ -518,6 +520,7 @@ def observe_iteration(
                     reclaim_ns / 1e9,
                     w,
                     pool,
+                    iteration.config_hz,
                 )
             )
     return out

@@ -19,18 +19,21 @@ from analysis.models.throttle import (
     runs_needed,
     validate,
 )
+from analysis.models.throttle_waits import WaitChoice
 from analysis.stats.describe import mean_sd
 
 __all__ = ["ThrottleReport", "as_json", "build_report", "format_report"]
 
 ASSUMPTIONS = (
-    "T is the same at any timeout; beyond the observed timeout every sleeper still "
-    "waiting is taken as never woken (upper bounds; rows marked *)",
+    "T is the same at any timeout; beyond the observed timeout (rows marked *) only a "
+    "fitted wait can speak, through its family's tail; Kaplan-Meier takes every sleeper "
+    "still waiting as never woken (upper bounds)",
     "throttles per scanned page and the scanning rate do not depend on the timeout; "
     "the scanning rate includes waiting for a CPU (it changes with concurrency)",
     "cycle efficiency depends on the share of the dirty pool written back during the "
     "sleep; long sleeps also mark slow writeback, so this is association, not cause",
-    "intervals: bootstrap over throttle cycles pooled across runs, as if independent",
+    "intervals: bootstrap over throttle cycles (fitted waits: refits to resampled "
+    "delay histograms) pooled across runs, as if independent",
 )
 
 
@@ -46,6 +49,12 @@ class ThrottleReport:
     cycles: tuple[CyclePrediction, ...]
     validation: Validation | None = None
     validation_capture: str | None = None
+    waits: tuple[WaitChoice, ...] = ()
+
+    def wait_choice(self, reason: str) -> WaitChoice:
+        """Which latent wait ``reason`` used (Kaplan–Meier when no choice was recorded)."""
+        known = {c.reason: c for c in self.waits}
+        return known.get(reason, WaitChoice(reason, "empirical", None, "the cycle model's own"))
 
 
 def build_report(
@@ -56,11 +65,13 @@ def build_report(
     targets: Sequence[Observation] | None = None,
     target_capture: str | None = None,
     *,
+    waits: Sequence[WaitChoice] = (),
     seed: int = 0,
 ) -> ThrottleReport:
     """Predictions at every timeout in ``taus_us`` (reason → timeouts), one reason at a
     time, the cycle at the observed timeouts first; each cycle prediction also by models
-    calibrated on one run each; the validation on ``targets`` when given."""
+    calibrated on one run each; the validation on ``targets`` when given. ``waits``
+    records which latent wait each reason of ``model`` carries (:mod:`throttle_waits`)."""
     timeouts: list[TimeoutPrediction] = []
     cycles = [predict_cycle(model, seed=seed)]
     for r in model.reasons:
@@ -78,6 +89,7 @@ def build_report(
         cycles=tuple(per_run(c, singles, seed=seed) for c in cycles),
         validation=validate(model, targets, seed=seed) if targets else None,
         validation_capture=target_capture if targets else None,
+        waits=tuple(waits),
     )
 
 
@@ -108,11 +120,13 @@ def format_report(report: ThrottleReport) -> str:
         "",
     ]
     for r in m.reasons:
+        choice = report.wait_choice(r.reason)
+        asleep = float(r.wait.survival([r.timeout_us])[0])
         lines += [
             f"{r.reason}: timeout {r.timeout_us:.0f} us, "
             f"{r.throttles_per_page * 1000:.3f} throttles per 1000 pages scanned",
-            f"  woken in the first jiffy {r.wait.zero_mass:.3f}, still asleep at the timeout "
-            f"{r.wait.cure_fraction:.3f}",
+            f"  latent wait: {_wait_label(choice)} ({choice.why})",
+            f"  woken at once {r.wait.zero_mass:.3f}, still asleep at the timeout {asleep:.3f}",
             f"  {'tau us':>8} {'P(timeout) [95% CI]':<24} {'mean stall us [95% CI]':<26}"
             f" {'p90 us':>8}",
         ]
@@ -196,6 +210,10 @@ def _verdicts(report: ThrottleReport) -> list[str]:
     return out
 
 
+def _wait_label(choice: WaitChoice) -> str:
+    return f"fit {choice.model}" if choice.source == "fit" else "Kaplan-Meier"
+
+
 def _opt(value: float | None, fmt: str) -> str:
     return "-" if value is None else format(value, fmt)
 
@@ -249,8 +267,14 @@ def as_json(report: ThrottleReport) -> dict:
                 "throttles_per_page": r.throttles_per_page,
                 "page_share": r.page_share,
                 "efficiency_logit_coef": list(r.coef),
+                "wait": {
+                    "source": report.wait_choice(r.reason).source,
+                    "model": report.wait_choice(r.reason).model,
+                    "why": report.wait_choice(r.reason).why,
+                },
                 "zero_mass": r.wait.zero_mass,
-                "cure_fraction_upper": r.wait.cure_fraction,
+                "cure_fraction": r.wait.cure_fraction,
+                "cure_fraction_is_upper_bound": report.wait_choice(r.reason).source == "empirical",
                 "predictions": [
                     {
                         "tau_us": p.tau_us,

@@ -53,6 +53,7 @@ __all__ = [
     "jiffy_data",
     "log_likelihood",
     "model_name",
+    "refits",
 ]
 
 QUANTILES = (0.5, 0.9, 0.99)
@@ -595,6 +596,17 @@ class GroupFit:
         """The best model's latent wait, valid up to the group's timeout."""
         return replace(self.best.wait, reason=self.reason, support_limit_us=self.data.timeout_us)
 
+    def bootstrap_latents(self, replicates: int, seed: int) -> tuple[FittedWait, ...]:
+        """``replicates`` bootstrap replicates of :meth:`latent`: the best model refitted to
+        multinomial resamples of the group's histogram (events taken as independent)."""
+        rng = np.random.default_rng(seed)
+        resamples = rng.multinomial(self.n, self.data.counts / self.n, size=replicates)
+        limit = self.data.timeout_us
+        return tuple(
+            replace(r.wait, reason=self.reason, support_limit_us=limit)
+            for r in refits(self.data, self.best, resamples)
+        )
+
 
 @dataclass(frozen=True)
 class GroupFailure:
@@ -656,6 +668,23 @@ def _identifiability(models: list[ModelFit], data: JiffyData) -> list[str]:
     return notes
 
 
+def refits(data: JiffyData, model: ModelFit, resamples: np.ndarray) -> list[ModelFit]:
+    """``model`` refitted to each row of ``resamples`` (histograms of ``data``'s bins),
+    started at its optimum and without standard errors: its bootstrap replicates."""
+    return [
+        fit_model(
+            data,
+            model.family,
+            zero=model.zero,
+            cure=model.cure,
+            counts=counts,
+            starts=[model.theta],
+            information=False,
+        )
+        for counts in resamples
+    ]
+
+
 def _bootstrap(
     data: JiffyData, models: list[ModelFit], replicates: int, seed: int
 ) -> tuple[dict[str, Estimate] | None, dict[str, float]]:
@@ -664,19 +693,8 @@ def _bootstrap(
     rng = np.random.default_rng(seed)
     best = models[0]
     n = data.n
-    draws = []
-    for counts in rng.multinomial(n, data.counts / n, size=replicates):
-        refit = fit_model(
-            data,
-            best.family,
-            zero=best.zero,
-            cure=best.cure,
-            counts=counts,
-            starts=[best.theta],
-            information=False,
-        )
-        draws.append(_observable_values(refit.wait, data))
-    arr = np.array(draws)
+    resamples = rng.multinomial(n, data.counts / n, size=replicates)
+    arr = np.array([_observable_values(r.wait, data) for r in refits(data, best, resamples)])
     values = _observable_values(best.wait, data)
     with np.errstate(invalid="ignore"):
         lo, hi = np.nanpercentile(arr, [2.5, 97.5], axis=0)
@@ -691,18 +709,8 @@ def _bootstrap(
         if model.aic - best.aic > 4.0:
             continue
         p = bin_probabilities(model.wait, data.k_timeout, data.jiffy_us)
-        exceed = 0
-        for counts in rng.multinomial(n, p / p.sum(), size=replicates):
-            refit = fit_model(
-                data,
-                model.family,
-                zero=model.zero,
-                cure=model.cure,
-                counts=counts,
-                starts=[model.theta],
-                information=False,
-            )
-            exceed += refit.g2 >= model.g2
+        resamples = rng.multinomial(n, p / p.sum(), size=replicates)
+        exceed = sum(refit.g2 >= model.g2 for refit in refits(data, model, resamples))
         g2_p[model.name] = (1 + exceed) / (1 + replicates)
     return observables, g2_p
 
