@@ -38,7 +38,9 @@ from analysis.errors import InputError
 from analysis.stats.families import FAMILIES, Family
 
 __all__ = [
+    "OBSERVABLES",
     "QUANTILES",
+    "Z95",
     "Estimate",
     "FittedWait",
     "GroupFailure",
@@ -46,13 +48,21 @@ __all__ = [
     "JiffyData",
     "ModelFit",
     "bin_probabilities",
+    "candidate_models",
+    "delta_observables",
+    "empirical_observables",
     "fit_group",
     "fit_model",
     "fit_throttle_groups",
     "frame_data",
+    "jacobian",
     "jiffy_data",
+    "latent_wait",
     "log_likelihood",
     "model_name",
+    "observed_covariance",
+    "optimise",
+    "search_bounds",
 ]
 
 QUANTILES = (0.5, 0.9, 0.99)
@@ -289,7 +299,9 @@ class ModelFit:
         return model_name(self.family, self.zero, self.cure)
 
 
-def _split(fam: Family, zero: bool, cure: bool, theta: np.ndarray) -> FittedWait:
+def latent_wait(fam: Family, zero: bool, cure: bool, theta: np.ndarray) -> FittedWait:
+    """The wait an unconstrained ``theta`` stands for: the family's parameters, then the
+    zero-mass and cure logits (softmax against the continuous part) when present."""
     m = len(fam.params)
     logits = [0.0]
     logits += [theta[m]] if zero else []
@@ -300,7 +312,9 @@ def _split(fam: Family, zero: bool, cure: bool, theta: np.ndarray) -> FittedWait
     return FittedWait("", fam, fam.natural(theta[:m]), z, c, math.inf)
 
 
-def _bounds(fam: Family, low_us: float, high_us: float, extra: int) -> list[tuple[float, float]]:
+def search_bounds(
+    fam: Family, low_us: float, high_us: float, extra: int
+) -> list[tuple[float, float]]:
     """Search box of theta: scales from ``low_us``/1000 to ``high_us``·10⁴, shapes 0.03-30,
     and ``extra`` zero-mass / cure logits."""
     scale = (math.log(low_us / 1000.0), math.log(high_us * 1e4))
@@ -330,7 +344,7 @@ def _nll_fn(
 
     def nll(theta: np.ndarray) -> float:
         with np.errstate(all="ignore"):
-            wait = _split(fam, zero, cure, theta)
+            wait = latent_wait(fam, zero, cure, theta)
             p = bin_probabilities(wait, data.k_timeout, data.jiffy_us, phase=phase)
             value = -float(np.dot(weights, np.log(np.clip(p[mask], 1e-300, None))))
         return value if math.isfinite(value) else 1e300
@@ -382,7 +396,7 @@ def _g2(counts: np.ndarray, p: np.ndarray) -> float:
     return float(2.0 * np.sum(counts[mask] * np.log(counts[mask] / expected)))
 
 
-def _optimise(nll, starts: list[np.ndarray], bounds) -> optimize.OptimizeResult:
+def optimise(nll, starts: list[np.ndarray], bounds) -> optimize.OptimizeResult:
     """A short run from every start, then the best one to convergence."""
     lo, hi = np.array(bounds).T
     if len(starts) == 1:
@@ -398,11 +412,11 @@ def _optimise(nll, starts: list[np.ndarray], bounds) -> optimize.OptimizeResult:
 
 
 def _natural_vector(fam: Family, zero: bool, cure: bool, theta: np.ndarray) -> np.ndarray:
-    w = _split(fam, zero, cure, theta)
+    w = latent_wait(fam, zero, cure, theta)
     return np.array([*w.params, w.zero_mass, w.cure_fraction])
 
 
-def _jacobian(fn: Callable[[np.ndarray], np.ndarray], theta: np.ndarray) -> np.ndarray:
+def jacobian(fn: Callable[[np.ndarray], np.ndarray], theta: np.ndarray) -> np.ndarray:
     """d fn / d theta by central differences (statsmodels), shape (outputs, params)."""
     return np.atleast_2d(approx_fprime(theta, fn, centered=True))
 
@@ -424,8 +438,8 @@ def fit_model(
     fam = FAMILIES[family]
     counts = data.counts if counts is None else counts
     nll = _nll_fn(fam, zero, cure, data, counts, phase)
-    bounds = _bounds(fam, data.jiffy_us, data.timeout_us, zero + cure)
-    res = _optimise(nll, starts or _starts(fam, data, zero, cure), bounds)
+    bounds = search_bounds(fam, data.jiffy_us, data.timeout_us, zero + cure)
+    res = optimise(nll, starts or _starts(fam, data, zero, cure), bounds)
     theta = np.asarray(res.x)
     lo, hi = np.array(bounds).T
     at_bound = (theta - lo < 1e-3) | (hi - theta < 1e-3)
@@ -434,10 +448,10 @@ def fit_model(
     theta_names = [n for n, f in zip(names, free, strict=True) if f]
     cov = None
     if information:
-        cov = _covariance(nll, theta, at_bound)
+        cov = observed_covariance(nll, theta, at_bound)
     natural = _natural_vector(fam, zero, cure, theta)
     if cov is not None:
-        jac = _jacobian(lambda th: _natural_vector(fam, zero, cure, th), theta)
+        jac = jacobian(lambda th: _natural_vector(fam, zero, cure, th), theta)
         se = np.sqrt(np.clip(np.diag(jac @ cov @ jac.T), 0, None))
     else:
         se = np.full(natural.size, math.nan)
@@ -454,7 +468,7 @@ def fit_model(
     n = counts.sum()
     k = theta.size
     loglik = -float(res.fun)
-    wait = _split(fam, zero, cure, theta)
+    wait = latent_wait(fam, zero, cure, theta)
     p = bin_probabilities(wait, data.k_timeout, data.jiffy_us, phase=phase)
     gap = float(np.max(np.abs(np.cumsum(counts) / n - np.cumsum(p))))
     return ModelFit(
@@ -477,7 +491,7 @@ def fit_model(
     )
 
 
-def _covariance(nll, theta: np.ndarray, at_bound: np.ndarray) -> np.ndarray | None:
+def observed_covariance(nll, theta: np.ndarray, at_bound: np.ndarray) -> np.ndarray | None:
     """Inverse observed information over the interior parameters (boundary ones fixed)."""
     free = np.flatnonzero(~at_bound)
     cov = np.zeros((theta.size, theta.size))
@@ -534,7 +548,7 @@ def delta_observables(model: ModelFit, data: JiffyData) -> dict[str, Estimate]:
     fam = FAMILIES[model.family]
 
     def linked(theta: np.ndarray) -> np.ndarray:
-        return _link(_observable_values(_split(fam, model.zero, model.cure, theta), data))
+        return _link(_observable_values(latent_wait(fam, model.zero, model.cure, theta), data))
 
     values = _observable_values(model.wait, data)
     # A quantile inside the cure fraction (inf) or the zero mass (0) stays there at every
@@ -544,7 +558,7 @@ def delta_observables(model: ModelFit, data: JiffyData) -> dict[str, Estimate]:
         sd = np.full(values.size, math.nan)
     else:
         with np.errstate(invalid="ignore"):
-            jac = np.where(finite[:, None], _jacobian(linked, model.theta), 0.0)
+            jac = np.where(finite[:, None], jacobian(linked, model.theta), 0.0)
         sd = np.sqrt(np.clip(np.diag(jac @ model.cov @ jac.T), 0, None))
     centre = _link(values)
     low = np.where(finite, _unlink(centre - Z95 * sd), values)

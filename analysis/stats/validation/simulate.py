@@ -32,7 +32,7 @@ from analysis.stats.fit import (
     fit_model,
 )
 
-__all__ = ["TRUTHS", "Cell", "Truth", "simulate_cell"]
+__all__ = ["CHECKED", "TRUTHS", "Cell", "Truth", "simulate_cell", "simulate_counts"]
 
 HERE = Path(__file__).resolve().parent
 CHECKED = ("p_timeout", "restricted_mean_usec", "q0.5", "q0.9")
