@@ -18,9 +18,15 @@ EXECUTED := $(patsubst notebooks/%.py,$(BUILD)/notebooks/%.ipynb,$(NOTEBOOKS))
 SOURCES := $(shell find analysis -name '*.py')
 DATA := $(shell find data -type f)
 
-.PHONY: all setup test lint format bench lock clean
+PAPER := papers/reclaim-throttling
+PAPER_OUT := $(BUILD)/paper
+# Debian packages the paper needs (pdflatex + booktabs, fonts, latexmk; pdftotext/pdftoppm).
+LATEX_PACKAGES := texlive-latex-recommended texlive-fonts-recommended latexmk poppler-utils
 
-all: $(BUILD)/report.txt $(EXECUTED)
+.PHONY: all setup test lint format bench lock clean paper latex
+
+all: $(BUILD)/report.txt $(EXECUTED) paper
+	@echo "== done: $(BUILD)/report.txt, $(BUILD)/notebooks/, $(PAPER_OUT)/main.pdf =="
 
 # uv from PyPI if it is missing, then the locked environment (a no-op when current),
 # byte-compiled at install: this machine sets PYTHONDONTWRITEBYTECODE, so nothing else would.
@@ -32,14 +38,41 @@ $(SYNCED): pyproject.toml uv.lock
 	@touch $@
 
 $(BUILD)/report.txt: $(SYNCED) $(SOURCES) $(DATA)
+	@echo "== report $@ =="
 	@mkdir -p $(BUILD)
-	$(MMLAB) report --data data --out $@
-	@cat $@
+	@$(MMLAB) report --data data --out $@
 
 # papermill via `mmlab notebook`: .ipynb + .html; a failing cell names notebook, cell, line.
 $(BUILD)/notebooks/%.ipynb: notebooks/%.py $(SYNCED) $(SOURCES) $(DATA)
 	@echo "== notebook $< =="
 	@$(MMLAB) notebook $< --out $(BUILD)/notebooks -p build_dir=$(BUILD) 2> >(grep -v IPKernelApp >&2)
+
+# The paper: generated inputs (macros, tables, figures, hook sections), then latexmk with
+# them on TEXINPUTS. latexmk leaves main.pdf alone when nothing it reads changed: touch it.
+paper: $(PAPER_OUT)/main.pdf
+$(PAPER_OUT)/.inputs: $(SYNCED) $(SOURCES) $(DATA)
+	@echo "== paper inputs $(PAPER_OUT) =="
+	@$(MMLAB) paper --data data --out $(PAPER_OUT) >/dev/null
+	@touch $@
+$(PAPER_OUT)/main.pdf: $(PAPER)/main.tex $(PAPER_OUT)/.inputs | latex
+	@echo "== paper $@ (latexmk) =="
+	@TEXINPUTS=$(PAPER_OUT)//: latexmk -pdf -interaction=nonstopmode -halt-on-error -silent \
+		-outdir=$(PAPER_OUT) $< >/dev/null || { tail -n 25 $(PAPER_OUT)/main.log; exit 1; }
+	@touch $@
+
+# LaTeX from Debian: installed here when root, otherwise the exact command to run.
+latex:
+	@if ! command -v latexmk >/dev/null || ! command -v pdftotext >/dev/null \
+		|| ! kpsewhich booktabs.sty >/dev/null; then \
+		if [ "$$(id -u)" = 0 ]; then \
+			echo "== installing LaTeX: $(LATEX_PACKAGES) =="; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+				--no-install-recommends $(LATEX_PACKAGES) >/dev/null; \
+		else \
+			echo "The paper needs LaTeX. Run: sudo apt-get install --no-install-recommends" \
+				"$(LATEX_PACKAGES)" >&2; exit 1; \
+		fi; \
+	fi
 
 lint: $(SYNCED)
 	$(VENV)/bin/ruff check analysis tests notebooks benchmarks

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from analysis import __version__
@@ -28,7 +29,9 @@ COMMAND_MODULES = (
     "analysis.commands.notebook",
     "analysis.commands.sweep_notebook",
     "analysis.commands.model",
+    "analysis.commands.sweep",
     "analysis.commands.fit",
+    "analysis.commands.paper",
 )
 
 
@@ -48,12 +51,21 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args.func(args) or 0)
+        status = int(args.func(args) or 0)
+        sys.stdout.flush()  # here, so that a closed pipe is seen by the handler below
+        return status
     except InputError as exc:
         print(f"mmlab {args.command}: {exc}", file=sys.stderr)
         return 2
-    except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
-        print(f"mmlab {args.command}: {exc.filename}: {exc.strerror}", file=sys.stderr)
+    except BrokenPipeError:  # `mmlab ... | head` stopped reading: nothing went wrong
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except KeyboardInterrupt:
+        print(f"mmlab {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except OSError as exc:  # a path that is missing, a directory, unwritable, on a full disk
+        where = f"{exc.filename}: " if exc.filename is not None else ""
+        print(f"mmlab {args.command}: {where}{exc.strerror or exc}", file=sys.stderr)
         return 2
 
 

@@ -19,3 +19,13 @@ def seeds_dir() -> Path:
     """
     assert MAIL.is_dir(), f"seed mails missing: {MAIL}"
     return MAIL
+
+
+def throttled_lines(iteration_dir: Path) -> list[str]:
+    """``mm_vmscan_throttled`` lines of an iteration's trace, by plain text search of the
+    decompressed file: a count independent of the ingest."""
+    import zstandard
+
+    raw = (iteration_dir / "ftrace-stutterp.zst").read_bytes()
+    text = zstandard.ZstdDecompressor().stream_reader(raw).read().decode()
+    return [line for line in text.splitlines() if "mm_vmscan_throttled:" in line]

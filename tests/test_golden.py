@@ -51,4 +51,4 @@ def test_report_matches_golden(tmp_path, monkeypatch):
     for run in RUNS:
         shutil.copytree(REPO / "data" / run, tmp_path / "data" / run)
     monkeypatch.chdir(tmp_path)
-    _check("report.txt", build_report(Path("data")))
+    _check("report.txt", build_report([Path("data")]))

@@ -4,6 +4,7 @@ sweeps run one execution per grid point and index them."""
 from __future__ import annotations
 
 import json
+from concurrent.futures import ProcessPoolExecutor
 
 import nbformat
 import pytest
@@ -52,19 +53,37 @@ def test_notebooks_are_short_with_a_parameters_cell():
         assert "build_dir" in parameter_names(path), path
 
 
-@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
-def test_notebook_runs_on_small_parameters(notebook, tmp_path):
-    known = parameter_names(notebook)
-    params = {"build_dir": str(tmp_path)}
-    if "capture" in known:
+def _small_parameters(notebook, build_dir) -> dict[str, str]:
+    params = {"build_dir": str(build_dir)}
+    if "capture" in parameter_names(notebook):
         params["capture"] = str(SMALL_CAPTURE)
-    run = execute(notebook, tmp_path / "nb", params, cwd=REPO)
+    return params
+
+
+@pytest.fixture(scope="module")
+def executed(tmp_path_factory) -> dict:
+    """Every notebook executed on small parameters, two at a time (each has its own kernel);
+    a notebook's exception is kept for its own test to raise."""
+    out = tmp_path_factory.mktemp("notebooks")
+    with ProcessPoolExecutor(max_workers=2) as pool:
+        futures = {
+            nb.stem: pool.submit(execute, nb, out, _small_parameters(nb, out), cwd=REPO)
+            for nb in NOTEBOOKS
+        }
+        return {stem: f.exception() or f.result() for stem, f in futures.items()}
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_runs_on_small_parameters(notebook, executed):
+    run = executed[notebook.stem]
+    if isinstance(run, BaseException):
+        raise run
     nb = nbformat.read(run.ipynb, as_version=4)
     code = [c for c in nb.cells if c.cell_type == "code"]
     assert all(c.execution_count is not None for c in code)
     assert not [o for c in code for o in c.outputs if o.output_type == "error"]
     assert run.html.read_text().startswith("<!DOCTYPE html>")
-    if "capture" in known:
+    if "capture" in run.parameters:
         # The parameter took effect: only the small capture was read.
         text = _outputs(run.ipynb)
         assert "dirty5" in text

@@ -1,35 +1,66 @@
-"""`make`'s text report on the bundled data: every run, both sections, 80 columns."""
+"""The mailing-list report: every run and iteration, cover-letter order, 80 columns, no
+ANSI; throttling per run checked against the raw trace text; the text fitter."""
 
 from __future__ import annotations
 
 import json
 import shutil
+import statistics
+
+import numpy as np
+import polars as pl
+import pytest
 
 from analysis.cli import main
-from analysis.report.document import capture_runs
-from tests.conftest import DATA
+from analysis.metrics.throttle_runs import run_throttle_table
+from analysis.report.document import ReportData, capture_runs, vmstat_section
+from analysis.report.text import fit, shorten_middle
+from analysis.stats.significance import needed_runs
+from tests.conftest import DATA, throttled_lines
 from tests.test_golden import GOLDEN, RUNS
 
+ORDER = [
+    "== Captures ==",
+    "== Warnings ==",
+    "== Workload latency ==",
+    "== Reclaim Ops from /proc/vmstat ==",
+    "== Reclaim throttling per reason ==",
+    "== Reclaim stalls from ftrace ==",
+]
 
-def test_report_covers_every_run_and_iteration(tmp_path):
-    out = tmp_path / "report.txt"
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory) -> str:
+    """``mmlab report --data data`` (what make writes), built once for these tests."""
+    out = tmp_path_factory.mktemp("report") / "report.txt"
     assert main(["report", "--data", str(DATA), "--out", str(out)]) == 0
-    text = out.read_text()
+    return out.read_text()
+
+
+def test_report_covers_every_run_and_iteration(report):
     runs = capture_runs(DATA)
-    assert "mmtests-ci" not in text
-    assert "== Reclaim Ops from /proc/vmstat ==" in text
-    assert "== Reclaim stalls from ftrace ==" in text
+    assert "mmtests-ci" not in report
+    positions = [report.index(title) for title in ORDER]
+    assert positions == sorted(positions)
     for run in runs:
         for it in run.iterations:
-            assert f"-- {run.name} iter-{it.index} --" in text
-    # Lines naming a path may be long; every table line fits 80 columns.
-    long = [line for line in text.splitlines() if len(line) > 80 and str(DATA) not in line]
-    assert long == []
+            assert f"-- {run.name} iter-{it.index} --" in report
+    assert [line for line in report.splitlines() if len(line) > 80] == []
+    assert "\x1b" not in report
 
 
-def test_report_on_missing_data_is_a_clear_error(tmp_path, capsys):
-    assert main(["report", "--data", str(tmp_path), "--out", str(tmp_path / "r.txt")]) == 2
-    assert "no mmtests run here" in capsys.readouterr().err
+def test_report_provenance(report):
+    names = [run.name for run in capture_runs(DATA)]
+    assert report.startswith(f"mmlab report: {' vs '.join(names)}\n")
+    # The bundled captures' mmlab.json: kernel 6.18.44, CONFIG_HZ 250, cgroup v1 at 256 MiB.
+    assert "  kernel     6.18.44-fc-v669" in report
+    assert "  CONFIG_HZ  250" in report
+    assert "  memcg      v1, limit 256 MiB" in report
+    assert "No lost trace events." in report
+    # The latency section is mmlab compare's: the probe's mmap latency per worker count.
+    latency = report[report.index("== Workload latency") : report.index("== Reclaim Ops")]
+    assert f"Comparison of HD-50 (run-level estimate), base {names[0]}." in latency
+    assert "mmap-4 (us; lower is better)" in latency
 
 
 def test_report_json_agrees_with_the_commands_golden_json(tmp_path, monkeypatch, capsys):
@@ -47,3 +78,85 @@ def test_report_json_agrees_with_the_commands_golden_json(tmp_path, monkeypatch,
     assert (first.pop("run"), first.pop("iteration")) == ("dirty20", 0)
     assert [first] == json.loads((GOLDEN / "stalls-iteration.json").read_text())
     assert len(report["stalls"]) == 6
+    assert {p["config_hz"] for p in report["provenance"]} == {250}
+    assert [(t["run"], t["iterations"]) for t in report["throttle"]] == [
+        ("dirty20", 3),
+        ("dirty5", 3),
+    ]
+
+
+def test_base_comes_first():
+    # RUN arguments in the order given: dirty5 as base, its column first.
+    runs = (*capture_runs(DATA / "stutterp-dirty5"), *capture_runs(DATA / "stutterp-dirty20"))
+    text = vmstat_section(ReportData(runs))
+    assert text.index("dirty5") < text.index("dirty20")
+
+
+def test_throttle_section_matches_the_raw_trace_text(report):
+    # Independent of the ingest: grep the decompressed trace text per iteration.
+    (run,) = capture_runs(DATA / "stutterp-dirty5")
+    counts, shares = [], []
+    for it in run.iterations:
+        lines = throttled_lines(it.path)
+        counts.append(len(lines))
+        hit = [x for x in lines if "usect_delayed=100000 " in x and "usec_timeout=100000" in x]
+        shares.append(100 * len(hit) / len(lines))
+    section = report[report.index("== Reclaim throttling") : report.index("== Throttle delay")]
+    block = section[section.index("dirty5 (3 iterations") :]
+    row = next(line for line in block.splitlines() if line.startswith("WRITEBACK"))
+    events = f"{statistics.mean(counts):.0f} ± {statistics.stdev(counts):.0f}"
+    timeout = f"{statistics.mean(shares):.1f} ± {statistics.stdev(shares):.1f}"
+    assert events in row and timeout in row, row
+
+
+def test_run_throttle_table_counts_absent_iterations_as_zero():
+    def table(count: int, timeout_share: float) -> pl.DataFrame:
+        return pl.DataFrame(
+            {
+                "event": ["mm_vmscan_throttled"],
+                "context": ["direct"],
+                "reason": ["VMSCAN_THROTTLE_WRITEBACK"],
+                "usec_timeout": [100000],
+                "count": [count],
+                "timeout_share": [timeout_share],
+                "zero_share": [0.0],
+                "mean_usec": [1000.0],
+            }
+        )
+
+    empty = table(1, 0.0).clear()
+    rows = run_throttle_table(
+        [("a", 0, table(10, 0.5)), ("a", 1, table(20, 0.1)), ("a", 2, empty), ("b", 0, empty)]
+    )
+    (row,) = rows.to_dicts()
+    # Events per iteration: (10 + 20 + 0) / 3 = 10, sd of (10, 20, 0) = 10;
+    # the timeout share only over the two iterations that slept: (0.5 + 0.1) / 2.
+    assert (row["run"], row["iterations"], row["with_events"]) == ("a", 3, 2)
+    assert row["events_mean"] == pytest.approx(10.0)
+    assert row["events_sd"] == pytest.approx(10.0)
+    assert row["timeout_share_mean"] == pytest.approx(0.3)
+
+
+def test_fit_wraps_shortens_and_strips_ansi():
+    path = "data/" + "x" * 100 + "/ftrace.zst"
+    text = fit(f"\x1b[1mtrace\x1b[0m {path} (trace, capture 33.529 s; no lost events)\n")
+    lines = text.splitlines()
+    assert all(len(line) <= 80 for line in lines)
+    assert lines[0] == "trace"
+    assert lines[1].startswith("    data/xxx") and lines[1].endswith("/ftrace.zst")
+    assert "\x1b" not in text
+    assert shorten_middle("abcdefghij", 7) == "ab...ij"
+
+
+def test_report_on_missing_data_is_a_clear_error(tmp_path, capsys):
+    assert main(["report", "--data", str(tmp_path), "--out", str(tmp_path / "r.txt")]) == 2
+    assert "no mmtests run here" in capsys.readouterr().err
+
+
+def test_needed_runs_for_a_huge_effect_is_the_permutation_floor():
+    # Run medians of an A/A capture (~215 us) against a loaded one (~560 us): t-test power
+    # needs fewer than 2 runs, so the exact permutation test decides: 2/C(8,4) = 0.029
+    # is the first attainable p below 0.05, at 4 runs per kernel.
+    base = np.array([231.62, 216.02, 207.37, 216.83, 221.54, 206.30])
+    new = np.array([573.70, 558.66, 559.55])
+    assert needed_runs(base, new, 0.05) == 4

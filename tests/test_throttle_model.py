@@ -7,6 +7,7 @@ from an exponential distribution's closed form, or from a simulation with known 
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -14,8 +15,11 @@ import polars as pl
 import pytest
 from scipy import stats
 
+from analysis.cli import main
 from analysis.errors import InputError
-from analysis.ingest import mmtests
+from analysis.ingest import histogram, mmtests
+from analysis.metrics import pairing
+from analysis.metrics import throttle as throttle_metrics
 from analysis.models import throttle as m
 from analysis.stats.latent import LatentWait
 from tests.conftest import DATA
@@ -87,12 +91,70 @@ def test_kaplan_meier_against_hand_worked_example():
     assert wait.quantile_us(0.8) == math.inf  # beyond 5/7 only censored sleepers remain
 
 
+def test_all_censored_sleepers_are_all_beyond_the_timeout():
+    wait = m.EmpiricalWait.from_delays("WB", [100_000, 104_000], 100_000)
+    assert wait.survival(np.array([0.0, 100_000.0, 1e6])) == pytest.approx([1, 1, 1])
+    assert (wait.zero_mass, wait.cure_fraction) == (0.0, 1.0)
+    assert wait.restricted_mean_us(50_000) == pytest.approx(50_000)
+    assert wait.quantile_us(0.5) == math.inf
+    assert np.isinf(wait.draws(10, seed=0)).all()
+
+
 def test_kaplan_meier_with_counts_equals_repeated_delays():
     counted = m.EmpiricalWait.from_delays(
         "WRITEBACK", [0, 4_000, 8_000, 12_000], 12_000, [2, 1, 2, 2]
     )
     t = np.linspace(0, 15_000, 16)
     assert counted.survival(t) == pytest.approx(km_wait().survival(t))
+
+
+def test_kaplan_meier_censors_each_delay_at_its_own_timeout():
+    # Timeout 4 ms: delays 0 and 4 ms (censored); timeout 12 ms: 0, 8 ms and 12 ms (censored).
+    # t=0: 5 at risk, 2 events → 3/5; the censoring at 4 ms removes one; t=8: 2 at risk,
+    # 1 event → 3/5 · 1/2 = 3/10.
+    wait = m.EmpiricalWait.from_delays(
+        "WB", [0, 4_000, 0, 8_000, 12_000], [4_000, 4_000, 12_000, 12_000, 12_000]
+    )
+    assert wait.survival(np.array([0.0, 5_000.0, 8_000.0])) == pytest.approx([3 / 5, 3 / 5, 3 / 10])
+    assert wait.support_limit_us == 12_000
+    assert wait.cure_fraction == pytest.approx(3 / 10)
+
+
+def test_group_waits_weigh_histogram_counts():
+    events = pl.DataFrame(
+        {
+            "event": ["mm_vmscan_throttled"] * 4,
+            "context": ["kswapd", "kswapd", "kswapd", "direct"],
+            "reason": ["WB"] * 4,
+            "usec_timeout": [100_000, 100_000, 100_000, None],
+            "delay_us": [0, 40_000, 100_000, None],
+            "count": [6, 3, 1, 50],
+        }
+    )
+    (key,) = m.group_waits(events)  # the direct totals row has no delay: left out
+    wait = m.group_waits(events)[key]
+    assert key == ("mm_vmscan_throttled", "kswapd", "WB")
+    # 10 sleepers: 6 at 0, 3 at 40 ms, 1 censored at 100 ms: S = 0.4, 0.1, 0.1.
+    assert wait.survival(np.array([0.0, 40_000.0, 100_000.0])) == pytest.approx([0.4, 0.1, 0.1])
+    assert wait.restricted_mean_us(100_000) == pytest.approx((3 * 40_000 + 100_000) / 10)
+
+
+def test_seed_000_groups_agree_with_the_throttle_table(seeds_dir):
+    labels = {0: "vanilla", 1: "vanilla", 2: "kswapd", 3: "direct totals"}
+    labels |= {4: "direct", 5: "direct", 6: "direct"}
+    hist = histogram.read(seeds_dir / "000_901e324e43c5b0b5.txt", labels=labels)
+    events = throttle_metrics.throttle_events(hist, pairing.all_intervals({}))
+    table = throttle_metrics.throttle_table(events).filter(pl.col("known_delay") > 0)
+    waits = m.group_waits(events)
+    assert len(waits) == table.height == 6
+    for row in table.iter_rows(named=True):
+        wait = waits[(row["event"], row["context"], row["reason"])]
+        tau = row["usec_timeout"]
+        # Censoring only at the timeout: KM's S(τ) is the share at the timeout, and its
+        # restricted mean the mean of the delays capped at it.
+        assert wait.survival(np.array([float(tau)]))[0] == pytest.approx(row["timeout_share"])
+        if row["max_usec"] <= tau:
+            assert wait.restricted_mean_us(tau) == pytest.approx(row["mean_usec"])
 
 
 def test_prediction_below_and_beyond_the_timeout():
@@ -176,6 +238,8 @@ def hand_observation() -> m.Observation:
     return m.Observation("hand", cycles, 0, 0, 80, 1.0, 50_000.0, 10_000.0)
 
 
+# Every cycle reclaims exactly 80%: the GLM fits exactly, which statsmodels warns about.
+@pytest.mark.filterwarnings("ignore::statsmodels.tools.sm_exceptions.PerfectSeparationWarning")
 def test_cycle_model_by_hand():
     model = m.calibrate([hand_observation()])
     # Sleep 24 ms of the 1 s: 0.976 s scanning 400 pages; 4 throttles per 400 pages.
@@ -190,6 +254,21 @@ def test_cycle_model_by_hand():
     assert m.predict_cycle(model, {"WB": 50_000}).extrapolated
     with pytest.raises(ValueError, match="no throttle reason"):
         m.predict_cycle(model, {"CONGESTED": 4_000})
+    curve = m.timeout_curve(model, "WB", [4_000, 12_000])
+    assert curve["velocity_pps"].to_list() == pytest.approx([short.velocity_pps.value, 400])
+    # S(τ) = P(T > τ): the 8 ms and the censored sleeper outlast 4 ms (2/4); only the
+    # censored one outlasts 12 ms (1/4).
+    assert curve["p_timeout"].to_list() == pytest.approx([2 / 4, 1 / 4])
+    # Twice the throttles per page at τ = 4 ms: s/page = 0.976/400 + 0.02·0.003.
+    doubled = m.predict_cycle(model, {"WB": 4_000}, throttles_per_page={"WB": 0.02})
+    assert doubled.velocity_pps.value == pytest.approx(1 / (0.976 / 400 + 0.02 * 0.003))
+
+
+def test_runs_needed_matches_the_power_tables():
+    # Cohen's tables, two-sided 5%, power 80%: d = 1 → 17 per group, d = 0.5 → 64.
+    assert m.runs_needed(10.0, 10.0) == 17
+    assert m.runs_needed(-5.0, 10.0) == 64
+    assert m.runs_needed(0.0, 10.0) is None
 
 
 def test_efficiency_glm_recovers_a_known_slope():
@@ -246,3 +325,112 @@ def test_validation_scores_against_the_naive_baseline(bundled):
         abs(row["predicted_velocity_pps"] - row["velocity_pps"]) / row["velocity_pps"]
     )
     assert result.velocity_error_sd is None  # one target run: no spread
+    # Given the target's own throttle frequency, only the scan rate is carried over.
+    target = m.calibrate(second)
+    rate = second[0].cycles.height / second[0].scanned
+    mean_sleep_s = target.reasons[0].wait.restricted_mean_us(100_000) / 1e6
+    expected = 1 / (m.calibrate(first).scan_s_per_page + rate * mean_sleep_s)
+    assert row["predicted_velocity_given_rate_pps"] == pytest.approx(expected)
+
+
+def test_per_run_models_give_the_run_spread(bundled):
+    first, second = bundled
+    pooled = m.calibrate(first + second)
+    pred = m.per_run(m.predict_cycle(pooled), [m.calibrate(first), m.calibrate(second)])
+    # At the observed timeout each run's model reproduces its own run's velocity.
+    assert [v for v, _ in pred.runs] == pytest.approx(
+        [first[0].velocity_pps, second[0].velocity_pps]
+    )
+    v_sd, _ = pred.run_sd()
+    assert v_sd == pytest.approx(abs(first[0].velocity_pps - second[0].velocity_pps) / math.sqrt(2))
+
+
+SHRINK_FIELDS = (
+    "nr_congested=0 nr_immediate=0 nr_activate_anon=0 nr_activate_file=0 nr_ref_keep=0 "
+    "nr_unmap_fail=0 priority=12 flags=RECLAIM_WB_FILE|RECLAIM_WB_ASYNC"
+)
+
+
+def hand_iteration(tmp_path, *, throttled: bool) -> mmtests.Iteration:
+    """A one-reclaim iteration written by hand: 10 ms of memcg reclaim, two scans of 32
+    pages (16 then 32 reclaimed), between them an 8 ms writeback throttle (if ``throttled``);
+    vmstat: nr_written +1000 then +4000 pages in two 5 s steps, dirty + writeback 100, 200,
+    400 pages."""
+    it = tmp_path / "run" / "iter-0"
+    it.mkdir(parents=True)
+    (it / "tests-timestamp").write_text("test begin :: t 1700000000\ntest end :: t 1700000010 0\n")
+    task = "          python-100     [000] .....  "
+    lines = [
+        f"{task}10.000000: mm_vmscan_memcg_reclaim_begin: order=0 gfp_flags=GFP_HIGHUSER_MOVABLE",
+        f"{task}10.000100: mm_vmscan_lru_shrink_inactive: nid=0 nr_scanned=32 nr_reclaimed=16 "
+        f"nr_dirty=16 nr_writeback=0 {SHRINK_FIELDS}",
+        f"{task}10.008100: mm_vmscan_throttled: nid=0 usec_timeout=100000 usect_delayed=8000 "
+        "reason=VMSCAN_THROTTLE_WRITEBACK",
+        f"{task}10.008200: mm_vmscan_lru_shrink_inactive: nid=0 nr_scanned=32 nr_reclaimed=32 "
+        f"nr_dirty=0 nr_writeback=0 {SHRINK_FIELDS}",
+        f"{task}10.010000: mm_vmscan_memcg_reclaim_end: nr_reclaimed=48",
+    ]
+    if not throttled:
+        del lines[2]
+    (it / "ftrace-t.txt").write_text("\n".join(lines) + "\n")
+    (it / "proc-vmstat-t").write_text(
+        "time: 1700000000\nnr_dirty 100\nnr_writeback 0\nnr_written 1000\n"
+        "time: 1700000005\nnr_dirty 200\nnr_writeback 0\nnr_written 2000\n"
+        "time: 1700000010\nnr_dirty 300\nnr_writeback 100\nnr_written 6000\n"
+    )
+    # Two phases as mmlab capture records them: 1 worker until 10.005 s, then 2 workers.
+    phases = [
+        {"workers": w, "start_trace_s": a, "end_trace_s": b, "start_epoch_s": e, "end_epoch_s": f}
+        for w, a, b, e, f in (
+            (1, 10.0, 10.005, 1700000000, 1700000005),
+            (2, 10.005, 10.02, 1700000005, 1700000010),
+        )
+    ]
+    (it / "mmlab.json").write_text(json.dumps({"phases": phases}))
+    (run,) = mmtests.find_runs(it)
+    return run.iterations[0]
+
+
+def test_observation_of_a_hand_written_iteration(tmp_path):
+    (obs,) = m.observe_iteration(hand_iteration(tmp_path, throttled=True))
+    assert obs.reclaim_s == pytest.approx(0.010)
+    assert obs.velocity_pps == pytest.approx(64 / 0.010)
+    assert obs.efficiency == pytest.approx(48 / 64)
+    assert (obs.pre_scanned, obs.pre_reclaimed) == (32, 16)
+    assert obs.cycles.select("delay_us", "scanned", "reclaimed").rows() == [(8000.0, 32, 32)]
+    assert obs.blocked == 16
+    assert obs.blocked_share == pytest.approx(16 / 64)
+    assert obs.writeback_pps == pytest.approx(5000 / 10)
+    assert obs.dirty_pool_pages == pytest.approx((100 + 200 + 400) / 3)
+    # 10 ms of reclaim less 8 ms asleep: 2 ms scanning 64 pages.
+    assert m.calibrate([obs]).scan_s_per_page == pytest.approx(0.002 / 64)
+
+
+def test_phases_split_the_iteration(tmp_path):
+    iteration = hand_iteration(tmp_path, throttled=True)
+    (one,) = m.observe_iteration(iteration, workers=1)
+    (two,) = m.observe_iteration(iteration, workers=2)
+    # The reclaim interval 10.000-10.010 s is clipped at 10.005 s: 5 ms in each phase.
+    assert (one.reclaim_s, two.reclaim_s) == pytest.approx((0.005, 0.005))
+    assert (one.scanned, one.reclaimed, one.cycles.height) == (32, 16, 0)
+    assert (two.scanned, two.reclaimed, two.cycles.height) == (32, 32, 1)
+    assert (one.writeback_pps, two.writeback_pps) == pytest.approx((1000 / 5, 4000 / 5))
+    assert (one.dirty_pool_pages, two.dirty_pool_pages) == pytest.approx((150, 300))
+    assert two.source.endswith("#workers=2")
+    with pytest.raises(InputError, match="no phase with 3 workers"):
+        m.observe_iteration(iteration, workers=3)
+
+
+def test_real_phases_tile_the_iteration(bundled):
+    (whole,), _ = bundled
+    iteration = mmtests.find_runs(DATA / "stutterp-dirty20")[0].iterations[0]
+    phases = [o for w in (4, 8, 16) for o in m.observe_iteration(iteration, workers=w)]
+    assert sum(p.scanned for p in phases) == whole.scanned
+    assert sum(p.cycles.height for p in phases) == whole.cycles.height
+    assert sum(p.reclaim_s for p in phases) == pytest.approx(whole.reclaim_s, rel=1e-3)
+
+
+def test_cli_refuses_a_capture_without_throttling(tmp_path, capsys):
+    hand_iteration(tmp_path, throttled=False)
+    assert main(["model", "throttle", str(tmp_path / "run")]) == 2
+    assert "no throttle event with a delay" in capsys.readouterr().err

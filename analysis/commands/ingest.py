@@ -80,6 +80,8 @@ def _progress(path: Path):
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.out is not None and args.out.exists() and not args.out.is_dir():
+        raise InputError(args.out, "--out names the ingest cache directory, and this is a file")
     files = _inputs(args.paths)
     if len(files) == 1 and args.scheduler is None:
         bar, update = _progress(files[0])

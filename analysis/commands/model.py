@@ -11,7 +11,7 @@ import importlib
 
 __all__ = ["MODEL_COMMANDS", "register"]
 
-MODEL_COMMANDS = ("analysis.commands.model_shrinker",)
+MODEL_COMMANDS = ("analysis.commands.model_shrinker", "analysis.commands.model_throttle")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -1,4 +1,4 @@
-"""``mmlab report``: the text report of every run under a data directory (build/report.txt)."""
+"""``mmlab report``: the mailing-list text report of runs (``make``: build/report.txt)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,14 @@ __all__ = ["register"]
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "report",
-        help="the text report of every run under DATA (what make writes to build/report.txt)",
+        help="plain-text report for a patch cover letter: BASE NEW [...] or every run in DATA",
+        description="Sections in cover-letter order: latency, vmstat Ops, throttling, "
+        "stalls; capture provenance and lost-event warnings first. 80 columns, no ANSI.",
     )
-    p.add_argument("--data", type=Path, default=Path("data"), help="directory of runs")
+    p.add_argument("runs", nargs="*", type=Path, metavar="RUN", help="run directories, base first")
+    p.add_argument(
+        "--data", type=Path, default=Path("data"), help="every run under DATA (no RUN given)"
+    )
     p.add_argument("--out", type=Path, help="write the report here (default: stdout)")
     p.add_argument("--json", action="store_true", help="JSON instead of text")
     p.set_defaults(func=run)
@@ -23,7 +28,8 @@ def run(args: argparse.Namespace) -> int:
     from analysis.report.document import build_report, report_json
     from analysis.report.json_output import dumps
 
-    text = dumps(report_json(args.data)) + "\n" if args.json else build_report(args.data)
+    paths = args.runs or [args.data]
+    text = dumps(report_json(paths)) + "\n" if args.json else build_report(paths)
     if args.out is None:
         print(text, end="")
     else:

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 
 from analysis.errors import InputError
 
-__all__ = ["COLUMNS", "SCHEMA", "read", "validate"]
+__all__ = ["COLUMNS", "SCHEMA", "read", "runs_of", "validate"]
 
 SCHEMA = {
     "kernel": pl.String,
@@ -44,11 +45,11 @@ def validate(frame: pl.DataFrame, source: str | Path) -> pl.DataFrame:
         empty = cast.filter(pl.col(column).is_null() | (pl.col(column) == ""))
         if empty.height:
             raise InputError(source, f"empty {column}", line=int(empty["line"][0]))
-    units = cast.group_by("row").agg(pl.col("unit").n_unique().alias("n"), pl.col("line").min())
-    mixed = units.filter(pl.col("n") > 1).sort("line")
+    first_unit = pl.col("unit").first().over("row", order_by="line")
+    mixed = cast.filter(pl.col("unit") != first_unit).sort("line")
     if mixed.height:
-        row = mixed["row"][0]
-        raise InputError(source, f"row {row!r} has several units", line=int(mixed["line"][0]))
+        row, line = mixed["row"][0], int(mixed["line"][0])
+        raise InputError(source, f"row {row!r} has several units", line=line)
     return cast.drop("line").with_columns(pl.col("higher_is_better").fill_null(False))
 
 
@@ -82,3 +83,12 @@ def read(path: Path) -> pl.DataFrame:
                 pl.col("higher_is_better").str.to_lowercase().is_in(["true", "1", "yes"])
             )
     return validate(frame, path)
+
+
+def runs_of(table: pl.DataFrame, row: str, kernel: str) -> list[np.ndarray]:
+    """The samples of each run (in run order) of one row of one kernel; NaN left out."""
+    frame = table.filter((pl.col("row") == row) & (pl.col("kernel") == kernel))
+    frame = frame.filter(pl.col("value").is_not_nan() & pl.col("value").is_not_null())
+    return [
+        g["value"].to_numpy() for _, g in frame.sort("run").group_by("run", maintain_order=True)
+    ]

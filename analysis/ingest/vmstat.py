@@ -272,7 +272,7 @@ def parse(text: str, source: str = "<text>") -> Samples:
     if has_steps and any(_FILE_BLOCK.fullmatch(t.strip()) for _, t in lines):
         rows, other = _sysstate(source, lines)
         layout, epochs = "tests-sysstate", [None, None]
-        return _samples(source, layout, rows, epochs, other, lines[0][0])
+        return _samples(source, layout, rows, epochs, other, lines[0][0], lines)
     steps = [(n, t) for n, t in lines if _is_step(t)] if has_steps else []
     data = [(n, t) for n, t in lines if not _is_step(t)] if steps else lines
     first = next(((n, t.strip()) for n, t in data if t.strip()), None)
@@ -302,7 +302,7 @@ def parse(text: str, source: str = "<text>") -> Samples:
             f"memory.stat file: it starts with {first[1][:60]!r}",
             first[0],
         )
-    return _samples(source, layout, rows, epochs, len(steps), first[0])
+    return _samples(source, layout, rows, epochs, len(steps), first[0], lines)
 
 
 def _samples(
@@ -312,13 +312,32 @@ def _samples(
     epochs: list[float | None],
     other: int,
     first_line: int,
+    lines: list[tuple[int, str]],
 ) -> Samples:
     kind = _kind_of(rows[0])
     if kind is None:
         raise InputError(
             source, "counters are neither /proc/vmstat nor a cgroup memory.stat", first_line
         )
-    return Samples(source, kind, layout, _frame(rows, epochs), other)
+    frame = _frame(rows, epochs)
+    _check_unsigned(source, kind, frame, lines)
+    return Samples(source, kind, layout, frame, other)
+
+
+def _check_unsigned(
+    source: str, kind: str, frame: pl.DataFrame, lines: list[tuple[int, str]]
+) -> None:
+    """A negative event counter is damage: counters are sums of unsigned per-CPU increments
+    and every kernel prints them unsigned. Levels may be negative (memcg v1 printed
+    transient negative sums before ~4.x), so they are left alone."""
+    counters = [n for n in frame.columns[1:] if not is_gauge(n, kind)]
+    lows = frame.select(pl.col(counters).min()).row(0, named=True) if counters else {}
+    for name, low in lows.items():
+        if low is not None and low < 0:
+            line = next((n for n, t in lines if t.split() == [name, str(low)]), None)
+            raise InputError(
+                source, f"counter {name} is negative ({low}): counters are unsigned", line
+            )
 
 
 def read(path: str | Path) -> Samples:

@@ -31,6 +31,7 @@ from analysis.ingest.kconfig import config_hz
 from analysis.metrics.pairing import label_context
 
 __all__ = [
+    "GROUP_KEYS",
     "HzEstimate",
     "config_hz",
     "delay_histogram",

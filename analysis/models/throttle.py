@@ -16,7 +16,10 @@ Assumptions, each a way it can be wrong:
 
 1. A reclaimer alternates between scanning at a fixed rate v (pages/s, reclaim time minus
    throttle sleep over ``nr_scanned``) and sleeping; a reason r throttles it q_r times per
-   scanned page, whatever τ is (τ changes how long it sleeps, not how often).
+   scanned page, whatever τ is (τ changes how long it sleeps, not how often). Reclaim
+   time includes waiting for a CPU, so v falls with the number of concurrent reclaimers
+   and does not carry over to another worker count. Velocity here is per second of
+   reclaim, not mmtests' pages scanned per second of the test.
 2. A *cycle* is the scanning a reclaimer does after waking from one throttle until its next
    one. Its efficiency depends only on x = s·w/P, the share of the dirty pool written back
    during the sleep s = min(T, τ): w is the writeback completion rate (vmstat ``nr_written``,
@@ -28,6 +31,10 @@ Assumptions, each a way it can be wrong:
 3. Scans before a reclaimer's first throttle keep their observed efficiency.
 4. T is the same at any τ (the wake condition does not depend on the timeout) and nothing
    beyond the observed timeout is known: τ above it is extrapolation and flagged.
+5. Reclaim contexts (kswapd, direct, memcg) are pooled per reason.
+
+The kernel's timeouts are whole jiffies; a τ between two multiples of a jiffy gets the
+value at the one below (the delays, and so the Kaplan–Meier steps, are whole jiffies).
 
 Velocity(τ) = 1 / (1/v + Σ_r q_r·E[min(T_r, τ_r)]); efficiency(τ) = the page-weighted mix
 of each reason's E_T[logit⁻¹(a_r + b_r·min(T_r, τ_r)·w/P)] and the pre-throttle scans.
@@ -39,6 +46,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -47,6 +55,7 @@ import statsmodels.api as sm
 from scipy import integrate
 from scipy.special import expit
 from statsmodels.duration.survfunc import SurvfuncRight
+from statsmodels.stats.power import TTestIndPower
 
 from analysis.errors import InputError
 from analysis.ingest import mmtests, vmstat
@@ -55,6 +64,7 @@ from analysis.metrics import pairing, throttle
 from analysis.stats.latent import LatentWait
 
 __all__ = [
+    "SWEEP_MODEL",
     "CycleModel",
     "CyclePrediction",
     "EmpiricalWait",
@@ -64,11 +74,19 @@ __all__ = [
     "ReasonCycle",
     "TimeoutPrediction",
     "Validation",
+    "Window",
     "calibrate",
+    "calibrated",
+    "cycles_of",
+    "group_waits",
     "observe",
     "observe_iteration",
+    "per_run",
+    "phase_windows",
     "predict_cycle",
     "predict_timeout",
+    "runs_needed",
+    "timeout_curve",
     "validate",
 ]
 
@@ -128,16 +146,17 @@ class ParametricWait:
 @dataclass(frozen=True, eq=False)
 class EmpiricalWait:
     """Kaplan–Meier estimate (statsmodels ``SurvfuncRight``) of T from one throttle group's
-    ``usect_delayed`` (µs): a delay at or above the group's ``usec_timeout`` is right-censored
-    there. ``support_limit_us`` is that timeout. The mass left beyond it is taken as never
-    woken (``cure_fraction``: an upper bound of the true cure fraction, so S(τ > timeout) and
-    E[min(T, τ)] are upper bounds too). Delays are whole jiffies (``jiffies_to_usecs``), taken
-    as exact. Build with :meth:`from_delays`."""
+    ``usect_delayed`` (µs): a delay at or above its event's ``usec_timeout`` is
+    right-censored there (groups pooling several timeouts censor each delay at its own).
+    ``support_limit_us`` is the largest timeout. The mass left beyond it is taken as never
+    woken (``cure_fraction``: an upper bound of the true cure fraction, so S(τ) and
+    E[min(T, τ)] beyond the limit are upper bounds too). Delays are whole jiffies
+    (``jiffies_to_usecs``), taken as exact. Build with :meth:`from_delays`."""
 
     reason: str
     values_us: np.ndarray
+    timeouts_us: np.ndarray
     counts: np.ndarray
-    timeout_us: float
     times_us: np.ndarray = field(repr=False)
     surv: np.ndarray = field(repr=False)
 
@@ -146,26 +165,29 @@ class EmpiricalWait:
         cls,
         reason: str,
         delays_us: Sequence[float] | np.ndarray,
-        timeout_us: float,
+        timeout_us: float | Sequence[float] | np.ndarray,
         counts: Sequence[int] | np.ndarray | None = None,
         *,
         source: str = "<delays>",
     ) -> EmpiricalWait:
-        """KM of ``delays_us`` (optionally with multiplicities ``counts``) at ``timeout_us``."""
+        """KM of ``delays_us`` (optionally with multiplicities ``counts``), each censored at
+        ``timeout_us`` (one value, or one per delay)."""
         d = np.asarray(delays_us, dtype=float)
         w = np.ones_like(d) if counts is None else np.asarray(counts, dtype=float)
         if d.size == 0 or w.sum() <= 0:
             raise InputError(source, f"throttle reason {reason}: no delays to estimate from")
         if np.isnan(d).any() or (d < 0).any():
             raise InputError(source, f"throttle reason {reason}: negative or missing delay")
-        if not timeout_us > 0:
-            raise InputError(source, f"throttle reason {reason}: timeout {timeout_us} µs ≤ 0")
-        values, inverse = np.unique(np.minimum(d, timeout_us), return_inverse=True)
-        merged = np.bincount(inverse, weights=w)
-        km = SurvfuncRight(values, (values < timeout_us).astype(float), freq_weights=merged)
-        return cls(
-            reason, values, merged, float(timeout_us), np.asarray(km.surv_times), km.surv_prob
+        tau = np.broadcast_to(np.asarray(timeout_us, dtype=float), d.shape)
+        if not (tau > 0).all():
+            raise InputError(source, f"throttle reason {reason}: a timeout ≤ 0 µs")
+        rows, inverse = np.unique(
+            np.column_stack([np.minimum(d, tau), tau]), axis=0, return_inverse=True
         )
+        merged = np.bincount(inverse.ravel(), weights=w)
+        values, timeouts = rows[:, 0], rows[:, 1]
+        km = SurvfuncRight(values, (values < timeouts).astype(float), freq_weights=merged)
+        return cls(reason, values, timeouts, merged, np.asarray(km.surv_times), km.surv_prob)
 
     @property
     def zero_mass(self) -> float:
@@ -177,11 +199,14 @@ class EmpiricalWait:
 
     @property
     def support_limit_us(self) -> float:
-        return self.timeout_us
+        return float(self.timeouts_us.max())
 
     def survival(self, t_us: np.ndarray) -> np.ndarray:
-        idx = np.searchsorted(self.times_us, np.asarray(t_us, dtype=float), side="right") - 1
-        return np.where(idx < 0, 1.0, self.surv[np.maximum(idx, 0)])
+        # A step function 1 before the first event time; with no event at all (every sleep
+        # ran to its timeout) it is 1 everywhere.
+        steps = np.concatenate(([1.0], self.surv))
+        idx = np.searchsorted(self.times_us, np.asarray(t_us, dtype=float), side="right")
+        return steps[idx]
 
     def restricted_mean_us(self, tau_us: float) -> float:
         # The integral of the KM step function from 0 to tau.
@@ -199,9 +224,8 @@ class EmpiricalWait:
     def draws(self, n: int, seed: int) -> np.ndarray:
         u = np.random.default_rng(seed).random(n)
         idx = np.searchsorted(1.0 - self.surv, u, side="left")
-        return np.where(
-            idx < self.surv.size, self.times_us[np.minimum(idx, self.surv.size - 1)], math.inf
-        )
+        # Past the last event time (the mass beyond the timeout): never woken.
+        return np.append(self.times_us, math.inf)[idx]
 
     def resample(self, n: int, seed: int) -> tuple[EmpiricalWait, ...]:
         """``n`` bootstrap replicates: the group's delays drawn with replacement (treated as
@@ -215,10 +239,32 @@ class EmpiricalWait:
             keep = counts > 0
             out.append(
                 EmpiricalWait.from_delays(
-                    self.reason, self.values_us[keep], self.timeout_us, counts[keep]
+                    self.reason, self.values_us[keep], self.timeouts_us[keep], counts[keep]
                 )
             )
         return tuple(out)
+
+
+def group_waits(
+    events: pl.DataFrame, *, source: str = "<events>"
+) -> dict[tuple[str, str, str], EmpiricalWait]:
+    """An :class:`EmpiricalWait` per (event, context, reason) of
+    :func:`analysis.metrics.throttle.throttle_events` (a trace's or a mail histogram's,
+    whose ``count`` weights each delay); each delay censored at its own ``usec_timeout``.
+    Rows without a delay (a histogram's totals block) are left out."""
+    known = events.filter(pl.col("delay_us").is_not_null() & pl.col("usec_timeout").is_not_null())
+    return {
+        (str(event), str(context), str(reason)): EmpiricalWait.from_delays(
+            str(reason),
+            group["delay_us"].to_numpy(),
+            group["usec_timeout"].to_numpy(),
+            group["count"].to_numpy(),
+            source=source,
+        )
+        for (event, context, reason), group in known.group_by(
+            "event", "context", "reason", maintain_order=True
+        )
+    }
 
 
 @dataclass(frozen=True)
@@ -328,6 +374,12 @@ class Observation:
         """Observed reclaimed / scanned."""
         return self.reclaimed / self.scanned
 
+    @property
+    def blocked_share(self) -> float:
+        """Share of scanned pages found dirty, under writeback or marked for immediate
+        reclaim: what throttling waits on, and most of 1 − efficiency."""
+        return self.blocked / self.scanned
+
 
 def cycles_of(shrink: pl.DataFrame, throttled: pl.DataFrame) -> tuple[pl.DataFrame, int, int]:
     """Attribute each scan (``pid``, ``ts_ns``, ``nr_scanned``, ``nr_reclaimed``) to the same
@@ -359,24 +411,73 @@ def cycles_of(shrink: pl.DataFrame, throttled: pl.DataFrame) -> tuple[pl.DataFra
     return cycles, *pages
 
 
-def _writeback_and_pool(iteration: mmtests.Iteration, test: str) -> tuple[float, float]:
+@dataclass(frozen=True)
+class Window:
+    """A stretch of an iteration: ``mmlab capture``'s phase with ``workers`` workers
+    (mmlab.json ``phases``: trace-clock and epoch bounds), or the whole iteration (None)."""
+
+    workers: int | None = None
+    trace_s: tuple[float, float] | None = None
+    epoch_s: tuple[float, float] | None = None
+
+
+def phase_windows(iteration: mmtests.Iteration, workers: int | None) -> list[Window]:
+    """The whole iteration (``workers`` None), else its phases run with ``workers``."""
+    if workers is None:
+        return [Window()]
+    phases = [p for p in iteration.metadata.get("phases", []) if p.get("workers") == workers]
+    if not phases:
+        raise InputError(iteration.path, f"no phase with {workers} workers in mmlab.json")
+    return [
+        Window(
+            workers,
+            (float(p["start_trace_s"]), float(p["end_trace_s"])),
+            (float(p["start_epoch_s"]), float(p["end_epoch_s"])),
+        )
+        for p in phases
+    ]
+
+
+def _within(frame: pl.DataFrame, column: str, bounds: tuple[float, float] | None) -> pl.DataFrame:
+    return frame if bounds is None else frame.filter(pl.col(column).is_between(*bounds))
+
+
+def _writeback_and_pool(
+    iteration: mmtests.Iteration, test: str, window: Window
+) -> tuple[float, float]:
     monitor = iteration.vmstat_monitor(test)
-    if monitor is None or len(monitor) < 2 or "nr_written" not in monitor.names:
+    if monitor is None or "nr_written" not in monitor.names:
         raise InputError(iteration.path, f"no proc-vmstat-{test} monitor with nr_written")
-    frame = monitor.frame
+    frame = _within(monitor.frame, "epoch_s", window.epoch_s)
+    if frame.height < 2:
+        raise InputError(iteration.path, f"fewer than 2 proc-vmstat-{test} samples in the window")
     dt = float(frame["epoch_s"][-1] - frame["epoch_s"][0])
     written = float(frame["nr_written"][-1] - frame["nr_written"][0])
     memcg = sorted(iteration.path.glob(f"memcg-stat-{test}*"))
     if memcg:
-        stat = vmstat.read(memcg[0]).frame
+        stat = _within(vmstat.read(memcg[0]).frame, "epoch_s", window.epoch_s)
         pool = float(((stat["dirty"] + stat["writeback"]) / PAGE_BYTES).mean())
     else:
         pool = float((frame["nr_dirty"] + frame["nr_writeback"]).mean())
     return written / dt, pool
 
 
-def observe_iteration(iteration: mmtests.Iteration) -> list[Observation]:
-    """One :class:`Observation` per trace of an mmtests/``mmlab capture`` iteration."""
+def _reclaim_ns(closed: pl.DataFrame, bounds: tuple[float, float] | None) -> int:
+    """Closed reclaim time, each interval clipped to ``bounds`` (trace seconds)."""
+    if bounds is None:
+        return int(closed["duration_ns"].sum() or 0)
+    lo, hi = (int(b * 1e9) for b in bounds)
+    clipped = pl.min_horizontal("end_ts_ns", pl.lit(hi)) - pl.max_horizontal(
+        "begin_ts_ns", pl.lit(lo)
+    )
+    return int(closed.select(clipped.clip(lower_bound=0)).sum().item() or 0)
+
+
+def observe_iteration(
+    iteration: mmtests.Iteration, *, workers: int | None = None
+) -> list[Observation]:
+    """One :class:`Observation` per trace of an mmtests/``mmlab capture`` iteration, or per
+    trace and phase with ``workers`` workers (``mmlab capture --workers 4,8,16``)."""
     # Imported here: the trace reader pulls in numba, which `mmlab --help` must not pay for.
     from analysis.ingest import ftrace
 
@@ -386,33 +487,50 @@ def observe_iteration(iteration: mmtests.Iteration) -> list[Observation]:
         if SHRINK not in trace.event_names:
             raise InputError(path, f"no {SHRINK} events: nothing to measure scanning by")
         reclaim = pairing.reclaim_intervals(trace)
-        intervals = pairing.all_intervals(reclaim)
-        closed_ns = sum(
-            int(s.intervals.filter(pl.col("status") == "closed")["duration_ns"].sum() or 0)
-            for s in reclaim.values()
+        closed = pl.concat(
+            [
+                s.intervals.filter(pl.col("status") == "closed").select(
+                    "begin_ts_ns", "end_ts_ns", "duration_ns"
+                )
+                for s in reclaim.values()
+            ]
         )
-        if closed_ns <= 0:
-            raise InputError(path, "no closed reclaim interval: reclaim time unknown")
-        shrink = trace.events(SHRINK)
-        events = throttle.throttle_events(trace, intervals).filter(pl.col("delay_us").is_not_null())
-        cycles, pre_s, pre_r = cycles_of(shrink, events)
-        blocked = int(
-            shrink.select(pl.sum_horizontal("nr_dirty", "nr_writeback", "nr_immediate"))
-            .sum()
-            .item()
+        events = throttle.throttle_events(trace, pairing.all_intervals(reclaim)).filter(
+            pl.col("delay_us").is_not_null()
         )
-        w, pool = _writeback_and_pool(iteration, test)
-        out.append(Observation(str(path), cycles, pre_s, pre_r, blocked, closed_ns / 1e9, w, pool))
+        for window in phase_windows(iteration, workers):
+            ns = None if window.trace_s is None else tuple(t * 1e9 for t in window.trace_s)
+            shrink = _within(trace.events(SHRINK), "ts_ns", ns)
+            reclaim_ns = _reclaim_ns(closed, window.trace_s)
+            if reclaim_ns <= 0:
+                raise InputError(path, "no closed reclaim interval: reclaim time unknown")
+            cycles, pre_s, pre_r = cycles_of(shrink, _within(events, "ts_ns", ns))
+            blocked = shrink.select(pl.sum_horizontal("nr_dirty", "nr_writeback", "nr_immediate"))
+            w, pool = _writeback_and_pool(iteration, test, window)
+            source = str(path) if workers is None else f"{path}#workers={workers}"
+            out.append(
+                Observation(
+                    source,
+                    cycles,
+                    pre_s,
+                    pre_r,
+                    int(blocked.sum().item()),
+                    reclaim_ns / 1e9,
+                    w,
+                    pool,
+                )
+            )
     return out
 
 
-def observe(path: str | Path) -> list[Observation]:
-    """Observations of every iteration below ``path`` (capture, run or ``iter-N``)."""
+def observe(path: str | Path, *, workers: int | None = None) -> list[Observation]:
+    """Observations of every iteration below ``path`` (capture, run or ``iter-N``), of its
+    phases with ``workers`` workers only when given."""
     found = [
         obs
         for run in mmtests.find_runs(path)
         for iteration in run.iterations
-        for obs in observe_iteration(iteration)
+        for obs in observe_iteration(iteration, workers=workers)
     ]
     if not found:
         raise InputError(path, "no trace in any iteration below this path")
@@ -423,7 +541,8 @@ def observe(path: str | Path) -> list[Observation]:
 class ReasonCycle:
     """One throttle reason's part of the cycle: how often (``throttles_per_page``), what
     share of scanned pages its cycles hold (``page_share``), the latent wait, the efficiency
-    GLM ``logit(e) = a + b·x`` (``coef`` = (a, b), x = sleep·w/P) and the observed timeout."""
+    GLM ``logit(e) = a + b·x`` (``coef`` = (a, b), x = sleep·w/P) and the observed timeout
+    (the largest, when the reason's throttles had several)."""
 
     reason: str
     timeout_us: float
@@ -472,18 +591,18 @@ def _glm_coef(x: np.ndarray, scanned: np.ndarray, reclaimed: np.ndarray) -> tupl
 def _reason_cycles(cycles: pl.DataFrame, pages: float, x_per_us: float) -> tuple[ReasonCycle, ...]:
     out = []
     for (reason,), group in cycles.group_by("reason", maintain_order=True):
-        timeout = float(group["usec_timeout"].max())
+        timeouts = group["usec_timeout"].to_numpy()
         delays = group["delay_us"].to_numpy()
         scanned = group["scanned"].to_numpy().astype(float)
         reclaimed = group["reclaimed"].to_numpy().astype(float)
         out.append(
             ReasonCycle(
                 reason=str(reason),
-                timeout_us=timeout,
+                timeout_us=float(timeouts.max()),
                 throttles_per_page=group.height / pages,
                 page_share=scanned.sum() / pages,
-                coef=_glm_coef(np.minimum(delays, timeout) * x_per_us, scanned, reclaimed),
-                wait=EmpiricalWait.from_delays(str(reason), delays, timeout),
+                coef=_glm_coef(np.minimum(delays, timeouts) * x_per_us, scanned, reclaimed),
+                wait=EmpiricalWait.from_delays(str(reason), delays, timeouts),
             )
         )
     return tuple(sorted(out, key=lambda r: r.reason))
@@ -535,12 +654,22 @@ def calibrate(
 @dataclass(frozen=True)
 class CyclePrediction:
     """Velocity (pages scanned per second of reclaim) and efficiency (reclaimed/scanned) at
-    timeouts ``taus_us`` (reason → µs; reasons not named keep their observed timeout)."""
+    timeouts ``taus_us`` (reason → µs; reasons not named keep their observed timeout).
+    ``runs``: (velocity, efficiency) of the same prediction by models calibrated on one run
+    each (:func:`per_run`), whose spread is the run-level uncertainty."""
 
     taus_us: tuple[tuple[str, float], ...]
     velocity_pps: Estimate
     efficiency: Estimate
     extrapolated: bool
+    runs: tuple[tuple[float, float], ...] = ()
+
+    def run_sd(self) -> tuple[float | None, float | None]:
+        """Sample sd of velocity and of efficiency over :attr:`runs` (None below 2)."""
+        if len(self.runs) < 2:
+            return None, None
+        v, e = np.array(self.runs).T
+        return float(np.std(v, ddof=1)), float(np.std(e, ddof=1))
 
 
 def _cycle_values(
@@ -564,11 +693,13 @@ def predict_cycle(
     writeback_pps: float | None = None,
     dirty_pool_pages: float | None = None,
     waits: Mapping[str, LatentWait] | None = None,
+    throttles_per_page: Mapping[str, float] | None = None,
     level: float = 0.95,
     seed: int = 0,
 ) -> CyclePrediction:
     """Velocity and efficiency at ``taus_us``, in the calibration's environment unless
-    another writeback rate, dirty pool or latent waits (reason → wait) are given."""
+    another writeback rate, dirty pool, latent waits or throttle frequencies (reason →
+    wait, reason → throttles per scanned page) are given."""
     taus = dict(taus_us or {})
     for name, tau in taus.items():
         model.reason(name)
@@ -579,10 +710,17 @@ def predict_cycle(
     x_per_us = w / pool / 1e6
 
     def retarget(m: CycleModel) -> CycleModel:
-        if not waits:
-            return m
+        given_wait, given_rate = waits or {}, throttles_per_page or {}
         return replace(
-            m, reasons=tuple(replace(r, wait=waits.get(r.reason, r.wait)) for r in m.reasons)
+            m,
+            reasons=tuple(
+                replace(
+                    r,
+                    wait=given_wait.get(r.reason, r.wait),
+                    throttles_per_page=given_rate.get(r.reason, r.throttles_per_page),
+                )
+                for r in m.reasons
+            ),
         )
 
     v, e = _cycle_values(retarget(model), taus, x_per_us, seed)
@@ -599,6 +737,29 @@ def predict_cycle(
     )
 
 
+def per_run(
+    prediction: CyclePrediction, models: Sequence[CycleModel], *, seed: int = 0
+) -> CyclePrediction:
+    """``prediction`` with the same timeouts predicted by ``models`` (each calibrated on one
+    run, in its own environment) attached as :attr:`CyclePrediction.runs`."""
+    taus = dict(prediction.taus_us)
+    values = tuple(
+        _cycle_values(m, taus, m.writeback_pps / m.dirty_pool_pages / 1e6, seed) for m in models
+    )
+    return replace(prediction, runs=values)
+
+
+def runs_needed(change: float, sd: float, *, alpha: float = 0.05, power: float = 0.8) -> int | None:
+    """Runs per arm for a two-sided two-sample t-test (statsmodels ``TTestIndPower``) to
+    detect a difference ``change`` between two timeouts when runs vary with sd ``sd``
+    (None when there is no change to detect)."""
+    if change == 0:
+        return None
+    effect = abs(change) / sd
+    n = TTestIndPower().solve_power(effect_size=effect, alpha=alpha, power=power)
+    return max(2, math.ceil(float(n)))
+
+
 @dataclass(frozen=True)
 class Validation:
     """Predictions for each trace of another capture against what it measured.
@@ -607,12 +768,15 @@ class Validation:
     efficiency, and the naive baseline (the calibration capture's observed values). The
     ``*_error`` fields are mean absolute relative errors over the target traces (each an
     independent run); ``*_error_sd`` their sample standard deviations (None below 2 runs).
+    ``velocity_error_given_rate``: the model also given the target's throttles per scanned
+    page, which separates the error of the throttle frequency from that of the scan rate.
     """
 
     rows: pl.DataFrame
     velocity_error: float
     velocity_error_sd: float | None
     baseline_velocity_error: float
+    velocity_error_given_rate: float
     efficiency_error: float
     efficiency_error_sd: float | None
     baseline_efficiency_error: float
@@ -629,20 +793,22 @@ def validate(model: CycleModel, targets: Sequence[Observation], *, seed: int = 0
             for r in calib.reasons
             if r.reason in {m.reason for m in model.reasons}
         }
-        pred = predict_cycle(
-            model,
-            taus,
-            writeback_pps=obs.writeback_pps,
-            dirty_pool_pages=obs.dirty_pool_pages,
-            waits={r.reason: r.wait for r in calib.reasons},
-            seed=seed,
-        )
+        environment = {
+            "writeback_pps": obs.writeback_pps,
+            "dirty_pool_pages": obs.dirty_pool_pages,
+            "waits": {r.reason: r.wait for r in calib.reasons},
+            "seed": seed,
+        }
+        pred = predict_cycle(model, taus, **environment)
+        rate = {r.reason: r.throttles_per_page for r in calib.reasons}
+        given_rate = predict_cycle(model, taus, throttles_per_page=rate, **environment)
         rows.append(
             {
                 "source": obs.source,
                 "velocity_pps": obs.velocity_pps,
                 "predicted_velocity_pps": pred.velocity_pps.value,
                 "baseline_velocity_pps": model.observed_velocity_pps,
+                "predicted_velocity_given_rate_pps": given_rate.velocity_pps.value,
                 "efficiency": obs.efficiency,
                 "predicted_efficiency": pred.efficiency.value,
                 "baseline_efficiency": model.observed_efficiency,
@@ -662,7 +828,83 @@ def validate(model: CycleModel, targets: Sequence[Observation], *, seed: int = 0
         velocity_error=float(v.mean()),
         velocity_error_sd=sd(v),
         baseline_velocity_error=float(rel("baseline_velocity_pps", "velocity_pps").mean()),
+        velocity_error_given_rate=float(
+            rel("predicted_velocity_given_rate_pps", "velocity_pps").mean()
+        ),
         efficiency_error=float(e.mean()),
         efficiency_error_sd=sd(e),
         baseline_efficiency_error=float(rel("baseline_efficiency", "efficiency").mean()),
     )
+
+
+def timeout_curve(model: CycleModel, reason: str, taus_us: Sequence[float]) -> pl.DataFrame:
+    """One row per timeout of ``reason`` (others at their observed timeout): ``p_timeout``,
+    ``mean_stall_us``, ``velocity_pps``, ``efficiency``, each with ``*_low``/``*_high``
+    (bootstrap, when the model has replicates), and ``extrapolated``."""
+    cycle = model.reason(reason)
+    reps = [m.reason(reason).wait for m in model.replicates]
+    rows = []
+    for tau in taus_us:
+        wait = predict_timeout(cycle.wait, tau, replicates=reps)
+        flow = predict_cycle(model, {reason: tau})
+        row: dict[str, object] = {"reason": reason, "tau_us": float(tau)}
+        for key, est in (
+            ("p_timeout", wait.p_timeout),
+            ("mean_stall_us", wait.mean_stall_us),
+            ("velocity_pps", flow.velocity_pps),
+            ("efficiency", flow.efficiency),
+        ):
+            row |= {key: est.value, f"{key}_low": est.low, f"{key}_high": est.high}
+        rows.append(row | {"extrapolated": flow.extrapolated})
+    return pl.DataFrame(rows)
+
+
+@lru_cache(maxsize=8)
+def calibrated(
+    capture: str, bootstrap: int = 0, seed: int = 0, workers: int | None = None
+) -> CycleModel:
+    """:func:`calibrate` on every trace (or phase with ``workers`` workers) below
+    ``capture``, once per process (sweeps ask for the same capture at every point)."""
+    return calibrate(observe(Path(capture), workers=workers), bootstrap=bootstrap, seed=seed)
+
+
+def SWEEP_MODEL(params: dict[str, object]) -> dict[str, float]:
+    """One sweep point: ``capture`` (path), ``tau_us`` (timeout of ``reason``, by default
+    the capture's only throttle reason), ``bootstrap`` (replicates, default 0), ``seed``
+    and ``workers`` (calibrate on ``mmlab capture`` phases with that many workers only).
+
+    Outputs velocity (pages/s of reclaim), efficiency, P(timeout), the mean stall (µs),
+    ``extrapolated`` (1 when τ is beyond the observed timeout) and, with a bootstrap,
+    ``*_low``/``*_high`` 95% interval bounds.
+    """
+    workers = params.get("workers")
+    model = calibrated(
+        str(params["capture"]),
+        int(params.get("bootstrap", 0)),
+        int(params.get("seed", 0)),
+        None if workers is None else int(workers),
+    )
+    if "reason" in params:
+        reason = model.reason(str(params["reason"]))
+    elif len(model.reasons) == 1:
+        (reason,) = model.reasons
+    else:
+        raise ValueError("the capture has several throttle reasons: name one with 'reason'")
+    tau = float(params["tau_us"])
+    cycle = predict_cycle(model, {reason.reason: tau})
+    replicates = [m.reason(reason.reason).wait for m in model.replicates]
+    wait = predict_timeout(reason.wait, tau, replicates=replicates)
+    out = {"extrapolated": float(cycle.extrapolated)}
+    for key, est in (
+        ("velocity_pps", cycle.velocity_pps),
+        ("efficiency", cycle.efficiency),
+        ("p_timeout", wait.p_timeout),
+        ("mean_stall_us", wait.mean_stall_us),
+    ):
+        out[key] = est.value
+        if est.low is not None:
+            out[f"{key}_low"], out[f"{key}_high"] = est.low, est.high
+    return out
+
+
+SWEEP_MODEL.parameters = ("capture", "tau_us", "reason", "bootstrap", "seed", "workers")

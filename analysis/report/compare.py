@@ -15,9 +15,9 @@ import math
 import textwrap
 from collections.abc import Sequence
 
-import numpy as np
 import polars as pl
 
+from analysis.ingest.long_table import runs_of
 from analysis.metrics.compare import change_pct
 from analysis.metrics.ops import HIGHER, LOWER
 from analysis.stats.bootstrap import Interval
@@ -41,14 +41,6 @@ def _num(value: float | None) -> str:
     if value is None or not math.isfinite(value):
         return f"{'-':>12}"
     return f"{value:12.0f}" if abs(value) >= 1e7 else f"{value:12.4f}"
-
-
-def _runs_of(table: pl.DataFrame, row: str, kernel: str) -> list[np.ndarray]:
-    frame = table.filter((pl.col("row") == row) & (pl.col("kernel") == kernel))
-    frame = frame.filter(pl.col("value").is_not_nan() & pl.col("value").is_not_null())
-    return [
-        g["value"].to_numpy() for _, g in frame.sort("run").group_by("run", maintain_order=True)
-    ]
 
 
 def _ci(iv: Interval | None, unit: str = "") -> str:
@@ -88,47 +80,44 @@ def _paragraph(r: RowComparison) -> str:
     return textwrap.fill(text, WIDTH, initial_indent="  ", subsequent_indent="    ")
 
 
-def _block(table: pl.DataFrame, results: Sequence[RowComparison]) -> list[str]:
-    """One row (e.g. mmap-4) for the base and one new kernel: summary lines + verdict."""
-    r = results[0]
+def _block(table: pl.DataFrame, r: RowComparison) -> list[str]:
+    """One row (e.g. mmap-4) of the base and one new kernel: summary lines + verdict."""
     better = HIGHER if r.higher_is_better else LOWER
     lines = [f"{r.row} ({r.unit}; {better} is better)"]
-    if r.verdict == NOT_COMPARED and (r.base_samples == 0 or r.samples == 0):
-        return [*lines, *(_paragraph(x) for x in results)]
-    names = [r.base, *(x.kernel for x in results)]
-    lines.append(" " * 12 + "".join(f"{n[-23:]:>24}" for n in names))
-    base = mmtests_summary(_runs_of(table, r.row, r.base), r.higher_is_better)
-    news = [mmtests_summary(_runs_of(table, x.row, x.kernel), x.higher_is_better) for x in results]
+    if r.verdict == NOT_COMPARED:
+        return [*lines, _paragraph(r)]
+    lines.append(" " * 12 + "".join(f"{n[-23:]:>24}" for n in (r.base, r.kernel)))
+    base = mmtests_summary(runs_of(table, r.row, r.base), r.higher_is_better)
+    new = mmtests_summary(runs_of(table, r.row, r.kernel), r.higher_is_better)
     deciding = DECIDING_ROW[r.metric]
     for label, value in base.items():
-        line = f"{label:<12}{_num(value)} (   0.00%)"
-        direction = LOWER if label in _ALWAYS_LOWER else better
-        for x, new in zip(results, news, strict=True):
-            pct = change_pct(value, new.get(label), direction)
-            cell = f"{pct:7.2f}%" if pct is not None and math.isfinite(pct) else f"{'-':>8}"
-            marked = label == deciding and x.verdict in (IMPROVED, REGRESSED)
-            line += f"{_num(new.get(label))} " + (f"*{cell}*" if marked else f"({cell})")
-        if label == deciding and len(results) == 1 and results[0].q is not None:
-            line += f"  q {results[0].q:.3g}"
+        pct = change_pct(value, new[label], LOWER if label in _ALWAYS_LOWER else better)
+        cell = f"{pct:7.2f}%" if pct is not None and math.isfinite(pct) else f"{'-':>8}"
+        marked = label == deciding and r.verdict in (IMPROVED, REGRESSED)
+        line = f"{label:<12}{_num(value)} (   0.00%){_num(new[label])} "
+        line += f"*{cell}*" if marked else f"({cell})"
+        if label == deciding and r.q is not None:
+            line += f"  q {r.q:.3g}"
         lines.append(line)
-    return [*lines, *(_paragraph(x) for x in results)]
+    return [*lines, _paragraph(r)]
 
 
 def format_mmtests(table: pl.DataFrame, results: Sequence[RowComparison]) -> str:
-    """mmtests-shaped text: per row, base vs each new kernel (one block per pair)."""
+    """mmtests-shaped text: per row, the base against each new kernel in turn (80
+    columns: two kernels side by side, never more)."""
     if not results:
         return "No rows to compare.\n"
     r0 = results[0]
-    head = [
+    out = [
         f"Comparison of {DECIDING_ROW[r0.metric]} (run-level estimate), base {r0.base}.",
         "Marker *x%*: mmlab verdict improved/regressed (BH q < level and 95% CI of the",
         "change excludes 0); % sign as mmtests: positive = better.",
         "",
     ]
-    out = head
     for row in dict.fromkeys(r.row for r in results):
-        for x in (r for r in results if r.row == row):
-            out += [*_block(table, [x]), ""]
+        for r in results:
+            if r.row == row:
+                out += [*_block(table, r), ""]
     return "\n".join(out)
 
 

@@ -1,42 +1,114 @@
-"""The text report ``make`` writes to ``build/report.txt`` (``mmlab report``) from every
-capture in ``data/``.
+"""The mailing-list report (``mmlab report``; ``make`` writes ``build/report.txt``).
 
-Each section is a function of the runs found under the data directory, so later
-analyses add a section rather than a script.
+Plain text, at most 80 columns, no ANSI codes, in the order a reclaim patch's cover letter
+uses: workload latency comparison, vmstat Ops rows, throttling per reason, stalls. It opens
+with the capture provenance and any lost-event warnings.
+
+A section is one function of :class:`ReportData` returning text, listed in ``SECTIONS``;
+later analyses (the latency comparison with significance, the throttle-delay fits) replace
+their hook function or add an entry, nothing else.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from analysis.ingest.mmtests import Run, find_runs
 from analysis.metrics.compare import compare_runs
-from analysis.metrics.trace_analysis import analyse_iteration
+from analysis.metrics.throttle_runs import run_throttle_table
+from analysis.metrics.trace_analysis import TraceAnalysis, analyse_iteration
 from analysis.report.ops import comparison_json, format_comparison
+from analysis.report.provenance import format_provenance, iteration_provenance
+from analysis.report.text import fit
+from analysis.report.throttle import format_run_throttle
 from analysis.report.trace_analysis import analysis_json, format_analysis
 
-__all__ = ["SECTIONS", "TEST_TREES", "build_report", "capture_runs", "report_json"]
+__all__ = [
+    "SECTIONS",
+    "TEST_TREES",
+    "ReportData",
+    "build_report",
+    "capture_runs",
+    "latency_section",
+    "report_json",
+    "report_sections",
+    "stalls_section",
+    "throttle_section",
+    "vmstat_section",
+]
 
 
-def vmstat_section(runs: tuple[Run, ...]) -> str:
+@dataclass(frozen=True)
+class ReportData:
+    """The runs of one report, first run the base; trace analyses computed once, on first use."""
+
+    runs: tuple[Run, ...]
+
+    @cached_property
+    def analyses(self) -> tuple[tuple[Run, int, TraceAnalysis], ...]:
+        """``(run, iteration index, analysis)`` of every trace of every iteration."""
+        return tuple(
+            (run, it.index, analysis)
+            for run in self.runs
+            for it in run.iterations
+            for analysis in analyse_iteration(it)
+        )
+
+
+def latency_section(data: ReportData) -> str:
+    """The workload's latency logs per run against the first run, with run-level
+    significance (as ``mmlab compare``: Harrell–Davis median decides, permutation test
+    over iterations, Benjamini–Hochberg q-values)."""
+    from analysis.ingest import benchmarks
+    from analysis.report.compare import format_mmtests
+    from analysis.stats.significance import compare_table
+
+    if len(data.runs) < 2:
+        return "One run: no latency comparison (give BASE and NEW).\n"
+    table = benchmarks.load_runs([run.path for run in data.runs]).table
+    kernels = list(dict.fromkeys(table["kernel"]))
+    if len(kernels) < 2:
+        return "No workload latency logs in at least two runs.\n"
+    results = compare_table(table, kernels[0], kernels[1:])
+    return format_mmtests(table, results)
+
+
+def vmstat_section(data: ReportData) -> str:
     """vmstat Ops rows of every run side by side (mean ± sd over iterations)."""
-    return format_comparison(compare_runs(runs))
+    return format_comparison(compare_runs(data.runs))
 
 
-def stalls_section(runs: tuple[Run, ...]) -> str:
+def throttle_section(data: ReportData) -> str:
+    """``mm_vmscan_throttled`` per run, reason and timeout over iterations."""
+    table = run_throttle_table([(run.name, index, a.throttle) for run, index, a in data.analyses])
+    return format_run_throttle(table)
+
+
+def throttle_fits_section(data: ReportData) -> str:
+    """Hook: fitted latent-wait observables per reason (censored fits, issue 10)."""
+    return (
+        "Not computed in this version: censored fits of the latent wait per reason\n"
+        "(analysis.stats.latent.LatentWait) land with issue 10.\n"
+    )
+
+
+def stalls_section(data: ReportData) -> str:
     """Reclaim stalls, throttling, daemons, shrinkers and LRU of every traced iteration."""
     parts = [
-        f"-- {run.name} iter-{it.index} --\n{format_analysis(analysis)}"
-        for run in runs
-        for it in run.iterations
-        for analysis in analyse_iteration(it)
+        f"-- {run.name} iter-{index} --\n{format_analysis(analysis)}"
+        for run, index, analysis in data.analyses
     ]
     return "\n".join(parts) if parts else "No ftrace captures.\n"
 
 
-SECTIONS: tuple[tuple[str, Callable[[tuple[Run, ...]], str]], ...] = (
+SECTIONS: tuple[tuple[str, Callable[[ReportData], str]], ...] = (
+    ("Workload latency", latency_section),
     ("Reclaim Ops from /proc/vmstat", vmstat_section),
+    ("Reclaim throttling per reason", throttle_section),
+    ("Throttle delay fits", throttle_fits_section),
     ("Reclaim stalls from ftrace", stalls_section),
 )
 
@@ -56,34 +128,62 @@ def capture_runs(data: Path) -> tuple[Run, ...]:
     )
 
 
-def build_report(data: Path) -> str:
-    """Every section over the capture runs under ``data`` (see ``capture_runs``)."""
-    runs = capture_runs(data)
-    listing = "\n".join(
-        f"  {run.name} ({len(run.iterations)} iterations)\n    {run.path}" for run in runs
+def _warnings(data: ReportData) -> str:
+    lost = [
+        f"WARNING: {run.name} iter-{index}: {a.lost_events} lost trace events; its stall\n"
+        "and throttle counts may be short."
+        for run, index, a in data.analyses
+        if a.lost_events
+    ]
+    return "\n".join(lost) + "\n" if lost else "No lost trace events.\n"
+
+
+def report_sections(data: ReportData) -> list[tuple[str, str]]:
+    """``(title, text)`` of the provenance, the warnings and every entry of ``SECTIONS``."""
+    provenance = [iteration_provenance(run, it) for run in data.runs for it in run.iterations]
+    return [
+        ("Captures", format_provenance(provenance)),
+        ("Warnings", _warnings(data)),
+        *((title, section(data)) for title, section in SECTIONS),
+    ]
+
+
+def build_report(paths: Sequence[Path]) -> str:
+    """The report of the capture runs under ``paths`` (each as :func:`capture_runs`; the
+    first run found is the base of every comparison), 80 columns."""
+    runs = _runs(paths)
+    names = " vs ".join(run.name for run in runs)
+    parts = [f"mmlab report: {names}\n"]
+    for title, text in report_sections(ReportData(runs)):
+        parts.append(f"== {title} ==\n\n{text}")
+    return fit("\n".join(parts))
+
+
+def _runs(paths: Sequence[Path]) -> tuple[Run, ...]:
+    return tuple(run for path in paths for run in capture_runs(path))
+
+
+def report_json(paths: Sequence[Path]) -> dict:
+    """The report's content for scripts (frames and dataclasses, for
+    :func:`analysis.report.json_output.dumps`): the runs with their provenance, the Ops comparison
+    (as ``mmlab compare-vmstat --json``), throttling per run (``run_throttle_table``) and
+    every traced iteration's analysis (as ``mmlab stalls --json``, with ``run`` and
+    ``iteration``)."""
+    data = ReportData(_runs(paths))
+    throttle = run_throttle_table(
+        [(run.name, index, a.throttle) for run, index, a in data.analyses]
     )
-    parts = [f"mmlab report on {data}/\n\nRuns:\n{listing}\n"]
-    for title, section in SECTIONS:
-        parts.append(f"== {title} ==\n\n{section(runs)}")
-    return "\n".join(parts)
-
-
-def report_json(data: Path) -> dict:
-    """The report's content for scripts: the runs, the Ops comparison (as
-    ``mmlab compare-vmstat --json``) and every traced iteration's analysis (as
-    ``mmlab stalls --json``, with ``run`` and ``iteration``)."""
-    runs = capture_runs(data)
     return {
-        "data": str(data),
+        "data": [str(p) for p in paths],
         "runs": [
             {"name": run.name, "path": str(run.path), "iterations": len(run.iterations)}
-            for run in runs
+            for run in data.runs
         ],
-        "vmstat": comparison_json(compare_runs(runs)),
+        "provenance": [iteration_provenance(run, it) for run in data.runs for it in run.iterations],
+        "vmstat": comparison_json(compare_runs(data.runs)),
+        "throttle": throttle,
         "stalls": [
-            {"run": run.name, "iteration": it.index, **analysis_json(analysis)}
-            for run in runs
-            for it in run.iterations
-            for analysis in analyse_iteration(it)
+            {"run": run.name, "iteration": index, **analysis_json(analysis)}
+            for run, index, analysis in data.analyses
         ],
     }

@@ -123,7 +123,7 @@ def two_stage(
         count = int(slots.sum())
         if count == 0:
             continue
-        for s in stats_:
+        for s in dict.fromkeys(stats_):
             draws = (
                 _mean_draws(values, count, rng)
                 if s == MEAN

@@ -35,6 +35,7 @@ from scipy import stats
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.power import TTestIndPower
 
+from analysis.ingest.long_table import runs_of
 from analysis.stats.bootstrap import MEAN, Interval, run_statistics, t_interval, two_stage
 
 __all__ = [
@@ -43,12 +44,14 @@ __all__ = [
     "NOT_COMPARED",
     "REGRESSED",
     "RowComparison",
+    "compare_samples",
     "compare_table",
     "difference_interval",
     "hodges_lehmann",
     "mmtests_summary",
     "needed_runs",
     "permutation_p",
+    "runs_p",
     "shift_function",
     "superiority",
 ]
@@ -104,7 +107,8 @@ def min_attainable_p(runs_a: int, runs_b: int) -> float:
 def needed_runs(base: np.ndarray, new: np.ndarray, level: float) -> int | None:
     """Runs per kernel that would detect the observed run-level effect (two-sample t,
     80 % power at ``level``; at least enough for the permutation test to reach ``level``).
-    None when the effect is zero or the runs show no variation."""
+    None when the effect is zero, the runs show no variation, or the effect is too small
+    for the solver (far beyond any feasible number of runs)."""
     a, _ = _log_if_positive(base)
     b, _ = _log_if_positive(new)
     sd = math.sqrt(
@@ -114,9 +118,17 @@ def needed_runs(base: np.ndarray, new: np.ndarray, level: float) -> int | None:
     effect = abs(b.mean() - a.mean())
     if sd == 0 or effect == 0:
         return None
-    n = TTestIndPower().solve_power(effect_size=effect / sd, alpha=level, power=POWER)
     floor = next(r for r in itertools.count(2) if min_attainable_p(r, r) <= level)
-    return max(math.ceil(n), floor)
+    power = TTestIndPower()
+    # Solve only above the floor: the solver fails (and warns) when fewer than 2 would do.
+    at_floor = power.power(effect_size=effect / sd, nobs1=floor, alpha=level)
+    if not at_floor < POWER:  # also NaN: an effect too large for the noncentral t
+        return floor
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        n = power.solve_power(effect_size=effect / sd, alpha=level, power=POWER)
+    # The solver gives up (NaN) on effects so small that the answer is astronomically large.
+    return max(math.ceil(n), floor) if np.isfinite(n) else None
 
 
 def difference_interval(
@@ -204,27 +216,28 @@ class RowComparison:
     kernel: str
     base: str
     metric: str
-    runs: int
-    base_runs: int
-    samples: int
-    base_samples: int
-    estimate: Interval | None
-    base_estimate: Interval | None
-    change: float | None
-    change_ci: tuple[float, float] | None
-    hl_shift: Interval | None
-    superiority: Interval | None
-    p: float | None
-    q: float | None
-    method: str
     verdict: str
     reason: str
-    needed_runs: int | None
-    notes: tuple[str, ...]
+    runs: int = 0
+    base_runs: int = 0
+    samples: int = 0
+    base_samples: int = 0
+    estimate: Interval | None = None
+    base_estimate: Interval | None = None
+    change: float | None = None
+    change_ci: tuple[float, float] | None = None
+    hl_shift: Interval | None = None
+    superiority: Interval | None = None
+    p: float | None = None
+    q: float | None = None
+    method: str = ""
+    needed_runs: int | None = None
+    notes: tuple[str, ...] = ()
 
 
-def _kernel_row(frame: pl.DataFrame, kernel: str, unit: str) -> KernelRow:
+def _kernel_row(frame: pl.DataFrame, row: str, kernel: str, unit: str) -> KernelRow:
     """Runs of one kernel's row; NaN (and negative times) dropped and said."""
+    frame = frame.filter((pl.col("row") == row) & (pl.col("kernel") == kernel))
     dropped = []
     bad = frame.filter(pl.col("value").is_nan() | pl.col("value").is_null())
     if bad.height:
@@ -235,19 +248,7 @@ def _kernel_row(frame: pl.DataFrame, kernel: str, unit: str) -> KernelRow:
         if negative:
             dropped.append(f"{kernel}: {negative} negative {unit} values dropped")
         frame = frame.filter(pl.col("value") >= 0)
-    runs = tuple(
-        g["value"].to_numpy()
-        for _, g in frame.sort("run").group_by("run", maintain_order=True)
-        if g.height
-    )
-    return KernelRow(kernel, runs, tuple(dropped))
-
-
-def _not_compared(row, unit, hib, kernel, base, metric, reason, notes=()) -> RowComparison:
-    return RowComparison(
-        row, unit, hib, kernel, base, metric, 0, 0, 0, 0, None, None, None, None, None, None,
-        None, None, "", NOT_COMPARED, reason, None, tuple(notes),
-    )  # fmt: skip
+    return KernelRow(kernel, tuple(runs_of(frame, row, kernel)), tuple(dropped))
 
 
 @dataclass(frozen=True)
@@ -269,19 +270,25 @@ def _side(kr: KernelRow, stat: float | str, resamples: int, rng) -> _Side:
     return _Side(est, values, draws[stat], run_statistics(kr.runs, 0.5), draws[0.5])
 
 
+def runs_p(base: np.ndarray, new: np.ndarray) -> tuple[float, str]:
+    """The deciding p of per-run statistics (logged when all positive, so a ratio is
+    tested) by :func:`permutation_p`, and the method in words."""
+    vb, log_b = _log_if_positive(base)
+    vn, log_n = _log_if_positive(new)
+    if not (log_b and log_n):
+        vb, vn = base, new
+    p, splits = permutation_p(vb, vn)
+    kind = "exact" if splits == math.comb(len(vb) + len(vn), len(vb)) else "random"
+    scale = " of log" if log_b and log_n else ""
+    return p, f"permutation over runs ({kind}, {splits} splits{scale})"
+
+
 def _decide(
     base: KernelRow, new: KernelRow, b: _Side, n: _Side, level: float
 ) -> tuple[float | None, str, str]:
     """(p, method, reason-if-no-p) at the level of runs, or of repetitions for one run."""
     if len(base.runs) >= 2 and len(new.runs) >= 2:
-        vb, log = _log_if_positive(b.run_values)
-        vn, log_n = _log_if_positive(n.run_values)
-        if not (log and log_n):
-            vb, vn = b.run_values, n.run_values
-        p, splits = permutation_p(vb, vn)
-        kind = "exact" if splits == math.comb(len(vb) + len(vn), len(vb)) else "random"
-        scale = " of log" if log and log_n else ""
-        return p, f"permutation over runs ({kind}, {splits} splits{scale})", ""
+        return (*runs_p(b.run_values, n.run_values), "")
     if len(base.runs) == 1 and len(new.runs) == 1:
         return _repetitions_p(base.runs[0], new.runs[0])
     return (
@@ -331,37 +338,52 @@ def _change(n: _Side, b: _Side, runs: tuple[int, int], level: float):
 
 
 def _compare_row(
-    row: str,
-    unit: str,
-    hib: bool,
-    base: KernelRow,
-    new: KernelRow,
-    metric: str,
-    resamples: int,
-    rng,
-    level: float,
+    key: dict, base: KernelRow, new: KernelRow, resamples: int, rng, level: float
 ) -> tuple[RowComparison, tuple[float, float] | None]:
+    """One row of ``new`` against ``base`` (q and the final verdict come later);
+    ``key`` holds the identity fields of :class:`RowComparison` (row ... metric)."""
     notes = (*base.dropped, *new.dropped)
     for kr in (base, new):
         if not kr.runs:
-            return _not_compared(row, unit, hib, new.kernel, base.kernel, metric,
-                                 f"{kr.kernel}: no values in this row", notes), None  # fmt: skip
-    stat = METRICS[metric]
-    b, n = _side(base, stat, resamples, rng), _side(new, stat, resamples, rng)
+            reason = f"{kr.kernel}: no values in this row"
+            return RowComparison(**key, verdict=NOT_COMPARED, reason=reason, notes=notes), None
+    sizes = {
+        "runs": len(new.runs),
+        "base_runs": len(base.runs),
+        "samples": new.samples,
+        "base_samples": base.samples,
+    }
+    pooled = np.concatenate([*base.runs, *new.runs])
+    if np.ptp(pooled) == 0:
+        # Zero variance everywhere (e.g. a counter that never moved): nothing to test,
+        # and a p of 1 would only dilute the q-values of the rows that vary.
+        reason = f"every value is {pooled[0]:g} in both kernels"
+        return RowComparison(**key, verdict=NO_CHANGE, reason=reason, notes=notes, **sizes), None
+    b = _side(base, METRICS[key["metric"]], resamples, rng)
+    n = _side(new, METRICS[key["metric"]], resamples, rng)
     p, method, why = _decide(base, new, b, n, level)
     change, change_ci, tost_ci = _change(n, b, (len(new.runs), len(base.runs)), level)
     if change_ci is None and change is not None:
         notes = (*notes, "no CI of the relative change (one value, or estimates not all positive)")
-    hl = hodges_lehmann(b.medians, n.medians, b.median_draws, n.median_draws, CI_LEVEL)
-    sup = superiority(np.concatenate(base.runs), np.concatenate(new.runs), CI_LEVEL)
     need = None
     if len(base.runs) >= 2 and len(new.runs) >= 2:
         need = needed_runs(b.run_values, n.run_values, level)
     result = RowComparison(
-        row, unit, hib, new.kernel, base.kernel, metric, len(new.runs), len(base.runs),
-        new.samples, base.samples, n.estimate, b.estimate, change, change_ci, hl, sup, p,
-        None, method, NO_CHANGE, why, need, notes,
-    )  # fmt: skip
+        **key,
+        verdict=NO_CHANGE,
+        reason=why,
+        **sizes,
+        estimate=n.estimate,
+        base_estimate=b.estimate,
+        change=change,
+        change_ci=change_ci,
+        hl_shift=hodges_lehmann(b.medians, n.medians, b.median_draws, n.median_draws, CI_LEVEL),
+        superiority=superiority(np.concatenate(base.runs), np.concatenate(new.runs), CI_LEVEL),
+        p=p,
+        method=method,
+        needed_runs=need,
+        notes=notes,
+    )
     return result, tost_ci
 
 
@@ -373,7 +395,10 @@ def _verdict(r: RowComparison, tost_ci, level: float, delta: float | None) -> Ro
     excludes_zero = r.change_ci is not None and (r.change_ci[0] > 0 or r.change_ci[1] < 0)
     if r.q is not None and r.q < level and excludes_zero:
         better = (r.change > 0) == r.higher_is_better
-        return _with(r, IMPROVED if better else REGRESSED, f"q {r.q:.3g} < {level:g}", None)
+        reason = f"q {r.q:.3g} < {level:g}"
+        if r.runs == 1 and r.base_runs == 1:
+            reason += f" over repetitions; {SESSION}"
+        return _with(r, IMPROVED if better else REGRESSED, reason, None)
     if delta is not None and tost_ci is not None and -delta < tost_ci[0] and tost_ci[1] < delta:
         ci_pct = round(100 * (1 - 2 * level))
         return _with(r, EQUIVALENT, f"{ci_pct}% CI of change within ±{delta:g}%", None)
@@ -412,17 +437,17 @@ def compare_table(
     for row, unit, hib in rows.iter_rows():
         in_row = table.filter(pl.col("row") == row)
         present = set(in_row["kernel"].unique())
-        base_kr = _kernel_row(in_row.filter(pl.col("kernel") == base), base, unit)
+        base_kr = _kernel_row(in_row, row, base, unit)
         for kernel in kernels:
+            key = {"row": row, "unit": unit, "higher_is_better": hib, "kernel": kernel,
+                   "base": base, "metric": metric}  # fmt: skip
             missing = [k for k in (base, kernel) if k not in present]
             if missing:
                 reason = f"row missing for {', '.join(missing)}"
-                results.append((_not_compared(row, unit, hib, kernel, base, metric, reason), None))
+                results.append((RowComparison(**key, verdict=NOT_COMPARED, reason=reason), None))
                 continue
-            new_kr = _kernel_row(in_row.filter(pl.col("kernel") == kernel), kernel, unit)
-            results.append(
-                _compare_row(row, unit, hib, base_kr, new_kr, metric, resamples, rng, level)
-            )
+            new_kr = _kernel_row(in_row, row, kernel, unit)
+            results.append(_compare_row(key, base_kr, new_kr, resamples, rng, level))
     tested = [i for i, (r, _) in enumerate(results) if r.p is not None]
     qs = multipletests([results[i][0].p for i in tested], method="fdr_bh")[1] if tested else []
     out = []
@@ -430,6 +455,24 @@ def compare_table(
         q = float(qs[tested.index(i)]) if i in tested else None
         out.append(_verdict(replace(r, q=q), tost_ci, level, delta))
     return out
+
+
+def compare_samples(
+    base_runs: Sequence[np.ndarray],
+    new_runs: Sequence[np.ndarray],
+    metric: str = "p50",
+    level: float = 0.05,
+    resamples: int = 2000,
+    seed: int | np.random.Generator = 0,
+    higher_is_better: bool = False,
+) -> RowComparison:
+    """One row compared on its own (q = p): the runs' samples of each kernel as arrays."""
+    rng = np.random.default_rng(seed)
+    base, new = KernelRow("base", tuple(base_runs), ()), KernelRow("new", tuple(new_runs), ())
+    key = {"row": "row", "unit": "", "higher_is_better": higher_is_better, "kernel": "new",
+           "base": "base", "metric": metric}  # fmt: skip
+    r, tost = _compare_row(key, base, new, resamples, rng, level)
+    return _verdict(replace(r, q=r.p), tost, level, None)
 
 
 def shift_function(

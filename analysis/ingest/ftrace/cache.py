@@ -5,17 +5,21 @@ A dataset is ``<cache>/<sha256>-v<CACHE_VERSION>/``: lz4 Parquet parts
 keyed by the SHA-256 of the input's raw bytes, so a renamed or copied capture reuses it;
 ``by-path/<sha1 of path>.json`` remembers (size, mtime) → dataset so an unchanged file is
 found without reading it again. A dataset is built in a private temporary directory and
-renamed into place, so concurrent readers never see half of one.
+renamed into place, and the index is replaced atomically, so concurrent readers never see
+half of either; :func:`path_lock` makes a second ingest of the same file wait for the first
+and reuse its dataset instead of building another.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
 import shutil
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import polars as pl
@@ -26,6 +30,7 @@ __all__ = [
     "cached",
     "event_parts",
     "load_meta",
+    "path_lock",
     "store",
     "write_frames",
 ]
@@ -61,6 +66,24 @@ def _index(cache: Path, key: dict) -> Path:
     return cache / "by-path" / f"{hashlib.sha1(key['path'].encode()).hexdigest()}.json"
 
 
+@contextlib.contextmanager
+def path_lock(cache: Path, path: Path) -> Iterator[None]:
+    """Hold an exclusive flock for ingesting ``path`` into ``cache`` (released on exit,
+    however the holder exits)."""
+    lock = _index(cache, _stat_key(path)).with_suffix(".lock")
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield
+
+
+def _replace_text(target: Path, text: str) -> None:
+    """Write ``target`` whole or not at all (a reader sees the old or the new content)."""
+    tmp = target.with_name(f".{target.name}.{os.getpid()}-{threading.get_ident()}")
+    tmp.write_text(text)
+    tmp.replace(target)
+
+
 def cached(cache: Path, path: Path) -> Path | None:
     """The dataset of ``path`` if its size and mtime are those it was ingested with."""
     cache.mkdir(parents=True, exist_ok=True)
@@ -77,6 +100,7 @@ def cached(cache: Path, path: Path) -> Path | None:
 def store(cache: Path, path: Path, build: Callable[[Path], tuple[str, dict]]) -> Path:
     """Build the dataset of ``path`` with ``build(tmp) -> (sha256, meta)`` and index it."""
     key = _stat_key(path)
+    _remove_orphans(cache)
     tmp = cache / f"tmp-{os.getpid()}-{threading.get_ident()}"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
@@ -84,15 +108,34 @@ def store(cache: Path, path: Path, build: Callable[[Path], tuple[str, dict]]) ->
         sha, meta = build(tmp)
         (tmp / "meta.json").write_text(json.dumps({"version": CACHE_VERSION, **meta}))
         directory = cache / f"{sha}-v{CACHE_VERSION}"
-        if (directory / "meta.json").is_file():
-            shutil.rmtree(tmp)
-        else:
-            shutil.rmtree(directory, ignore_errors=True)
-            tmp.rename(directory)
+        _publish(tmp, directory)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     index = _index(cache, key)
     index.parent.mkdir(exist_ok=True)
-    index.write_text(json.dumps({**key, "sha256": directory.name}))
+    _replace_text(index, json.dumps({**key, "sha256": directory.name}))
     return directory
+
+
+def _remove_orphans(cache: Path) -> None:
+    """Delete the half-built datasets of ingest processes that no longer exist (killed,
+    e.g. by the OOM killer, before their ``finally`` could run)."""
+    for tmp in cache.glob("tmp-*-*"):
+        try:
+            os.kill(int(tmp.name.split("-")[1]), 0)
+        except ProcessLookupError:
+            shutil.rmtree(tmp, ignore_errors=True)
+        except (ValueError, PermissionError):
+            continue  # not ours to judge: a name we did not write, or another user's process
+
+
+def _publish(tmp: Path, directory: Path) -> None:
+    """Rename the built dataset ``tmp`` to ``directory``, unless another process (another
+    file with the same bytes) got there first: a complete dataset is never replaced."""
+    try:
+        tmp.rename(directory)
+    except OSError:
+        if not (directory / "meta.json").is_file():
+            raise
+        shutil.rmtree(tmp)

@@ -26,7 +26,10 @@ Accounting identity, checked by the tests for arbitrary input::
              + stack_lines + unparsed
 
 ``invalid_utf8_lines`` is not a category: such lines are decoded with U+FFFD and then
-classified like any other line.
+classified like any other line. Unparsed samples keep the raw bytes, escaped (``\\xNN``).
+A last line without its newline is unparsed ("truncated final line") even when it would
+parse: a capture cut mid-line may have lost digits. Input with no event or lost-event
+line, unless it is trace headers only, is not a trace: :func:`read` raises InputError.
 
 Epoch rule: ``<trace>.start`` (or ``<trace minus .gz/.zst/...>.start``) holds the epoch
 (seconds, or integer ns) on line 1, as mmtests writes it; ``mmlab capture`` adds the trace
@@ -38,6 +41,7 @@ counter clock, ``epoch_ns`` is null.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import functools
@@ -45,13 +49,14 @@ import os
 import queue
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from decimal import Decimal
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 
+from analysis.capture.cgroup import find_memory_hierarchy
 from analysis.errors import InputError
 from analysis.ingest.compressed import iter_blocks
 from analysis.ingest.ftrace.cache import (
@@ -59,6 +64,7 @@ from analysis.ingest.ftrace.cache import (
     cached,
     event_parts,
     load_meta,
+    path_lock,
     store,
     write_frames,
 )
@@ -91,15 +97,22 @@ __all__ = [
     "LostEvents",
     "Trace",
     "UnparsedReason",
+    "available_memory_bytes",
     "ingest",
+    "map_in_processes",
     "parse_text",
+    "pool_workers",
     "read",
 ]
 
 BLOCK_BYTES = 32 << 20
 WORKERS = 2
 SAMPLES = 5
+SAMPLE_BYTES = 200  # of each sample line kept (a 10 MB line is not shown whole)
 LINES_KEPT = 1000
+# Peak RSS of one ingest process, whatever the input size (benchmarks/ftrace.md: 770 MB
+# measured, 1536 MB the stated bound): what each parallel worker is allowed.
+WORKER_PEAK_BYTES = 1536 << 20
 _COMPRESSED_SUFFIXES = (".gz", ".zst", ".xz", ".bz2")
 
 
@@ -228,6 +241,13 @@ def _decode(data: bytes | bytearray) -> tuple[bytes | bytearray, int]:
         return fixed.encode("utf-8"), bad
 
 
+def _escape(raw: bytes) -> str:
+    """``raw`` as printable text: invalid UTF-8 as ``\\xNN``, control characters (NUL, ESC,
+    ...) as ``\\xNN``/``\\uNNNN``, so a sample of a binary line cannot drive a terminal."""
+    text = raw.decode("utf-8", "backslashreplace")
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
+
+
 def _byte_array(data: bytes | bytearray) -> np.ndarray:
     """Read-only uint8 view of ``data``, whatever its type: numba compiles (and caches) one
     version of each kernel per argument type, and bytes give read-only arrays."""
@@ -241,15 +261,19 @@ def parse_block(data: bytes | bytearray, line_base: int, final: bool) -> tuple[_
 
     Returns the block's accounting and ``{event name: DataFrame}``.
     """
+    raw = data
     data, invalid = _decode(data)
     buf = _byte_array(data)
     starts, ends = find_lines(buf)
-    raw_ends = ends.copy()
+    # Samples are cut from the undecoded bytes, so invalid UTF-8 shows as \xNN.
+    raw_lines = (starts, ends.copy()) if not invalid else find_lines(_byte_array(raw))
     kind, out, hashes = scan_lines(buf, starts, ends, LITERALS)
     res = _BlockResult(lines=len(starts), invalid_utf8=invalid)
     if final and data and not data.endswith(b"\n"):
+        # A capture cut mid-line: even a line that parses may have lost digits or fields.
         res.truncated = True
-        if kind[-1] == UNPARSED:
+        if kind[-1] in (EVENT, UNPARSED):
+            kind[-1] = UNPARSED
             out[-1, REASON] = REASONS.index("truncated final line")
     counts = np.bincount(kind, minlength=6)
     res.header, res.blank, res.stack = int(counts[HEADER]), int(counts[BLANK]), int(counts[STACK])
@@ -264,7 +288,8 @@ def parse_block(data: bytes | bytearray, line_base: int, final: bool) -> tuple[_
         if len(entry[1]) < LINES_KEPT:
             entry[1].append(int(line_base + k + 1))
         if len(entry[2]) < SAMPLES:
-            entry[2].append(bytes(buf[starts[k] : raw_ends[k]]).decode("utf-8", "replace"))
+            start = raw_lines[0][k]
+            entry[2].append(_escape(bytes(raw[start : min(raw_lines[1][k], start + SAMPLE_BYTES)])))
     rows = np.flatnonzero(kind == EVENT)
     frames: dict[str, pl.DataFrame] = {}
     if not len(rows):
@@ -469,8 +494,33 @@ class Trace:
 
 def _load(path: Path, directory: Path) -> Trace:
     meta = load_meta(directory)
-    accounting = Accounting.from_json(meta["accounting"])
+    # The dataset is shared by every file with these bytes: name the one asked for.
+    accounting = replace(Accounting.from_json(meta["accounting"]), source=str(path))
+    _check_is_trace(path, accounting)
     return Trace(path, directory, accounting, meta["epoch_offset_ns"])
+
+
+def _check_is_trace(path: Path, accounting: Accounting) -> None:
+    """InputError unless some line is a trace event or lost-event marker, or the file is
+    trace headers only (a capture in which nothing fired); binary or other text is not a
+    capture with no reclaim, and must not be reported as one."""
+    acc = accounting
+    if acc.events or acc.lost_events or (acc.header_lines and not acc.unparsed):
+        return
+    if not acc.unparsed:
+        raise InputError(
+            path,
+            f"holds no trace lines, only {acc.lines:,} blank or stack-frame lines"
+            if acc.lines
+            else "is empty",
+        )
+    first = min(u.lines[0] for u in acc.unparsed_by_reason.values())
+    raise InputError(
+        path,
+        f"not a trace: no line matches a trace layout ({acc.unparsed:,} of {acc.lines:,} "
+        f"lines unparsed, {acc.invalid_utf8_lines:,} not UTF-8)",
+        line=first,
+    )
 
 
 def read(
@@ -488,19 +538,18 @@ def read(
     if not path.is_file():
         raise InputError(path, "no such file" if not path.exists() else "not a regular file")
     cache = Path(cache_dir) if cache_dir is not None else DEFAULT_CACHE
-    directory = cached(cache, path)
-    if directory is None:
 
-        def build(tmp: Path) -> tuple[str, dict]:
-            accounting, sha, results = _ingest_into(path, tmp, progress)
-            first_ts = next((r.first_ts for r in results if r.first_ts is not None), None)
-            meta = {
-                "epoch_offset_ns": epoch_offset_ns(path, first_ts, accounting.counter_clock),
-                "accounting": {**accounting.to_json(), **_full_lines(accounting)},
-            }
-            return sha, meta
+    def build(tmp: Path) -> tuple[str, dict]:
+        accounting, sha, results = _ingest_into(path, tmp, progress)
+        first_ts = next((r.first_ts for r in results if r.first_ts is not None), None)
+        meta = {
+            "epoch_offset_ns": epoch_offset_ns(path, first_ts, accounting.counter_clock),
+            "accounting": {**accounting.to_json(), **_full_lines(accounting)},
+        }
+        return sha, meta
 
-        directory = store(cache, path, build)
+    with path_lock(cache, path):
+        directory = cached(cache, path) or store(cache, path, build)
     return _load(path, directory)
 
 
@@ -520,13 +569,91 @@ def _read_for_pool(path: str, cache_dir: str | None) -> dict:
     return trace.accounting.to_json()
 
 
+def pool_workers(files: int, cpus: int, mem_available_bytes: int) -> int:
+    """Worker processes for ``files`` files: at most one per core and one per
+    :data:`WORKER_PEAK_BYTES` of ``MemAvailable`` (``/proc/meminfo``), at least one."""
+    return max(1, min(files, cpus, mem_available_bytes // WORKER_PEAK_BYTES))
+
+
+def available_memory_bytes(mem_available_bytes: int, proc: Path = Path("/proc")) -> int:
+    """``mem_available_bytes`` (``MemAvailable``), or less when the memory cgroup of this
+    process or one of its ancestors leaves less below its limit (v2 ``memory.max`` -
+    ``memory.current``, v1 ``memory.limit_in_bytes`` - ``memory.usage_in_bytes``): in a
+    container or a limited slice ``MemAvailable`` is the whole machine's."""
+    hierarchy = find_memory_hierarchy((proc / "mounts").read_text())
+    if hierarchy is None:
+        return mem_available_bytes
+    version, root = hierarchy
+    limit_name, usage_name = (
+        ("memory.max", "memory.current")
+        if version == 2
+        else ("memory.limit_in_bytes", "memory.usage_in_bytes")
+    )
+    for line in (proc / "self" / "cgroup").read_text().splitlines():
+        _, controllers, relative = line.split(":", 2)
+        # v2 has one hierarchy (no controller names); v1 one per controller set.
+        wanted = controllers == "" if version == 2 else "memory" in controllers.split(",")
+        if wanted:
+            group = root / relative.lstrip("/")
+            break
+    else:
+        return mem_available_bytes
+    free = mem_available_bytes
+    for level in (group, *group.parents):
+        if not level.is_relative_to(root):
+            break
+        limit = level / limit_name
+        if limit.is_file() and (text := limit.read_text().strip()) != "max":
+            free = min(free, int(text) - int((level / usage_name).read_text()))
+    return max(free, 0)
+
+
+def map_in_processes(
+    fn: Callable[[str, str | None], dict], files: list[str], cache: str | None, workers: int
+) -> list[dict]:
+    """``[fn(f, cache) for f in files]`` over ``workers`` spawned processes.
+
+    A worker killed mid-file (the OOM killer, a signal) breaks the whole pool; every file
+    not finished then, and any file whose worker ran out of memory (MemoryError, when
+    overcommit refuses rather than kills), is retried alone, one at a time, in a fresh
+    process. A file that fails so again is an InputError naming it.
+    """
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    # spawn, not fork: forking a process whose Polars/numba thread pools are live deadlocks.
+    context = multiprocessing.get_context("spawn")
+    results: dict[int, dict] = {}
+    with ProcessPoolExecutor(workers, mp_context=context) as pool:
+        futures = [pool.submit(fn, f, cache) for f in files]
+        for i, future in enumerate(futures):
+            with contextlib.suppress(BrokenProcessPool, MemoryError):
+                results[i] = future.result()
+    for i in sorted(set(range(len(files))) - set(results)):
+        with ProcessPoolExecutor(1, mp_context=context) as pool:
+            try:
+                results[i] = pool.submit(fn, files[i], cache).result()
+            except (BrokenProcessPool, MemoryError) as exc:
+                how = (
+                    "ran out of memory"
+                    if isinstance(exc, MemoryError)
+                    else "died (killed, e.g. by the OOM killer: see dmesg)"
+                )
+                raise InputError(
+                    files[i], f"the ingest process {how} twice on this file, once alone"
+                ) from None
+    return [results[i] for i in range(len(files))]
+
+
 def ingest(
     paths: Iterable[str | Path], *, cache_dir: Path | None = None, scheduler: str | None = None
 ) -> list[dict]:
     """Ingest several captures in parallel across files; return their accountings (JSON form).
 
     With ``scheduler`` (a Dask scheduler address, or a ``distributed.Client``) the files
-    are spread over that cluster; otherwise over a local process pool.
+    are spread over that cluster; otherwise over local processes
+    (:func:`pool_workers`, :func:`map_in_processes`).
     """
     files = [str(p) for p in paths]
     cache = str(cache_dir) if cache_dir is not None else None
@@ -538,10 +665,8 @@ def ingest(
         return client.gather(futures)
     if len(files) == 1:
         return [_read_for_pool(files[0], cache)]
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
+    import psutil
 
-    # spawn, not fork: forking a process whose Polars/numba thread pools are live deadlocks.
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(min(len(files), os.cpu_count() or 1), mp_context=context) as pool:
-        return list(pool.map(_read_for_pool, files, [cache] * len(files)))
+    free = available_memory_bytes(psutil.virtual_memory().available)
+    workers = pool_workers(len(files), os.cpu_count() or 1, free)
+    return map_in_processes(_read_for_pool, files, cache, workers)

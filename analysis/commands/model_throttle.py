@@ -1,0 +1,111 @@
+"""``mmlab model throttle``: what other throttle
+timeouts would have done to a capture's sleepers, reclaim velocity and efficiency.
+
+CAPTURE is a capture, run or ``iter-N`` directory; every trace below it is one run. Without
+``--timeout`` each reason is shown at 1/10, 1/4, 1/2, 1 and 2 times its observed timeout.
+``--validate OTHER`` scores the model calibrated on CAPTURE against OTHER's runs;
+``--phase``/``--validate-phase`` restrict either to the phases an ``mmlab capture
+--workers 4,8,16`` ran with that many workers (OTHER may be CAPTURE itself).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+__all__ = ["register"]
+
+LADDER = (0.1, 0.25, 0.5, 1.0, 2.0)
+
+
+def _timeout(text: str) -> tuple[str, float]:
+    reason, sep, usec = text.partition("=")
+    try:
+        value = float(usec)
+    except ValueError:
+        value = -1.0
+    if not sep or not reason.strip() or value <= 0:
+        raise argparse.ArgumentTypeError(
+            f"expected REASON=USEC with USEC > 0 (e.g. VMSCAN_THROTTLE_WRITEBACK=50000), "
+            f"got {text!r}"
+        )
+    return reason.strip(), value
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``throttle`` to ``mmlab model``'s subcommands."""
+    p = subparsers.add_parser(
+        "throttle",
+        help="throttle timeouts: P(timeout), stalls, velocity, efficiency",
+        description=__doc__,
+    )
+    p.add_argument("capture", type=Path, metavar="CAPTURE")
+    p.add_argument(
+        "--timeout",
+        type=_timeout,
+        action="append",
+        default=[],
+        metavar="REASON=USEC",
+        help="timeout to predict for a reason (repeatable)",
+    )
+    p.add_argument("--bootstrap", type=int, default=200, help="replicates (default 200)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--validate", type=Path, metavar="OTHER", help="capture to validate on")
+    p.add_argument(
+        "--phase",
+        type=int,
+        metavar="WORKERS",
+        help="only the mmlab capture phases with this many workers",
+    )
+    p.add_argument(
+        "--validate-phase",
+        type=int,
+        metavar="WORKERS",
+        help="phases of OTHER to validate on (default: --phase)",
+    )
+    p.add_argument("--json", action="store_true", help="JSON instead of text")
+    p.set_defaults(func=run)
+
+
+def _label(path: Path | None, workers: int | None) -> str:
+    return f"{path}" if workers is None else f"{path} ({workers} workers)"
+
+
+def run(args: argparse.Namespace) -> int:
+    from analysis.errors import InputError
+    from analysis.models import throttle as model
+    from analysis.report.throttle_model import as_json, build_report, format_report
+
+    if args.bootstrap < 0:
+        raise InputError(args.capture, f"--bootstrap must be ≥ 0, got {args.bootstrap}")
+    runs = model.observe(args.capture, workers=args.phase)
+    calibrated = model.calibrate(runs, bootstrap=args.bootstrap, seed=args.seed)
+    if not calibrated.reasons:
+        raise InputError(args.capture, "no throttle event with a delay: no timeout to model")
+    asked = dict(args.timeout)
+    for reason in asked:
+        try:
+            calibrated.reason(reason)
+        except ValueError as exc:
+            raise InputError(args.capture, str(exc)) from exc
+    taus = {
+        r.reason: [asked[r.reason]] if r.reason in asked else [f * r.timeout_us for f in LADDER]
+        for r in calibrated.reasons
+    }
+    other = args.phase if args.validate_phase is None else args.validate_phase
+    targets = model.observe(args.validate, workers=other) if args.validate else None
+    report = build_report(
+        _label(args.capture, args.phase),
+        runs,
+        calibrated,
+        taus,
+        targets,
+        _label(args.validate, other),
+        seed=args.seed,
+    )
+    if args.json:
+        print(json.dumps(as_json(report), indent=2, allow_nan=False))
+    else:
+        print(format_report(report))
+    return 0

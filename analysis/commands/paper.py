@@ -1,0 +1,37 @@
+"""``mmlab paper``: the generated inputs of papers/reclaim-throttling (``make paper``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+__all__ = ["register"]
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "paper",
+        help="write the paper's macros, tables and figures from BASE NEW (or DATA)",
+        description="Writes OUT/macros.tex (every number the text quotes), OUT/tables/*.tex, "
+        "OUT/figures/*.pdf and OUT/sections/*.tex; latexmk then builds "
+        "papers/reclaim-throttling/main.tex with OUT on TEXINPUTS (make paper).",
+    )
+    p.add_argument("runs", nargs="*", type=Path, metavar="RUN", help="base run, then new run")
+    p.add_argument("--data", type=Path, default=Path("data"), help="runs under DATA (no RUN)")
+    p.add_argument("--out", type=Path, default=Path("build/paper"), help="output folder")
+    p.add_argument("--json", action="store_true", help="print the macros and files as JSON")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from analysis.report.document import ReportData, capture_runs
+    from analysis.report.paper.build import build_inputs
+
+    runs = tuple(run for path in args.runs or [args.data] for run in capture_runs(path))
+    inputs = build_inputs(ReportData(runs), args.out)
+    if args.json:
+        print(json.dumps({"macros": inputs.macros, "files": [str(f) for f in inputs.files]}))
+    else:
+        print("\n".join(str(f) for f in inputs.files))
+    return 0

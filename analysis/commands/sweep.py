@@ -1,0 +1,57 @@
+"""``mmlab sweep``: evaluate a registered model over a parameter grid into one Parquet table.
+
+In-process by default; ``--workers N`` starts a local Dask cluster of N processes,
+``--scheduler ADDRESS`` uses a running one. Points already done in ``--out`` are skipped,
+so an interrupted sweep resumes where it stopped (see :mod:`analysis.models.sweep`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+__all__ = ["register"]
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "sweep", help="evaluate a model over a parameter grid (Parquet)", description=__doc__
+    )
+    p.add_argument("model", metavar="MODEL", help="registered sweep model, e.g. throttle")
+    p.add_argument(
+        "--grid",
+        type=Path,
+        required=True,
+        metavar="GRID.yaml",
+        help="parameter: value, [values] or {start, stop, num or step, log}",
+    )
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--workers", type=int, metavar="N", help="local Dask cluster of N")
+    where.add_argument("--scheduler", metavar="ADDRESS", help="existing Dask scheduler")
+    p.add_argument("--out", type=Path, help="output directory (default build/sweeps/MODEL)")
+    p.add_argument("--json", action="store_true", help="JSON instead of text")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from analysis.models.sweep import sweep
+
+    out = args.out or Path("build") / "sweeps" / args.model
+    result = sweep(args.model, args.grid, out, workers=args.workers, scheduler=args.scheduler)
+    summary = {
+        "model": result.model,
+        "table": str(result.table),
+        "points": result.points,
+        "computed": result.computed,
+        "resumed": result.resumed,
+    }
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        print(
+            f"sweep {result.model}: {result.points} points "
+            f"({result.computed} computed, {result.resumed} already done)\n"
+            f"table: {result.table}"
+        )
+    return 0

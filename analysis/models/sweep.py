@@ -1,0 +1,286 @@
+"""Parameter sweeps of a model: a YAML grid in, one Parquet table (a row per grid point) out.
+
+A sweep model is a function ``(params: dict[str, object]) -> dict[str, float]`` registered
+here by name as ``"module:attr"`` and imported only when used. It may carry a
+``parameters`` attribute (the names it accepts) so a grid naming anything else is refused
+before any work; otherwise its own error on the first point says so.
+
+Grid file: a YAML mapping, parameter name → a scalar (fixed), a list of values, or a range
+``{start, stop, num}`` (evenly spaced, stop included; ``log: true`` for geometric spacing)
+or ``{start, stop, step}`` (stop included when reached). Points are the Cartesian product
+in the file's order.
+
+Resumable: each finished point is written at once, whole, to
+``OUT/.points/<id>.parquet`` (``id`` hashes the point's parameters), and a rerun skips
+points already there; ``OUT/<model>.parquet`` is written (atomically) only when every
+point of the grid is done. A bad grid, an unknown model or an unreachable scheduler stops
+the sweep before anything is written.
+
+On ``--scheduler`` the workers import the model themselves and open the paths the grid
+names, so they need this package and those files at the same paths; results come back
+to this process, which alone writes them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import itertools
+import json
+import logging
+import os
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import yaml
+
+from analysis.errors import InputError
+
+__all__ = [
+    "REGISTRY",
+    "SweepResult",
+    "evaluate",
+    "grid_points",
+    "load_grid",
+    "point_id",
+    "resolve",
+    "spec_of",
+    "sweep",
+]
+
+REGISTRY: dict[str, str] = {
+    "throttle": "analysis.models.throttle:SWEEP_MODEL",
+    "shrinker": "analysis.models.shrinker:SWEEP_MODEL",
+}
+RANGE_KEYS = {"start", "stop", "num", "log", "step"}
+POINTS_DIR = ".points"
+
+SweepModel = Callable[[dict[str, object]], dict[str, float]]
+
+
+def spec_of(name: str, registry: Mapping[str, str] = REGISTRY) -> str:
+    """The ``module:attr`` of the registered sweep model ``name``."""
+    if name not in registry:
+        raise InputError(name, f"unknown sweep model (known: {', '.join(sorted(registry))})")
+    return registry[name]
+
+
+def resolve(spec: str) -> SweepModel:
+    """The sweep model at ``module:attr``, imported now."""
+    module, _, attr = spec.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def _range(path: Path, name: str, spec: dict, line: int) -> list[object]:
+    def fail(why: str) -> InputError:
+        return InputError(path, f"parameter {name!r}: {why}", line)
+
+    unknown = set(spec) - RANGE_KEYS
+    if unknown or not {"start", "stop"} <= set(spec) or ("num" in spec) == ("step" in spec):
+        raise fail("a range needs start, stop and one of num or step (and optionally log)")
+    start, stop = float(spec["start"]), float(spec["stop"])
+    if "num" in spec:
+        num = int(spec["num"])
+        if num <= 0:
+            raise fail(f"empty range (num = {num})")
+        if spec.get("log"):
+            if start <= 0 or stop <= 0:
+                raise fail("a log range needs start and stop > 0")
+            return np.geomspace(start, stop, num).tolist()
+        return np.linspace(start, stop, num).tolist()
+    step = float(spec["step"])
+    if step <= 0 or stop < start:
+        raise fail(f"empty range (start {start}, stop {stop}, step {step})")
+    count = int(np.floor((stop - start) / step + 1e-9)) + 1
+    return (start + step * np.arange(count)).tolist()
+
+
+def load_grid(path: Path) -> dict[str, list[object]]:
+    """Parameter name → its values, from the YAML grid file at ``path``."""
+    text = Path(path).read_text()
+    try:
+        node = yaml.compose(text)
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise InputError(path, f"not YAML: {exc}", mark.line + 1 if mark else None) from exc
+    if not isinstance(raw, dict) or not raw:
+        raise InputError(path, "a grid is a non-empty mapping of parameter name → values")
+    lines = {k.value: k.start_mark.line + 1 for k, _ in node.value}
+    grid: dict[str, list[object]] = {}
+    for name, spec in raw.items():
+        line = lines.get(str(name))
+        if isinstance(spec, dict):
+            values = _range(path, str(name), spec, line)
+        elif isinstance(spec, list):
+            values = spec
+        else:
+            values = [spec]
+        if not values:
+            raise InputError(path, f"parameter {name!r}: empty list of values", line)
+        grid[str(name)] = values
+    return grid
+
+
+def grid_points(grid: Mapping[str, Sequence[object]]) -> list[dict[str, object]]:
+    """The Cartesian product of the grid, in its order."""
+    names = list(grid)
+    return [dict(zip(names, combo, strict=True)) for combo in itertools.product(*grid.values())]
+
+
+def point_id(point: Mapping[str, object]) -> str:
+    """A stable name for a point: the same parameters give the same id in any run."""
+    text = json.dumps(point, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+def evaluate(spec: str, point: dict[str, object]) -> dict[str, object]:
+    """One row: the point's parameters and the outputs of the model at ``spec`` (this runs on
+    Dask workers too, which import the model themselves)."""
+    outputs = resolve(spec)(dict(point))
+    clash = set(outputs) & set(point)
+    if clash:
+        raise ValueError(f"model {spec} output names clash with parameters: {sorted(clash)}")
+    return {**point, **{k: float(v) for k, v in outputs.items()}}
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    """Where the table is and how many points were computed now or found done."""
+
+    model: str
+    table: Path
+    points: int
+    computed: int
+    resumed: int
+
+
+def _write_atomic(frame: pl.DataFrame, path: Path) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    frame.write_parquet(tmp)
+    tmp.replace(path)
+
+
+# A model's error on a point (a bad value, a missing capture) names the point.
+POINT_ERRORS = (InputError, ValueError, KeyError, TypeError, OSError)
+
+
+def _failed(grid_path: Path, point: Mapping[str, object], exc: Exception) -> InputError:
+    where = json.dumps(point, default=str)
+    return InputError(grid_path, f"model failed at point {where}: {exc}")
+
+
+def _in_process(
+    spec: str, todo: list[dict[str, object]], grid_path: Path
+) -> Iterator[tuple[int, dict]]:
+    for i, point in enumerate(todo):
+        try:
+            row = evaluate(spec, point)
+        except POINT_ERRORS as exc:
+            raise _failed(grid_path, point, exc) from exc
+        yield i, row
+
+
+def _on_dask(
+    spec: str,
+    todo: list[dict[str, object]],
+    grid_path: Path,
+    workers: int | None,
+    scheduler: str | None,
+) -> Iterator[tuple[int, dict]]:
+    from dask.distributed import Client, LocalCluster, as_completed
+
+    if scheduler is not None:
+        try:
+            client = Client(scheduler, timeout="5s")
+        except (OSError, TimeoutError, ValueError) as exc:
+            raise InputError(scheduler, f"no Dask scheduler reachable: {exc}") from exc
+        cluster = None
+    else:
+        cluster = LocalCluster(
+            n_workers=workers,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,
+            silence_logs=logging.ERROR,  # worker start/stop chatter is not the user's business
+        )
+        client = Client(cluster)
+    try:
+        futures = client.map(evaluate, [spec] * len(todo), todo, pure=False)
+        index = {f.key: i for i, f in enumerate(futures)}
+        for future in as_completed(futures):
+            i = index[future.key]
+            try:
+                row = future.result()
+            except POINT_ERRORS as exc:
+                raise _failed(grid_path, todo[i], exc) from exc
+            yield i, row
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def _progress():
+    from rich.console import Console
+    from rich.progress import Progress
+
+    # Only on a terminal: logs and pipes get no control codes.
+    console = Console(stderr=True)
+    return Progress(console=console, transient=True, disable=not console.is_terminal)
+
+
+def sweep(
+    name: str,
+    grid_path: Path,
+    out_dir: Path,
+    *,
+    workers: int | None = None,
+    scheduler: str | None = None,
+    registry: Mapping[str, str] = REGISTRY,
+) -> SweepResult:
+    """Evaluate model ``name`` at every point of the grid in ``grid_path`` into
+    ``out_dir/<name>.parquet``: in-process, or on a local Dask cluster of ``workers``
+    processes, or on the Dask scheduler at ``scheduler``."""
+    if workers is not None and scheduler is not None:
+        raise InputError(grid_path, "--workers and --scheduler exclude each other")
+    if workers is not None and workers <= 0:
+        raise InputError(grid_path, f"--workers must be ≥ 1, got {workers}")
+    spec = spec_of(name, registry)
+    try:
+        model = resolve(spec)
+    except (ImportError, AttributeError) as exc:
+        raise InputError(name, f"sweep model {spec} cannot be loaded: {exc}") from exc
+    grid = load_grid(grid_path)
+    accepted = getattr(model, "parameters", None)
+    if accepted is not None and (unknown := sorted(set(grid) - set(accepted))):
+        raise InputError(
+            grid_path,
+            f"unknown parameters for model {name}: {', '.join(unknown)} "
+            f"(accepted: {', '.join(accepted)})",
+        )
+    points = grid_points(grid)
+    ids = [point_id(p) for p in points]
+    parts = out_dir / POINTS_DIR
+    todo = [p for p, i in zip(points, ids, strict=True) if not (parts / f"{i}.parquet").exists()]
+    if todo and workers is None and scheduler is None:
+        rows: Iterator[tuple[int, dict]] = _in_process(spec, todo, grid_path)
+    elif todo:
+        rows = _on_dask(spec, todo, grid_path, workers, scheduler)
+    else:
+        rows = iter(())
+    with _progress() as progress:
+        task = progress.add_task(f"sweep {name}", total=len(todo))
+        for i, row in rows:
+            parts.mkdir(parents=True, exist_ok=True)
+            _write_atomic(pl.DataFrame([row]), parts / f"{point_id(todo[i])}.parquet")
+            progress.advance(task)
+    table = pl.concat(
+        [pl.read_parquet(parts / f"{i}.parquet") for i in ids], how="diagonal_relaxed"
+    )
+    target = out_dir / f"{name}.parquet"
+    _write_atomic(table, target)
+    return SweepResult(name, target, len(points), len(todo), len(points) - len(todo))

@@ -1,0 +1,1 @@
+"""Generated inputs of ``papers/reclaim-throttling`` (``mmlab paper``): macros, tables, figures."""

@@ -1,0 +1,266 @@
+"""Everything ``papers/reclaim-throttling/main.tex`` inputs, built from the captures.
+
+``macros.tex`` (every number quoted in the text), ``tables/*.tex``, ``figures/*.pdf`` and
+``sections/*.tex`` for the analyses that plug in later. The first run is the *base*, the
+second the *new* one (macros ``\\Base...``/``\\New...``), as in ``mmlab report BASE NEW``.
+
+A later analysis adds its section by replacing its entry in ``SECTION_HOOKS`` with a
+function of :class:`~analysis.report.document.ReportData` returning LaTeX; until then the
+section says which analysis will fill it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from analysis.errors import InputError
+from analysis.ingest.ftrace.events import THROTTLED
+from analysis.ingest.mmtests import Run
+from analysis.metrics.compare import Comparison, compare_runs, monitor_series
+from analysis.metrics.stall_runs import TAIL_QUANTILE, iteration_stalls, run_stall_table
+from analysis.metrics.throttle_runs import run_throttle_table
+from analysis.report.document import ReportData
+from analysis.report.ops import display_label
+from analysis.report.paper import figures
+from analysis.report.paper.latex import escape, macros_tex, pm, table_tex
+from analysis.report.provenance import iteration_provenance
+
+__all__ = ["SECTION_HOOKS", "PaperInputs", "build_inputs", "paper_values"]
+
+
+def _pending(analysis: str) -> Callable[[ReportData], str]:
+    def section(data: ReportData) -> str:
+        return f"\\pending{{{analysis}}}\n"
+
+    return section
+
+
+# name -> LaTeX of sections/<name>.tex; main.tex inputs each by name.
+SECTION_HOOKS: dict[str, Callable[[ReportData], str]] = {
+    "fits": _pending("the censored fits of the latent wait (issue 10)"),
+    "comparison": _pending("the latency comparison with significance (issue 11)"),
+    "shrinker-replay": _pending("the shrinker deferral replay and divisor sweep (issue 12)"),
+    "timeout-model": _pending("the throttle timeout model (issue 12)"),
+}
+
+
+@dataclass(frozen=True)
+class PaperInputs:
+    """What :func:`build_inputs` wrote: the macros (name → LaTeX) and every file."""
+
+    macros: dict[str, str]
+    files: tuple[Path, ...]
+
+
+def _iteration_stall_frames(data: ReportData) -> list[tuple[str, int, pl.DataFrame]]:
+    return [(run.name, i, iteration_stalls(a.reclaim)) for run, i, a in data.analyses]
+
+
+def _throttle(data: ReportData) -> pl.DataFrame:
+    table = run_throttle_table([(run.name, i, a.throttle) for run, i, a in data.analyses])
+    return table.filter(pl.col("event") == THROTTLED) if not table.is_empty() else table
+
+
+def _common(values: list[str]) -> str:
+    return values[0] if len(set(values)) == 1 else ", ".join(dict.fromkeys(values))
+
+
+def _throttle_cells(r: dict) -> dict[str, str]:
+    """LaTeX cells of one :func:`run_throttle_table` row (table columns and macros)."""
+    sd = r["timeout_share_sd"]
+    return {
+        "reason": escape(r["reason"].removeprefix("VMSCAN_THROTTLE_")),
+        "context": escape(r["context"]),
+        "timeout ms": f"{r['usec_timeout'] / 1000:g}",
+        "events": pm(r["events_mean"], r["events_sd"], 0),
+        "timeout share": pm(100 * r["timeout_share_mean"], None if sd is None else 100 * sd, 1),
+        "zero share": f"{100 * r['zero_share_mean']:.1f}",
+        "mean delay ms": f"{r['mean_usec_mean'] / 1000:.1f}",
+    }
+
+
+def _stall_cells(r: dict) -> dict[str, str]:
+    """LaTeX cells of one :func:`run_stall_table` row (table columns and macros)."""
+    return {
+        "context": escape(r["context"]),
+        "count": pm(r["stalls_mean"], r["stalls_sd"], 0),
+        "summed s": pm(r["stalled_s_mean"], r["stalled_s_sd"], 1),
+        "median ms": pm(r["median_ms_mean"], r["median_ms_sd"], 2),
+        "tail ms": pm(r["p99_ms_mean"], r["p99_ms_sd"], 1),
+        "max ms": f"{r['max_ms']:.0f}",
+    }
+
+
+def _run_values(role: str, run: Run, data: ReportData, cmp: Comparison) -> dict[str, str]:
+    """Macros of one run (``role`` is ``base`` or ``new``)."""
+    meta = run.iterations[0].metadata
+    config = meta.get("config", {})
+    values = {
+        f"{role} run": escape(run.name),
+        f"{role} iterations": str(len(run.iterations)),
+        f"{role} dirty ratio": str(meta.get("dirty_ratio_used", "unknown")),
+        f"{role} duration s": f"{config.get('duration_s', 0):g}",
+        f"{role} workers": ", ".join(str(w) for w in config.get("workers", [])),
+    }
+    throttle = _throttle(data).filter(pl.col("run") == run.name)
+    if throttle.height:
+        t = _throttle_cells(throttle.sort("events_mean", descending=True).row(0, named=True))
+        values |= {f"{role} throttle {k}": v for k, v in t.items()}
+    stalls = run_stall_table(_iteration_stall_frames(data))
+    mine = stalls.filter(pl.col("run") == run.name) if stalls.height else stalls
+    if mine.height:
+        s = _stall_cells(mine.sort("stalls_mean", descending=True).row(0, named=True))
+        values |= {f"{role} stall {k}": v for k, v in s.items()}
+    for label, key, digits in (
+        ("Cgroup-limit efficiency %", "efficiency", 1),
+        ("Cgroup-limit pages scanned", "scanned", 0),
+    ):
+        row = cmp.row(label, run.name)
+        values[f"{role} {key}"] = pm(row.mean, row.sd, digits)
+    return values
+
+
+def paper_values(data: ReportData, cmp: Comparison) -> dict[str, str]:
+    """Every number (and name) the paper's text quotes, as LaTeX, keyed by macro phrase."""
+    if len(data.runs) < 2:
+        raise InputError(
+            data.runs[0].path if data.runs else "-", "the paper compares two runs; found fewer"
+        )
+    prov = [iteration_provenance(run, it) for run in data.runs for it in run.iterations]
+    hz = sorted({a.hz.hz for _, _, a in data.analyses if a.hz.hz is not None})
+    values = {
+        "runs": str(len(data.runs)),
+        "iterations total": str(len(prov)),
+        "kernel": escape(_common([p.kernel or "unknown" for p in prov])),
+        "config hz": _common([str(p.config_hz) for p in prov]),
+        "inferred hz": ", ".join(f"{h:g}" for h in hz) or "--",
+        "machine": escape(_common([p.machine or "not recorded" for p in prov])),
+        "memcg": escape(_common([p.cgroup or "not recorded" for p in prov])),
+        "traces": str(len(data.analyses)),
+        "lost events": str(sum(a.lost_events for _, _, a in data.analyses)),
+        "tail percentile": f"{100 * TAIL_QUANTILE:g}",
+    }
+    for role, run in zip(("base", "new"), data.runs[:2], strict=True):
+        values |= _run_values(role, run, data, cmp)
+    return values
+
+
+def ops_table(cmp: Comparison) -> str:
+    """vmstat Ops rows that are not zero everywhere: mean ± sd over iterations per run."""
+    labels = list(dict.fromkeys(r.label for r in cmp.rows))
+    rows = []
+    for label in labels:
+        cells = [cmp.row(label, run) for run in cmp.runs]
+        if all(c.mean in (None, 0) for c in cells):
+            continue
+        digits = 1 if cells[0].unit in {"%", "pages/s"} else 0
+        name = escape(display_label(label, cells[0].unit))
+        rows.append([name, *(pm(c.mean, c.sd, digits) for c in cells)])
+    return table_tex(
+        ["Ops row", *(escape(r) for r in cmp.runs)],
+        rows,
+        "l" + "r" * len(cmp.runs),
+        "vmstat Ops rows (mean $\\pm$ sample sd over iterations; pages unless stated). "
+        "Rows that are zero or undefined in every iteration are left out.",
+        "tab:ops",
+    )
+
+
+def throttle_table(table: pl.DataFrame) -> str:
+    """Per run and reason: events per iteration, timeout share, zero share, mean delay."""
+    rows = []
+    for r in table.iter_rows(named=True):
+        c = _throttle_cells(r)
+        rows.append([escape(r["run"]), *list(c.values())[:-1], f"$\\geq {c['mean delay ms']}$"])
+    header = ["run", "reason", "context", "timeout ms", "events/iter", "timeout \\%", "zero \\%"]
+    return table_tex(
+        [*header, "mean ms"],
+        rows,
+        "lllrrrrr",
+        "\\texttt{mm\\_vmscan\\_throttled} per run, reason and reclaim context: mean $\\pm$ "
+        "sd over iterations. Sleeps at the timeout are right-censored, so the mean of the "
+        "recorded delays is a lower bound of the mean wait.",
+        "tab:throttle",
+    )
+
+
+def stall_table(table: pl.DataFrame) -> str:
+    """Per run and reclaim context: stalls and time stalled per iteration, quantiles."""
+    rows = [[escape(r["run"]), *_stall_cells(r).values()] for r in table.iter_rows(named=True)]
+    return table_tex(
+        ["run", "context", "stalls/iter", "stalled s/iter", "median ms", "p99 ms", "max ms"],
+        rows,
+        "llrrrrr",
+        "Reclaim stalls (begin to end of one task's reclaim) per iteration: mean $\\pm$ sd "
+        "over iterations of each iteration's count, summed time and nearest-rank quantiles; "
+        "max over all iterations. Stalls of concurrent tasks overlap, so the summed time "
+        "can exceed the capture's length.",
+        "tab:stalls",
+    )
+
+
+def _figures(data: ReportData, out: Path) -> list[Path]:
+    written = []
+    hist = [
+        a.delay_histogram.filter(pl.col("event") == THROTTLED).with_columns(run=pl.lit(run.name))
+        for run, _, a in data.analyses
+    ]
+    n_iter = pl.DataFrame(
+        {"run": [r.name for r in data.runs], "n": [len(r.iterations) for r in data.runs]}
+    )
+    delays = pl.concat(hist, how="vertical_relaxed") if hist else pl.DataFrame()
+    if delays.height:
+        delays = (
+            delays.group_by("run", "delay_us", "at_timeout")
+            .agg(pl.col("count").sum())
+            .join(n_iter, on="run")
+            .with_columns(events_per_iteration=pl.col("count") / pl.col("n"))
+        )
+        fig = figures.throttle_delay_figure(delays)
+        written.append(figures.save_pdf(fig, out / "throttle-delays.pdf"))
+    stalls = [
+        paired.intervals.filter(pl.col("status") == "closed").select(
+            pl.lit(run.name).alias("run"),
+            pl.lit(i).alias("iteration"),
+            (pl.col("duration_ns") / 1e6).alias("ms"),
+        )
+        for run, i, a in data.analyses
+        for paired in a.reclaim.values()
+    ]
+    if stalls and sum(s.height for s in stalls):
+        fig = figures.stall_ecdf_figure(pl.concat(stalls).filter(pl.col("ms") > 0))
+        written.append(figures.save_pdf(fig, out / "stall-ecdf.pdf"))
+    rates = monitor_series(data.runs)
+    if rates.height:
+        written.append(
+            figures.save_pdf(figures.reclaim_rate_figure(rates), out / "reclaim-rates.pdf")
+        )
+    return written
+
+
+def _write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def build_inputs(data: ReportData, out: Path) -> PaperInputs:
+    """Write macros, tables, figures and hook sections for ``data``'s runs under ``out``."""
+    cmp = compare_runs(data.runs)
+    values = paper_values(data, cmp)
+    files = [
+        _write(out / "macros.tex", macros_tex(values)),
+        _write(out / "tables" / "ops.tex", ops_table(cmp)),
+        _write(out / "tables" / "throttle.tex", throttle_table(_throttle(data))),
+        _write(
+            out / "tables" / "stalls.tex",
+            stall_table(run_stall_table(_iteration_stall_frames(data))),
+        ),
+        *_figures(data, out / "figures"),
+        *(_write(out / "sections" / f"{n}.tex", f(data)) for n, f in SECTION_HOOKS.items()),
+    ]
+    return PaperInputs(values, tuple(files))

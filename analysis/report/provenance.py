@@ -1,0 +1,99 @@
+"""Where each iteration's numbers came from: kernel, HZ, machine, cgroup, workload.
+
+Read from ``mmlab.json`` (written by ``mmlab capture``), else from the plain mmtests files
+(``kernel.version``, ``kconfig-*``) so a third-party run still says what it can.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from analysis.ingest.mmtests import Iteration, Run
+
+__all__ = ["Provenance", "format_provenance", "iteration_provenance"]
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """One iteration's capture context. ``config_hz`` is the kernel's CONFIG_HZ (kconfig);
+    ``memory_kib`` is MemTotal; ``cgroup`` is "v1"/"v2" with its limit, "" when none
+    recorded. Unknown fields are None / ""."""
+
+    run: str
+    iteration: int
+    kernel: str
+    config_hz: int | None
+    machine: str
+    memory_kib: int | None
+    cgroup: str
+    tests: tuple[str, ...]
+
+
+def _kernel_release(iteration: Iteration) -> str:
+    version = iteration.path / "kernel.version"
+    if not version.exists():
+        return ""
+    words = version.read_text().split()
+    # "Linux version 6.18.44-fc-v669 (...)": the release is the third word.
+    return words[2] if len(words) > 2 and words[:2] == ["Linux", "version"] else words[0]
+
+
+def iteration_provenance(run: Run, iteration: Iteration) -> Provenance:
+    """Capture context of ``iteration`` of ``run`` (see :class:`Provenance`)."""
+    meta = iteration.metadata
+    system = meta.get("system", {})
+    cpu = system.get("cpu", {})
+    machine = ", ".join(
+        str(part)
+        for part in (
+            system.get("hostname"),
+            cpu.get("model"),
+            f"{cpu['logical_cpus']} CPUs" if "logical_cpus" in cpu else None,
+        )
+        if part
+    )
+    cgroup = meta.get("cgroup", {})
+    limit = meta.get("config", {}).get("limit_mb")
+    cg = f"v{cgroup['version']}" if "version" in cgroup else ""
+    if cg and limit:
+        cg += f", limit {limit} MiB"
+    return Provenance(
+        run=run.name,
+        iteration=iteration.index,
+        kernel=system.get("kernel_release") or _kernel_release(iteration),
+        config_hz=system.get("config_hz") or iteration.config_hz,
+        machine=machine,
+        memory_kib=system.get("memory", {}).get("mem_total_kib"),
+        cgroup=cg,
+        tests=tuple(iteration.tests),
+    )
+
+
+def format_provenance(rows: Sequence[Provenance]) -> str:
+    """One block per run: what is common to its iterations once, differences per iteration."""
+    out: list[str] = []
+    for run in dict.fromkeys(r.run for r in rows):
+        mine = [r for r in rows if r.run == run]
+        out.append(
+            f"{run}: {len(mine)} iterations ({', '.join(f'iter-{r.iteration}' for r in mine)})"
+        )
+        for label, values in (
+            ("kernel", [r.kernel or "unknown" for r in mine]),
+            ("CONFIG_HZ", [str(r.config_hz) if r.config_hz else "unknown" for r in mine]),
+            ("machine", [r.machine or "not recorded" for r in mine]),
+            (
+                "memory",
+                [f"{r.memory_kib / 1048576:.1f} GiB" if r.memory_kib else "unknown" for r in mine],
+            ),
+            ("memcg", [r.cgroup or "not recorded" for r in mine]),
+            ("tests", [" ".join(r.tests) or "none found" for r in mine]),
+        ):
+            if len(set(values)) == 1:
+                out.append(f"  {label:<10} {values[0]}")
+            else:
+                out += [
+                    f"  {label:<10} iter-{r.iteration}: {v}"
+                    for r, v in zip(mine, values, strict=True)
+                ]
+    return "\n".join(out) + "\n"

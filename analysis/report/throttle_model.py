@@ -1,0 +1,293 @@
+"""Text (80 columns) and JSON of the throttle-timeout model (:mod:`analysis.models.throttle`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from analysis.models.throttle import (
+    CycleModel,
+    CyclePrediction,
+    Estimate,
+    Observation,
+    TimeoutPrediction,
+    Validation,
+    calibrate,
+    per_run,
+    predict_cycle,
+    predict_timeout,
+    runs_needed,
+    validate,
+)
+from analysis.stats.describe import mean_sd
+
+__all__ = ["ThrottleReport", "as_json", "build_report", "format_report"]
+
+ASSUMPTIONS = (
+    "T is the same at any timeout; beyond the observed timeout every sleeper still "
+    "waiting is taken as never woken (upper bounds; rows marked *)",
+    "throttles per scanned page and the scanning rate do not depend on the timeout; "
+    "the scanning rate includes waiting for a CPU (it changes with concurrency)",
+    "cycle efficiency depends on the share of the dirty pool written back during the "
+    "sleep; long sleeps also mark slow writeback, so this is association, not cause",
+    "intervals: bootstrap over throttle cycles pooled across runs, as if independent",
+)
+
+
+@dataclass(frozen=True)
+class ThrottleReport:
+    """Everything ``mmlab model throttle`` prints: the runs, the calibrated model, the
+    timeout predictions per reason, the cycle predictions and an optional validation."""
+
+    capture: str
+    runs: tuple[Observation, ...]
+    model: CycleModel
+    timeouts: tuple[TimeoutPrediction, ...]
+    cycles: tuple[CyclePrediction, ...]
+    validation: Validation | None = None
+    validation_capture: str | None = None
+
+
+def build_report(
+    capture: str,
+    runs: Sequence[Observation],
+    model: CycleModel,
+    taus_us: Mapping[str, Sequence[float]],
+    targets: Sequence[Observation] | None = None,
+    target_capture: str | None = None,
+    *,
+    seed: int = 0,
+) -> ThrottleReport:
+    """Predictions at every timeout in ``taus_us`` (reason → timeouts), one reason at a
+    time, the cycle at the observed timeouts first; each cycle prediction also by models
+    calibrated on one run each; the validation on ``targets`` when given."""
+    timeouts: list[TimeoutPrediction] = []
+    cycles = [predict_cycle(model, seed=seed)]
+    for r in model.reasons:
+        reps = [m.reason(r.reason).wait for m in model.replicates]
+        for tau in taus_us.get(r.reason, ()):
+            timeouts.append(predict_timeout(r.wait, tau, replicates=reps))
+            if tau != r.timeout_us:
+                cycles.append(predict_cycle(model, {r.reason: tau}, seed=seed))
+    singles = [calibrate([run]) for run in runs] if len(runs) > 1 else []
+    return ThrottleReport(
+        capture=capture,
+        runs=tuple(runs),
+        model=model,
+        timeouts=tuple(timeouts),
+        cycles=tuple(per_run(c, singles, seed=seed) for c in cycles),
+        validation=validate(model, targets, seed=seed) if targets else None,
+        validation_capture=target_capture if targets else None,
+    )
+
+
+def _ci(est: Estimate, fmt: str) -> str:
+    if est.low is None:
+        return format(est.value, fmt)
+    return f"{format(est.value, fmt)} [{format(est.low, fmt)}, {format(est.high, fmt)}]"
+
+
+def _runs_line(label: str, values: Sequence[float], fmt: str) -> str:
+    mean, sd = mean_sd(list(values))
+    spread = f" ± {format(sd, fmt)} sd" if sd is not None else " (one run: no spread)"
+    return f"  {label}: {format(mean, fmt)}{spread}, n = {len(values)} runs"
+
+
+def format_report(report: ThrottleReport) -> str:
+    """The report as plain text, at most 80 columns."""
+    m = report.model
+    lines = [
+        f"throttle timeout model: {report.capture}",
+        f"calibrated on {len(report.runs)} runs (traces); observed per run:",
+        _runs_line("velocity pages/s of reclaim", [r.velocity_pps for r in report.runs], ".0f"),
+        _runs_line("efficiency reclaimed/scanned", [r.efficiency for r in report.runs], ".3f"),
+        _runs_line(
+            "dirty/writeback/immediate share", [r.blocked_share for r in report.runs], ".3f"
+        ),
+        f"  writeback {m.writeback_pps:.0f} pages/s, dirty pool {m.dirty_pool_pages:.0f} pages",
+        "",
+    ]
+    for r in m.reasons:
+        lines += [
+            f"{r.reason}: timeout {r.timeout_us:.0f} us, "
+            f"{r.throttles_per_page * 1000:.3f} throttles per 1000 pages scanned",
+            f"  woken in the first jiffy {r.wait.zero_mass:.3f}, still asleep at the timeout "
+            f"{r.wait.cure_fraction:.3f}",
+            f"  {'tau us':>8} {'P(timeout) [95% CI]':<24} {'mean stall us [95% CI]':<26}"
+            f" {'p90 us':>8}",
+        ]
+        for p in report.timeouts:
+            if p.reason != r.reason:
+                continue
+            p90 = dict(p.stall_quantiles_us).get(0.9)
+            mark = "*" if p.extrapolated else " "
+            lines.append(
+                f"  {p.tau_us:>8.0f}{mark} {_ci(p.p_timeout, '.3f'):<23} "
+                f"{_ci(p.mean_stall_us, '.0f'):<26} {p90.value if p90 else float('nan'):>8.0f}"
+            )
+        lines.append("")
+    lines.append(
+        f"  {'tau us':<10}  {'velocity pages/s':<22} {'run sd':>6} {'efficiency':<24} {'run sd':>6}"
+    )
+    for c in report.cycles:
+        taus = ", ".join(f"{t:.0f}" for _, t in c.taus_us) or "observed"
+        mark = "*" if c.extrapolated else " "
+        v_sd, e_sd = c.run_sd()
+        lines.append(
+            f"  {taus:<10}{mark} {_ci(c.velocity_pps, '.0f'):<22} {_opt(v_sd, '.0f'):>6} "
+            f"{_ci(c.efficiency, '.4f'):<24} {_opt(e_sd, '.4f'):>6}"
+        )
+    lines += _verdicts(report)
+    if report.validation is not None:
+        v = report.validation
+        lines += [
+            "",
+            f"validation on {report.validation_capture} ({v.rows.height} runs):",
+            "  mean |relative error|  model          naive (calibration's observed)",
+            f"  velocity              {_err(v.velocity_error, v.velocity_error_sd):<16}"
+            f"{v.baseline_velocity_error:.1%}",
+            f"  efficiency            {_err(v.efficiency_error, v.efficiency_error_sd):<16}"
+            f"{v.baseline_efficiency_error:.1%}",
+            f"  velocity given the other capture's throttles per page: "
+            f"{v.velocity_error_given_rate:.1%}",
+        ]
+    lines += ["", "assumptions:"] + [f"  - {a}" for a in ASSUMPTIONS]
+    lines.append(
+        "  run sd: the same prediction by models calibrated on one run each; intervals "
+        "narrower than it understate the uncertainty"
+    )
+    return "\n".join(_wrap(line) for line in lines)
+
+
+def _verdicts(report: ThrottleReport) -> list[str]:
+    """The largest predicted change from the observed timeout, how each run's own model
+    sees it, and how many runs per timeout an experiment would need to see it."""
+    base = next((c for c in report.cycles if not c.taus_us), None)
+    others = [c for c in report.cycles if c.taus_us]
+    if base is None or not others:
+        return []
+    out = []
+    for label, pick, observed, fmt in (
+        ("velocity", lambda c: c.velocity_pps.value, [r.velocity_pps for r in report.runs], ".0f"),
+        ("efficiency", lambda c: c.efficiency.value, [r.efficiency for r in report.runs], ".4f"),
+    ):
+        index = 0 if label == "velocity" else 1
+        far = max(others, key=lambda c: abs(pick(c) - pick(base)))
+        change = pick(far) - pick(base)
+        taus = ", ".join(f"{t:.0f}" for _, t in far.taus_us)
+        line = f"  {label}: largest change {change / pick(base):+.2%} at tau {taus} us"
+        if far.runs and base.runs:
+            per_run = [
+                (f[index] - b[index]) / b[index] for f, b in zip(far.runs, base.runs, strict=True)
+            ]
+            line += f" (each run's model: {min(per_run):+.2%} to {max(per_run):+.2%})"
+        _, sd = mean_sd(observed)
+        if sd is None:
+            line += "; run-to-run sd unknown with one run: need ≥ 2 runs to size a test"
+        else:
+            n = runs_needed(change, sd)
+            line += (
+                "; no change to see"
+                if n is None
+                else f"; to see it, an experiment needs ≥ {n} runs per timeout "
+                f"(run sd {format(sd, fmt)}, 5% level, 80% power)"
+            )
+        out.append(line)
+    return out
+
+
+def _opt(value: float | None, fmt: str) -> str:
+    return "-" if value is None else format(value, fmt)
+
+
+def _err(value: float, sd: float | None) -> str:
+    return f"{value:.1%}" + (f" ± {sd:.1%}" if sd is not None else "")
+
+
+def _wrap(line: str, width: int = 80) -> str:
+    line = line.rstrip()
+    if len(line) <= width:
+        return line
+    lead = len(line) - len(line.lstrip())
+    indent = " " * (lead + 2)
+    out, current = [], line[:lead] + line.split()[0]
+    for word in line.split()[1:]:
+        if current and len(current) + 1 + len(word) > width:
+            out.append(current)
+            current = indent + word
+        else:
+            current = f"{current} {word}" if current else word
+    return "\n".join([*out, current])
+
+
+def _est(e: Estimate) -> dict:
+    return {"value": e.value, "low": e.low, "high": e.high}
+
+
+def as_json(report: ThrottleReport) -> dict:
+    """The report as JSON-ready data (units in the key names)."""
+    m = report.model
+    v = report.validation
+    return {
+        "capture": report.capture,
+        "runs": [
+            {
+                "source": r.source,
+                "velocity_pps": r.velocity_pps,
+                "efficiency": r.efficiency,
+                "blocked_share": r.blocked_share,
+            }
+            for r in report.runs
+        ],
+        "writeback_pps": m.writeback_pps,
+        "dirty_pool_pages": m.dirty_pool_pages,
+        "scan_s_per_page": m.scan_s_per_page,
+        "reasons": [
+            {
+                "reason": r.reason,
+                "timeout_us": r.timeout_us,
+                "throttles_per_page": r.throttles_per_page,
+                "page_share": r.page_share,
+                "efficiency_logit_coef": list(r.coef),
+                "zero_mass": r.wait.zero_mass,
+                "cure_fraction_upper": r.wait.cure_fraction,
+                "predictions": [
+                    {
+                        "tau_us": p.tau_us,
+                        "p_timeout": _est(p.p_timeout),
+                        "mean_stall_us": _est(p.mean_stall_us),
+                        "stall_quantiles_us": {str(q): _est(e) for q, e in p.stall_quantiles_us},
+                        "extrapolated": p.extrapolated,
+                        "replicates": p.replicates,
+                    }
+                    for p in report.timeouts
+                    if p.reason == r.reason
+                ],
+            }
+            for r in m.reasons
+        ],
+        "cycle": [
+            {
+                "taus_us": dict(c.taus_us),
+                "velocity_pps": _est(c.velocity_pps),
+                "efficiency": _est(c.efficiency),
+                "extrapolated": c.extrapolated,
+                "runs": [{"velocity_pps": v, "efficiency": e} for v, e in c.runs],
+            }
+            for c in report.cycles
+        ],
+        "validation": None
+        if v is None
+        else {
+            "capture": report.validation_capture,
+            "runs": v.rows.to_dicts(),
+            "velocity_error": v.velocity_error,
+            "velocity_error_sd": v.velocity_error_sd,
+            "baseline_velocity_error": v.baseline_velocity_error,
+            "velocity_error_given_rate": v.velocity_error_given_rate,
+            "efficiency_error": v.efficiency_error,
+            "efficiency_error_sd": v.efficiency_error_sd,
+            "baseline_efficiency_error": v.baseline_efficiency_error,
+        },
+        "assumptions": list(ASSUMPTIONS),
+    }

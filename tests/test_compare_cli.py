@@ -1,0 +1,182 @@
+"""``mmlab compare`` end to end: real bundled trees and captures, and bad input (a clear
+message per row or one clear error, never a traceback)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from analysis.cli import main
+from analysis.ingest.benchmarks import stutterp_log, usemem_log
+from tests.conftest import DATA
+
+CI = DATA / "mmtests-ci" / "work"
+AA = (CI / "log.ltccip8.2020-06-12_1807", CI / "log.ltccip8.2020-06-14_0656")
+BIG = CI / "log.ltccip8.2020-06-03_1400"
+
+
+def _json(capsys, *argv: str) -> list[dict]:
+    assert main(["compare", *argv, "--json", "--resamples", "300"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_usemem_gnu_time_parsed():
+    log = AA[0] / "usemem-stress-numa-compact" / "iter-0" / "usemem" / "logs" / "usemem-1-1"
+    user, system, elapsed = usemem_log(log)
+    text = log.read_text()
+    assert f"{user:.2f}user {system:.2f}system" in text
+    assert f"0:{elapsed:05.2f}elapsed" in text
+
+
+def test_stutterp_log_unit_and_count():
+    log = DATA / "stutterp-dirty20" / "dirty20" / "iter-0" / "stutterp" / "logs"
+    unit, values, skipped = stutterp_log(log / "mmap-latency-4.log")
+    lines = (log / "mmap-latency-4.log").read_text().splitlines()
+    assert unit == "us" and not skipped
+    assert len(values) == sum(not ln.startswith("#") for ln in lines)
+
+
+def test_real_aa_flags_nothing_and_real_difference_flags_every_usemem_row(capsys):
+    """mmtests-ci README: 06-12 vs 06-14 is the same kernel and config (a real A/A);
+    06-03 used 100x the memory (a real, large difference: every usemem time grows)."""
+    rows = _json(capsys, str(AA[0]), str(AA[1]), str(BIG))
+    aa = [r for r in rows if r["kernel"] == AA[1].name]
+    big = [r for r in rows if r["kernel"] == BIG.name and r["row"] != "elapsed"]
+    assert len(aa) == 10 and len(big) == 9
+    assert all(r["verdict"] in ("no change shown", "not compared") for r in aa)
+    assert all(r["verdict"] == "regressed" and r["change"] > 1000 for r in big)
+    assert all("session effect cannot be excluded" in r["method"] for r in big)
+    assert all("session effect cannot be excluded" in r["reason"] for r in big)
+    elapsed = next(r for r in aa if r["row"] == "elapsed")
+    assert elapsed["p"] is None and "fewer than 2 repetitions" in elapsed["reason"]
+
+
+def test_bundled_captures_three_runs_cannot_decide(capsys):
+    """3 vs 3 runs: the exact permutation test cannot give p < 2/C(6,3) = 0.1, so no row
+    can be flagged at 0.05, and the output says so and how many runs would do."""
+    rows = _json(capsys, str(DATA / "stutterp-dirty20"), str(DATA / "stutterp-dirty5"))
+    mmap = [r for r in rows if r["row"].startswith("mmap-")]
+    assert {r["row"] for r in mmap} == {"mmap-4", "mmap-8", "mmap-16"}
+    for r in mmap:
+        assert r["runs"] == r["base_runs"] == 3 and r["unit"] == "us"
+        assert r["p"] >= 0.1 and r["verdict"] == "no change shown"
+        assert "cannot give p < 0.1" in r["reason"] and r["needed_runs"] >= 4
+
+
+def test_mmtests_text_fits_80_columns(capsys):
+    assert main(["compare", str(AA[0]), str(BIG), "--resamples", "200"]) == 0
+    out = capsys.readouterr().out
+    assert max(len(line) for line in out.splitlines()) <= 80
+    assert "\x1b" not in out
+    # The marker sits on the deciding row (HD-50) of every regressed usemem row.
+    marked = [ln for ln in out.splitlines() if ln.startswith("HD-50") and "*" in ln]
+    assert len(marked) == 9
+
+
+def _table(tmp_path, lines: list[str]) -> str:
+    path = tmp_path / "t.csv"
+    path.write_text("kernel,row,run,value,unit\n" + "\n".join(lines) + "\n")
+    return str(path)
+
+
+def _rows(kernel: str, row: str, runs: dict[int, list[float]], unit: str = "us") -> list[str]:
+    return [f"{kernel},{row},{r},{v},{unit}" for r, vs in runs.items() for v in vs]
+
+
+def test_bad_rows_get_a_message_each(tmp_path, capsys):
+    rng = np.random.default_rng(5)
+    good = {r: list(rng.lognormal(size=5)) for r in range(4)}
+    lines = [
+        *_rows("a", "fine", good),
+        *_rows("b", "fine", {r: list(rng.lognormal(size=5)) for r in range(4)}),
+        *_rows("a", "only-a", good),
+        *_rows("a", "flat", {r: [7.0, 7.0] for r in range(3)}),
+        *_rows("b", "flat", {r: [7.0, 7.0] for r in range(3)}),
+        *_rows("a", "empty", {0: ["nan"], 1: ["nan"]}),
+        *_rows("b", "empty", {0: [1.0]}),
+        *_rows("a", "neg", {0: [1.0, -2.0, 3.0], 1: [2.0, 2.5]}),
+        *_rows("b", "neg", {0: [1.0, 2.0, "nan"], 1: [2.0, 3.0]}),
+        *_rows("a", "one-run", {0: [1.0, 1.1, 1.2, 0.9]}),
+        *_rows("b", "one-run", {0: [1.5, 1.6, 1.4, 1.7]}),
+    ]
+    rows = {r["row"]: r for r in _json(capsys, _table(tmp_path, lines))}
+    assert rows["fine"]["verdict"] != "not compared"
+    assert rows["only-a"]["verdict"] == "not compared"
+    assert rows["only-a"]["reason"] == "row missing for b"
+    assert rows["flat"]["p"] is None and rows["flat"]["verdict"] == "no change shown"
+    assert rows["flat"]["reason"] == "every value is 7 in both kernels"
+    assert rows["empty"]["verdict"] == "not compared"
+    assert rows["empty"]["reason"] == "a: no values in this row"
+    assert "a: 1 negative us values dropped" in rows["neg"]["notes"]
+    assert "b: 1 NaN/empty values dropped" in rows["neg"]["notes"]
+    assert "session effect cannot be excluded" in rows["one-run"]["method"]
+    # 4 vs 4 repetitions fully separated: exact rank permutation p = 2/C(8,4).
+    assert rows["one-run"]["p"] == pytest.approx(2 / 70)
+
+
+def test_ties_are_exact_in_the_permutation(tmp_path, capsys):
+    lines = [
+        *_rows("a", "tied", {0: [1.0, 1.0], 1: [1.0, 1.0], 2: [1.0, 1.0]}),
+        *_rows("b", "tied", {0: [1.0, 1.0], 1: [2.0, 2.0], 2: [2.0, 2.0]}),
+    ]
+    (row,) = _json(capsys, _table(tmp_path, lines))
+    # Run medians a {1,1,1} vs b {1,2,2}: of the 20 splits of {1,1,1,1,2,2}, the 4 with
+    # no 2 in a and the 4 with both 2s in a are as extreme as observed: p = 8/20.
+    assert row["p"] == pytest.approx(8 / 20)
+
+
+@pytest.mark.parametrize(
+    ("lines", "argv", "message"),
+    [
+        (["a,r,0,1.0,us", "b,r,0,x,us"], [], "t.csv:3: value 'x' is not a number"),
+        (["a,r,0,1.0,us", "a,r,1,2.0,us"], [], "only one kernel (a)"),
+        (["a,r,0,1.0,us", "b,r,0,2.0,us"], ["--base", "c"], "base kernel 'c' not found"),
+        (["a,r,0,1.0,us", "b,r,0,2.0,ms"], [], "t.csv:3: row 'r' has several units"),
+    ],
+)
+def test_bad_tables_fail_with_one_clear_line(tmp_path, capsys, lines, argv, message):
+    assert main(["compare", _table(tmp_path, lines), *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_parquet_table_gives_the_same_rows_as_csv(tmp_path, capsys):
+    import polars as pl
+
+    rng = np.random.default_rng(6)
+    lines = [
+        *_rows("a", "r", {r: list(rng.lognormal(size=4)) for r in range(4)}),
+        *_rows("b", "r", {r: list(rng.lognormal(size=4)) for r in range(4)}),
+    ]
+    csv = _table(tmp_path, lines)
+    parquet = tmp_path / "t.parquet"
+    pl.read_csv(csv, schema_overrides={"run": pl.String}).write_parquet(parquet)
+    assert _json(capsys, csv) == _json(capsys, str(parquet))
+
+
+def test_markdown_states_method_and_session_caveat(tmp_path, capsys):
+    lines = [*_rows("a", "r", {0: [1.0, 1.1, 1.2]}), *_rows("b", "r", {0: [1.5, 1.6, 1.7]})]
+    assert main(["compare", _table(tmp_path, lines), "--format", "markdown"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("| row | unit | kernel | runs |")
+    # 3 vs 3 separated repetitions: exact rank permutation p = 2/C(6,3) = 0.1.
+    assert "| r | us | b | 1 vs 1 |" in out and "| 0.1 | 0.1 |" in out
+    assert "a session effect cannot be excluded" in out
+
+
+def test_equivalence_needs_the_whole_tost_interval_inside_delta(tmp_path, capsys):
+    """SYNTHETIC: both kernels 100 us ± 1 % (6 runs each): equivalent within ±5 %, but not
+    within ±0.01 %, where the 90 % CI of the change cannot fit."""
+    rng = np.random.default_rng(7)
+    lines = [
+        line
+        for k in ("a", "b")
+        for line in _rows(k, "r", {r: list(100 * rng.lognormal(0, 0.01, 20)) for r in range(6)})
+    ]
+    path = _table(tmp_path, lines)
+    (wide,) = _json(capsys, path, "--delta", "5")
+    (narrow,) = _json(capsys, path, "--delta", "0.01")
+    assert wide["verdict"] == "equivalent" and "90% CI of change within ±5%" in wide["reason"]
+    assert narrow["verdict"] == "no change shown"

@@ -1,0 +1,79 @@
+"""The paper: every number in the text is a generated macro, the macros match the raw
+traces, and the LaTeX builds (CI installs LaTeX with `make latex`)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import statistics
+import subprocess
+
+import pytest
+
+from analysis.report.document import ReportData, capture_runs
+from analysis.report.paper.build import SECTION_HOOKS, build_inputs
+from analysis.report.paper.latex import macro_name, macros_tex, pm
+from tests.conftest import DATA, REPO, throttled_lines
+
+MAIN = REPO / "papers" / "reclaim-throttling" / "main.tex"
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory):
+    out = tmp_path_factory.mktemp("paper")
+    return out, build_inputs(ReportData(capture_runs(DATA)), out)
+
+
+def _body() -> str:
+    text = MAIN.read_text()
+    body = text[text.index(r"\begin{document}") :]
+    return "\n".join(re.sub(r"(?<!\\)%.*", "", line) for line in body.splitlines())
+
+
+def test_macro_names_are_letters_only():
+    assert macro_name("dirty20 p ninety nine ms") == "DirtyTwoZeroPNinetyNineMs"
+    with pytest.raises(ValueError, match="macro AB from both"):
+        macros_tex({"a b": "1", "a-b": "2"})
+    assert pm(1234.5, 6.25, 1) == "$1{,}234.5 \\pm 6.2$"
+
+
+def test_no_number_is_typed_in_the_text():
+    assert re.findall(r"\d+", _body()) == []
+
+
+def test_every_macro_in_the_text_is_generated(inputs):
+    _, built = inputs
+    defined = {macro_name(k) for k in built.macros}
+    used = set(re.findall(r"\\((?:Base|New)[A-Za-z]+)", _body()))
+    assert used and used <= defined, used - defined
+    for name in SECTION_HOOKS:
+        assert f"\\input{{sections/{name}}}" in _body()
+
+
+def test_macros_match_the_raw_traces(inputs):
+    # The base run (first in path order) throttled this often per iteration, by grep.
+    _, built = inputs
+    base = capture_runs(DATA)[0]
+    counts = [len(throttled_lines(it.path)) for it in base.iterations]
+    expected = pm(statistics.mean(counts), statistics.stdev(counts), 0)
+    assert built.macros["base throttle events"] == expected
+    assert built.macros["base iterations"] == str(len(base.iterations))
+    assert built.macros["config hz"] == built.macros["inferred hz"] == "250"
+
+
+@pytest.mark.skipif(shutil.which("latexmk") is None, reason="latexmk not installed (make latex)")
+def test_paper_builds_with_the_generated_numbers(inputs):
+    out, built = inputs
+    run = subprocess.run(
+        ["latexmk", "-pdf", "-interaction=nonstopmode", "-halt-on-error", f"-outdir={out}", MAIN],
+        env={"PATH": "/usr/bin:/bin", "TEXINPUTS": f"{out}//:"},
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 0, (out / "main.log").read_text()[-2000:]
+    text = subprocess.run(
+        ["pdftotext", out / "main.pdf", "-"], capture_output=True, text=True, check=True
+    ).stdout
+    assert "Reclaim throttling under a memory cgroup limit" in text
+    assert built.macros["base run"] in text and built.macros["kernel"] in text
+    assert "??" not in text  # no unresolved reference

@@ -1,0 +1,198 @@
+"""Sweeps: grids, the registry, resumability, nothing half-written, and the throttle model's
+sweep point against an independent count of the bundled trace."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+
+import polars as pl
+import pytest
+import zstandard
+
+from analysis.cli import main
+from analysis.errors import InputError
+from analysis.models import sweep as s
+from tests.conftest import DATA
+
+CALLS: list[dict] = []
+
+
+def plane(params: dict[str, object]) -> dict[str, float]:
+    """A test-local sweep model with a known answer: z = x² + y; x = 3 is refused."""
+    CALLS.append(dict(params))
+    if params["x"] == 3:
+        raise ValueError("x = 3 is not allowed")
+    return {"z": float(params["x"]) ** 2 + float(params.get("y", 0))}
+
+
+plane.parameters = ("x", "y")
+REGISTRY = {"plane": "tests.test_sweep:plane"}
+
+
+def grid(tmp_path, text: str):
+    path = tmp_path / "grid.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_grid_forms(tmp_path):
+    g = s.load_grid(
+        grid(
+            tmp_path,
+            "a: 5\nb: [1, 2]\nc: {start: 1, stop: 100, num: 3, log: true}\n"
+            "d: {start: 0, stop: 1, step: 0.5}\n",
+        )
+    )
+    assert g == {"a": [5], "b": [1, 2], "c": pytest.approx([1, 10, 100]), "d": [0, 0.5, 1]}
+    points = s.grid_points(g)
+    assert len(points) == 1 * 2 * 3 * 3
+    assert points[0] == {"a": 5, "b": 1, "c": pytest.approx(1), "d": 0}
+
+
+@pytest.mark.parametrize(
+    ("text", "why", "line"),
+    [
+        ("x: [1]\ny: []\n", "empty list", 2),
+        ("x: {start: 1, stop: 2, num: 0}\n", "empty range", 1),
+        ("x: [1]\ny: {start: 2, stop: 1, step: 1}\n", "empty range", 2),
+        ("x: {start: 1, stop: 2}\n", "one of num or step", 1),
+        ("- 1\n- 2\n", "mapping", None),
+        ("x: [1\n", "not YAML", 2),
+    ],
+)
+def test_bad_grids_are_refused_before_anything_is_written(tmp_path, text, why, line):
+    out = tmp_path / "out"
+    with pytest.raises(InputError, match=why) as err:
+        s.sweep("plane", grid(tmp_path, text), out, registry=REGISTRY)
+    assert err.value.line == line
+    assert not out.exists()
+
+
+def test_unknown_parameters_and_models(tmp_path):
+    out = tmp_path / "out"
+    with pytest.raises(InputError, match="unknown parameters for model plane: w"):
+        s.sweep("plane", grid(tmp_path, "x: [1]\nw: [2]\n"), out, registry=REGISTRY)
+    with pytest.raises(InputError, match="unknown sweep model"):
+        s.sweep("nope", grid(tmp_path, "x: [1]\n"), out, registry=REGISTRY)
+    ghost = {"ghost": "tests.test_sweep:no_such_model"}
+    with pytest.raises(InputError, match="cannot be loaded"):
+        s.sweep("ghost", grid(tmp_path, "x: [1]\n"), out, registry=ghost)
+    assert not out.exists()
+
+
+def test_sweep_table_and_resume(tmp_path):
+    out = tmp_path / "out"
+    CALLS.clear()
+    first = s.sweep("plane", grid(tmp_path, "x: [1, 2]\ny: [10, 20]\n"), out, registry=REGISTRY)
+    assert (first.points, first.computed, first.resumed) == (4, 4, 0)
+    table = pl.read_parquet(first.table)
+    assert table.columns == ["x", "y", "z"]
+    assert table.rows() == [(1, 10, 11.0), (1, 20, 21.0), (2, 10, 14.0), (2, 20, 24.0)]
+    # A wider grid: only the new points are computed.
+    CALLS.clear()
+    second = s.sweep("plane", grid(tmp_path, "x: [1, 2, 4]\ny: [10, 20]\n"), out, registry=REGISTRY)
+    assert (second.computed, second.resumed) == (2, 4)
+    assert CALLS == [{"x": 4, "y": 10}, {"x": 4, "y": 20}]
+    assert pl.read_parquet(second.table)["z"].to_list() == [11, 21, 14, 24, 26, 36]
+
+
+def test_a_failing_point_leaves_whole_points_and_no_table(tmp_path):
+    out = tmp_path / "out"
+    with pytest.raises(InputError, match=r'failed at point \{"x": 3\}: x = 3 is not allowed'):
+        s.sweep("plane", grid(tmp_path, "x: [1, 2, 3, 4]\n"), out, registry=REGISTRY)
+    assert not (out / "plane.parquet").exists()
+    parts = sorted((out / s.POINTS_DIR).glob("*.parquet"))
+    assert sorted(pl.read_parquet(p)["x"].item() for p in parts) == [1, 2]
+    assert not list(out.rglob("*.tmp"))
+    CALLS.clear()
+    done = s.sweep("plane", grid(tmp_path, "x: [1, 2, 4]\n"), out, registry=REGISTRY)
+    assert (done.computed, done.resumed) == (1, 2)
+
+
+def test_local_dask_cluster_gives_the_in_process_table(tmp_path):
+    g = grid(tmp_path, "x: [1, 2, 5]\ny: 1\n")
+    local = s.sweep("plane", g, tmp_path / "a", registry=REGISTRY)
+    dask = s.sweep("plane", g, tmp_path / "b", workers=1, registry=REGISTRY)
+    assert dask.computed == 3
+    assert pl.read_parquet(dask.table).equals(pl.read_parquet(local.table))
+
+
+def test_unreachable_scheduler_is_a_clear_error(tmp_path):
+    out = tmp_path / "out"
+    with pytest.raises(InputError, match="no Dask scheduler reachable") as err:
+        s.sweep(
+            "plane",
+            grid(tmp_path, "x: [1]\n"),
+            out,
+            scheduler="tcp://127.0.0.1:9",
+            registry=REGISTRY,
+        )
+    assert str(err.value).startswith("tcp://127.0.0.1:9")
+    assert not out.exists()
+
+
+ITER = DATA / "stutterp-dirty5" / "dirty5" / "iter-0"
+
+
+@cache
+def _delays(path: Path) -> tuple[int, ...]:
+    """Every usect_delayed of the raw trace text, read without the ftrace reader."""
+    text = zstandard.ZstdDecompressor().stream_reader(path.open("rb")).read().decode()
+    return tuple(
+        int(line.split("usect_delayed=")[1].split()[0])
+        for line in text.splitlines()
+        if "mm_vmscan_throttled:" in line
+    )
+
+
+def _share_above(tau_us: int) -> tuple[float, int]:
+    delays = _delays(ITER / "ftrace-stutterp.zst")
+    return sum(d > tau_us for d in delays) / len(delays), len(delays)
+
+
+def test_throttle_sweep_point_against_the_raw_trace(tmp_path):
+    share, n = _share_above(30_000)
+    assert n > 100
+    g = grid(tmp_path, f"capture: {ITER}\ntau_us: [30000, 200000]\n")
+    result = s.sweep("throttle", g, tmp_path / "out")
+    table = pl.read_parquet(result.table)
+    # KM censored only at the 100 ms timeout: S(30 ms) is the plain share above 30 ms.
+    assert table["p_timeout"][0] == pytest.approx(share)
+    assert table["extrapolated"].to_list() == [0.0, 1.0]
+    assert table["velocity_pps"][0] > table["velocity_pps"][1]
+
+
+def test_cli_model_throttle_text_json_and_errors(capsys):
+    it = str(ITER)
+    share, _ = _share_above(50_000)
+    argv = [
+        "model",
+        "throttle",
+        it,
+        "--timeout",
+        "VMSCAN_THROTTLE_WRITEBACK=50000",
+        "--bootstrap",
+        "20",
+    ]
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert max(len(line) for line in text.splitlines()) <= 80
+    assert "\x1b" not in text
+    assert f"{share:.3f} [" in text
+    assert main([*argv, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    (pred,) = data["reasons"][0]["predictions"]
+    assert pred["p_timeout"]["value"] == pytest.approx(share)
+    assert pred["p_timeout"]["low"] <= share <= pred["p_timeout"]["high"]
+    assert main(["model", "throttle", it, "--timeout", "CONGESTED=5"]) == 2
+    assert "no throttle reason 'CONGESTED'" in capsys.readouterr().err
+
+
+def test_throttle_sweep_refuses_a_bad_timeout(tmp_path):
+    out = tmp_path / "out"
+    g = grid(tmp_path, f"capture: {ITER}\ntau_us: [-5]\n")
+    with pytest.raises(InputError, match=r"tau_us.*-5.*must be > 0"):
+        s.sweep("throttle", g, out)
+    assert not out.exists()
