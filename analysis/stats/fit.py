@@ -596,6 +596,7 @@ class GroupFit:
     empirical: dict[str, Estimate]
     identifiability: tuple[str, ...]
     bootstrap: int
+    replicates: tuple[FittedWait, ...] = field(default=(), repr=False)
 
     @property
     def n(self) -> int:
@@ -607,7 +608,15 @@ class GroupFit:
 
     def latent(self) -> FittedWait:
         """The best model's latent wait, valid up to the group's timeout."""
-        return replace(self.best.wait, reason=self.reason, support_limit_us=self.data.timeout_us)
+        return self._labelled(self.best.wait)
+
+    def latent_replicates(self) -> tuple[FittedWait, ...]:
+        """The best model refitted to each bootstrap resample (empty without bootstrap):
+        the ``replicates`` :func:`analysis.models.throttle.predict_timeout` takes for CIs."""
+        return tuple(self._labelled(w) for w in self.replicates)
+
+    def _labelled(self, wait: FittedWait) -> FittedWait:
+        return replace(wait, reason=self.reason, support_limit_us=self.data.timeout_us)
 
 
 @dataclass(frozen=True)
@@ -672,13 +681,15 @@ def _identifiability(models: list[ModelFit], data: JiffyData) -> list[str]:
 
 def _bootstrap(
     data: JiffyData, models: list[ModelFit], replicates: int, seed: int
-) -> tuple[dict[str, Estimate] | None, dict[str, float]]:
-    """Percentile CIs of the observables (best model refitted to multinomial resamples) and
-    parametric-bootstrap G² p-values of the models within dAIC 4 of the best."""
+) -> tuple[dict[str, Estimate], dict[str, float], tuple[FittedWait, ...]]:
+    """Percentile CIs of the observables (best model refitted to multinomial resamples),
+    parametric-bootstrap G² p-values of the models within dAIC 4 of the best, and the
+    refitted waits."""
     rng = np.random.default_rng(seed)
     best = models[0]
     n = data.n
     draws = []
+    waits = []
     for counts in rng.multinomial(n, data.counts / n, size=replicates):
         refit = fit_model(
             data,
@@ -690,6 +701,7 @@ def _bootstrap(
             information=False,
         )
         draws.append(_observable_values(refit.wait, data))
+        waits.append(refit.wait)
     arr = np.array(draws)
     values = _observable_values(best.wait, data)
     with np.errstate(invalid="ignore"):
@@ -718,7 +730,7 @@ def _bootstrap(
             )
             exceed += refit.g2 >= model.g2
         g2_p[model.name] = (1 + exceed) / (1 + replicates)
-    return observables, g2_p
+    return observables, g2_p, tuple(waits)
 
 
 def fit_group(
@@ -753,8 +765,9 @@ def fit_group(
         raise InputError(reason or "<group>", "no model has fewer parameters than bins")
     fits.sort(key=lambda m: m.aic)
     observables = delta_observables(fits[0], data)
+    replicates: tuple[FittedWait, ...] = ()
     if bootstrap > 0:
-        observables, g2_p = _bootstrap(data, fits, bootstrap, seed)
+        observables, g2_p, replicates = _bootstrap(data, fits, bootstrap, seed)
         fits = [replace(m, g2_p=g2_p.get(m.name)) for m in fits]
     return GroupFit(
         event=event,
@@ -768,6 +781,7 @@ def fit_group(
         empirical=empirical_observables(data),
         identifiability=tuple(_identifiability(fits, data)),
         bootstrap=bootstrap,
+        replicates=replicates,
     )
 
 
