@@ -20,6 +20,8 @@ DATA := $(shell find data -type f)
 
 PAPER := papers/reclaim-throttling
 PAPER_OUT := $(BUILD)/paper
+# The paper's base and new run: the A/B pair captured back to back on an idle machine.
+PAPER_RUNS := data/stutterp-aa2 data/stutterp-ab-dirty5
 # Debian packages the paper needs (pdflatex + booktabs, fonts, latexmk; pdftotext/pdftoppm).
 LATEX_PACKAGES := texlive-latex-recommended texlive-fonts-recommended latexmk poppler-utils
 
@@ -52,7 +54,7 @@ $(BUILD)/notebooks/%.ipynb: notebooks/%.py $(SYNCED) $(SOURCES) $(DATA)
 paper: $(PAPER_OUT)/main.pdf
 $(PAPER_OUT)/.inputs: $(SYNCED) $(SOURCES) $(DATA)
 	@echo "== paper inputs $(PAPER_OUT) =="
-	@$(MMLAB) paper --data data --out $(PAPER_OUT) >/dev/null
+	@$(MMLAB) paper $(PAPER_RUNS) --out $(PAPER_OUT) >/dev/null
 	@touch $@
 $(PAPER_OUT)/main.pdf: $(PAPER)/main.tex $(PAPER_OUT)/.inputs | latex
 	@echo "== paper $@ (latexmk) =="

@@ -1,0 +1,147 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Is a latency change real? `mmlab compare` on a real A/A and a real A/B
+#
+# The same configuration captured twice (A/A: any difference is noise) and a knob with a
+# real effect on reclaim inside the memory cgroup (A/B: vm.dirty_ratio 20 vs 5, which
+# sizes the file working set), 6 iterations each (data/*/README.md). Every row is decided
+# at the level of runs (permutation over runs, BH q-values; README "mmlab compare"). Then
+# shift functions (decile by decile, new − base, 95 % CIs) and the validation on SYNTHETIC
+# data: A/A false-positive rate, CI coverage and power against the rules in common use.
+
+# %% tags=["parameters"]
+aa = ["data/stutterp-aa1", "data/stutterp-aa2"]
+ab = ["data/stutterp-aa2", "data/stutterp-ab-dirty5"]
+fallback_aa = [
+    "data/mmtests-ci/work/log.ltccip8.2020-06-12_1807",
+    "data/mmtests-ci/work/log.ltccip8.2020-06-14_0656",
+]
+row = "mmap-8"
+fallback_row = "elsp-4"
+resamples = 500
+validation = "analysis/stats/validation_compare/results.json"
+build_dir = "build"
+
+# %%
+import json
+from pathlib import Path
+
+import altair as alt
+import polars as pl
+
+from analysis.ingest.benchmarks import load_runs
+from analysis.ingest.long_table import runs_of
+from analysis.report.compare import format_markdown
+from analysis.stats.significance import compare_table, shift_function
+
+figures = Path(build_dir) / "figures"
+figures.mkdir(parents=True, exist_ok=True)
+if not all(Path(p).is_dir() for p in aa):
+    print(f"{aa} not bundled (yet): the real A/A of mmtests-ci instead")
+    aa, aa_row = fallback_aa, fallback_row
+else:
+    aa_row = row
+tables = {
+    name: load_runs([Path(p) for p in paths]).table for name, paths in (("A/A", aa), ("A/B", ab))
+}
+
+
+def kernels(table: pl.DataFrame) -> list[str]:
+    return list(dict.fromkeys(table["kernel"]))
+
+
+# %% [markdown]
+# ## Every row, deciding on the median and on the 99th percentile
+
+# %%
+for name, table in tables.items():
+    base, *new = kernels(table)
+    for metric in ("p50", "p99"):
+        print(f"### {name}, metric {metric}")
+        results = compare_table(table, base, new, metric, resamples=resamples)
+        print(format_markdown(results))
+
+# %% [markdown]
+# ## Shift functions: where in the distribution does the latency move?
+
+# %%
+shifts = []
+for (name, table), r in zip(tables.items(), (aa_row, row), strict=True):
+    base, new = kernels(table)[:2]
+    sf = shift_function(runs_of(table, r, base), runs_of(table, r, new), resamples)
+    shifts.append(sf.with_columns(pair=pl.lit(f"{name}: {r} {new} − {base}")))
+shift = pl.concat(shifts)
+with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=100):
+    print(shift)
+band = alt.Chart(shift).encode(x=alt.X("decile:Q", title="decile of the base"))
+shift_chart = (
+    (
+        band.mark_errorbar().encode(y=alt.Y("low:Q", title="shift (new − base)"), y2="high:Q")
+        + band.mark_point(filled=True).encode(y="shift:Q")
+        + alt.Chart(shift).mark_rule(strokeDash=[4, 4]).encode(y=alt.datum(0))
+    )
+    .properties(width=300, height=200)
+    .facet(column=alt.Column("pair:N", title=None))
+    .resolve_scale(y="independent")
+)
+shift_chart.save(figures / "04-shift-functions.svg")
+shift_chart
+
+# %% [markdown]
+# ## Validation on SYNTHETIC data (`python -m analysis.stats.validation_compare`)
+#
+# Heavy-tailed latencies with a run-level random effect. Pooled rules treat samples of
+# one run as independent; mmlab tests runs. The 2018 mmtests rule tests at 0.10.
+
+# %%
+results = json.loads(Path(validation).read_text())
+aa_rates = pl.DataFrame(results["aa"])
+fp_chart = (
+    alt.Chart(aa_rates)
+    .mark_bar()
+    .encode(
+        x=alt.X("method:N", title=None),
+        y=alt.Y("rate:Q", title="A/A rejection rate"),
+        color="method:N",
+        column=alt.Column("shape:N", title=None),
+        row=alt.Row("runs:O", title="runs per kernel"),
+    )
+    .properties(width=160, height=90)
+)
+fp_chart.save(figures / "04-aa-false-positives.svg")
+fp_chart
+
+# %%
+with pl.Config(tbl_rows=-1):
+    print(pl.DataFrame(results["coverage"]).select("shape", "runs", "effect", "rate", "mc_se"))
+print("FDR:", results["fdr"])
+print("Real A/As, rows flagged:", *results.get("real_aa", []), sep="\n")
+
+# %%
+power = pl.DataFrame(results["power"])
+power_chart = (
+    alt.Chart(power)
+    .mark_line(point=True)
+    .encode(
+        x=alt.X("effect:Q", title="effect (relative)"),
+        y=alt.Y("rate:Q", title="rejection rate", scale=alt.Scale(domain=[0, 1])),
+        color="method:N",
+    )
+    .properties(width=220, height=160)
+    .facet(column=alt.Column("change:N", title=None))
+    .resolve_scale(x="independent")
+)
+power_chart.save(figures / "04-power.svg")
+power_chart
