@@ -26,6 +26,7 @@ seed = "data/mail/000_901e324e43c5b0b5.txt"
 capture = "data"
 build_dir = "build"
 bootstrap = 0
+band_bootstrap = 50
 validation = "analysis/stats/validation/results.md"
 stall_families = ["lognormal", "weibull", "log-logistic", "lognormal-mixture"]
 
@@ -72,7 +73,7 @@ charts = []
 for g in seed_fits:
     if isinstance(g, GroupFit):
         name = f"{g.context} {g.reason.removeprefix('VMSCAN_THROTTLE_')}"
-        curve = turnbull_jiffies(g.data, bootstrap=100)
+        curve = turnbull_jiffies(g.data, bootstrap=band_bootstrap)
         charts.append(
             survival_chart(g, curve, f"{name}: Turnbull (band) vs fits")
             | bins_chart(g, f"{name}: observed vs fitted P(k)")
@@ -82,13 +83,12 @@ seed_chart.save(figures / "03-seed000-fits.svg")
 seed_chart
 
 # %% [markdown]
-# ## Bundled captures: throttle delays per iteration (6.18, HZ 250, memcg v1)
+# ## Bundled captures: throttle delays per iteration (each trace with its CONFIG_HZ)
 # Each iteration is an independent run; the run-level summary is the mean and sd of the
 # per-iteration estimates, not a pooled fit (sleeps within a capture are not independent).
 
 # %%
-runs = ("stutterp-dirty20", "stutterp-dirty5")
-traces = [t for run in runs for t in traces_below(Path(capture) / run)]
+traces = traces_below(Path(capture))
 analyses = {f"{p.parent.parent.name}/{p.parent.name}": analyse_file(p) for p in traces}
 capture_fits = {
     name: fit_throttle_groups(
@@ -133,15 +133,11 @@ for name, analysis in analyses.items():
 reclaim_chart = km_chart(pl.concat(curves), "reclaim stalls, Kaplan-Meier")
 reclaim_chart.save(figures / "03-reclaim-km.svg")
 runs = {run: pl.concat(frames) for run, frames in samples.items()}
-if len(runs) == 2:
-    (a_name, a), (b_name, b) = runs.items()
-    test = log_rank(
-        a["duration_us"].to_numpy(),
-        a["censored"].to_numpy(),
-        b["duration_us"].to_numpy(),
-        b["censored"].to_numpy(),
-    )
-    print(f"log-rank {a_name} vs {b_name}: chi2 {test.chi2:.1f}, p {test.p_value:.3g}")
+(first, a), *others = runs.items()
+for other, b in others:
+    args = (a["duration_us"], a["censored"], b["duration_us"], b["censored"])
+    test = log_rank(*(column.to_numpy() for column in args))
+    print(f"log-rank {first} vs {other}: chi2 {test.chi2:.1f}, p {test.p_value:.3g}")
 reclaim_chart
 
 # %% [markdown]

@@ -161,3 +161,9 @@ def test_bootstrap_cis_and_g2_p_on_data_from_the_model():
     true_mean = truth.restricted_mean_us(25 * J)
     mean = group.observables["restricted_mean_usec"]
     assert mean.ci_low < true_mean < mean.ci_high
+    # The refitted waits behind those CIs go to the timeout model as LatentWaits.
+    replicates = group.latent_replicates()
+    assert len(replicates) == 40
+    assert all(isinstance(r, LatentWait) and r.support_limit_us == 25 * J for r in replicates)
+    means = [r.restricted_mean_us(25 * J) for r in replicates]
+    assert np.percentile(means, [2.5, 97.5]) == pytest.approx([mean.ci_low, mean.ci_high])

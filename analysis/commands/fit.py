@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from analysis.commands.stalls import _analyse, _label, _sources
+from analysis.commands.stalls import analyse_path, group_label, trace_sources
 from analysis.errors import InputError
 
 __all__ = ["register"]
@@ -46,7 +46,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     p.add_argument(
         "--label",
-        type=_label,
+        type=group_label,
         action="append",
         default=[],
         metavar="GROUP=NAME",
@@ -69,8 +69,8 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--family", f"unknown {unknown}; known: {', '.join(sorted(FAMILIES))}")
     out = []
     for path in args.paths:
-        for source in _sources(path):
-            analysis = _analyse(source, args)
+        for source in trace_sources(path):
+            analysis = analyse_path(source, args)
             hz = analysis.hz.config_hz or analysis.hz.hz or args.hz
             groups = fit_throttle_groups(
                 analysis.throttle_events,

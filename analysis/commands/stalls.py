@@ -16,12 +16,12 @@ from analysis.errors import InputError
 if TYPE_CHECKING:
     from analysis.metrics.trace_analysis import TraceAnalysis
 
-__all__ = ["register"]
+__all__ = ["analyse_path", "group_label", "register", "trace_sources"]
 
 SNIFF_BYTES = 1 << 20
 
 
-def _label(text: str) -> tuple[int, str]:
+def group_label(text: str) -> tuple[int, str]:
     group, sep, name = text.partition("=")
     if not sep or not group.strip().isdigit() or not name.strip():
         raise argparse.ArgumentTypeError(f"expected GROUP=NAME (e.g. 2=kswapd), got {text!r}")
@@ -38,7 +38,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="JSON instead of text")
     p.add_argument(
         "--label",
-        type=_label,
+        type=group_label,
         action="append",
         default=[],
         metavar="GROUP=NAME",
@@ -56,7 +56,7 @@ def _head(path: Path) -> str:
     return block.data.decode("utf-8", errors="replace") if block else ""
 
 
-def _analyse(path: Path, args: argparse.Namespace) -> TraceAnalysis:
+def analyse_path(path: Path, args: argparse.Namespace) -> TraceAnalysis:
     # Here, not at the top: `mmlab --help` must not import polars or numpy.
     from analysis.ingest import histogram
     from analysis.metrics.trace_analysis import analyse_file, analyse_trace
@@ -69,7 +69,7 @@ def _analyse(path: Path, args: argparse.Namespace) -> TraceAnalysis:
     return analyse_file(path, config_hz=args.hz)
 
 
-def _sources(path: Path) -> list[Path]:
+def trace_sources(path: Path) -> list[Path]:
     from analysis.ingest.captures import traces_below
 
     return traces_below(path) if path.is_dir() else [path]
@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     from analysis.report.json_output import dumps
     from analysis.report.trace_analysis import analysis_json, format_analysis, format_uniq_c
 
-    results = [_analyse(source, args) for path in args.paths for source in _sources(path)]
+    results = [analyse_path(source, args) for path in args.paths for source in trace_sources(path)]
     if args.json:
         print(dumps([analysis_json(r) for r in results]))
         return 0

@@ -25,13 +25,13 @@ from analysis.stats.fit import (
     Z95,
     Estimate,
     FittedWait,
-    _bounds,
-    _covariance,
-    _jacobian,
-    _optimise,
-    _split,
     candidate_models,
+    jacobian,
+    latent_wait,
     model_name,
+    observed_covariance,
+    optimise,
+    search_bounds,
 )
 
 __all__ = ["DurationFit", "fit_duration_models", "fit_durations"]
@@ -81,25 +81,25 @@ def fit_durations(
     fam = FAMILIES[family]
 
     def nll(theta: np.ndarray) -> float:
-        wait = _split(fam, False, cure, theta)
+        wait = latent_wait(fam, False, cure, theta)
         with np.errstate(all="ignore"):
             dens = np.log(wait.continuous_mass) + fam.logpdf(t[~cens], wait.params)
             surv = np.log(wait.survival(t[cens]))
             value = -float(np.dot(w[~cens], dens) + np.dot(w[cens], surv))
         return value if math.isfinite(value) else 1e300
 
-    bounds = _bounds(fam, float(t.min()), float(t.max()), int(cure))
+    bounds = search_bounds(fam, float(t.min()), float(t.max()), int(cure))
     typical = float(np.median(t[~cens]))
     extra = [math.log(0.05)] if cure else []
-    res = _optimise(nll, [np.concatenate([s, extra]) for s in fam.starts(typical)], bounds)
+    res = optimise(nll, [np.concatenate([s, extra]) for s in fam.starts(typical)], bounds)
     theta = np.asarray(res.x)
     lo, hi = np.array(bounds).T
-    cov = _covariance(nll, theta, (theta - lo < 1e-3) | (hi - theta < 1e-3))
-    wait = _split(fam, False, cure, theta)
+    cov = observed_covariance(nll, theta, (theta - lo < 1e-3) | (hi - theta < 1e-3))
+    wait = latent_wait(fam, False, cure, theta)
     horizon = float(t.max())
 
     def values(th: np.ndarray) -> np.ndarray:
-        fitted = _split(fam, False, cure, th)
+        fitted = latent_wait(fam, False, cure, th)
         return np.array(
             [
                 *fitted.params,
@@ -114,7 +114,7 @@ def fit_durations(
         se = np.full(centre.size, math.nan)
     else:
         with np.errstate(invalid="ignore"):
-            jac = np.where(np.isfinite(centre)[:, None], _jacobian(values, theta), 0.0)
+            jac = np.where(np.isfinite(centre)[:, None], jacobian(values, theta), 0.0)
         se = np.sqrt(np.clip(np.diag(jac @ cov @ jac.T), 0, None))
     est = [
         Estimate(float(c), float(c - Z95 * s), float(c + Z95 * s), "delta")
@@ -144,12 +144,13 @@ def fit_duration_models(
     censored: np.ndarray,
     families: Iterable[str] | None = None,
     *,
+    with_cure: bool = False,
     source: str = "<durations>",
 ) -> list[DurationFit]:
-    """Every family with and without a cure fraction, best AIC first."""
+    """Every family (each also with a cure fraction if ``with_cure``), best AIC first."""
     fits = [
         fit_durations(durations_us, censored, fam, cure=cure, source=source)
         for fam, zero, cure in candidate_models(families)
-        if not zero
+        if not zero and (with_cure or not cure)
     ]
     return sorted(fits, key=lambda f: f.aic)

@@ -38,7 +38,9 @@ from analysis.errors import InputError
 from analysis.stats.families import FAMILIES, Family
 
 __all__ = [
+    "OBSERVABLES",
     "QUANTILES",
+    "Z95",
     "Estimate",
     "FittedWait",
     "GroupFailure",
@@ -46,14 +48,22 @@ __all__ = [
     "JiffyData",
     "ModelFit",
     "bin_probabilities",
+    "candidate_models",
+    "delta_observables",
+    "empirical_observables",
     "fit_group",
     "fit_model",
     "fit_throttle_groups",
     "frame_data",
+    "jacobian",
     "jiffy_data",
+    "latent_wait",
     "log_likelihood",
     "model_name",
+    "observed_covariance",
+    "optimise",
     "refits",
+    "search_bounds",
 ]
 
 QUANTILES = (0.5, 0.9, 0.99)
@@ -290,7 +300,9 @@ class ModelFit:
         return model_name(self.family, self.zero, self.cure)
 
 
-def _split(fam: Family, zero: bool, cure: bool, theta: np.ndarray) -> FittedWait:
+def latent_wait(fam: Family, zero: bool, cure: bool, theta: np.ndarray) -> FittedWait:
+    """The wait an unconstrained ``theta`` stands for: the family's parameters, then the
+    zero-mass and cure logits (softmax against the continuous part) when present."""
     m = len(fam.params)
     logits = [0.0]
     logits += [theta[m]] if zero else []
@@ -301,7 +313,9 @@ def _split(fam: Family, zero: bool, cure: bool, theta: np.ndarray) -> FittedWait
     return FittedWait("", fam, fam.natural(theta[:m]), z, c, math.inf)
 
 
-def _bounds(fam: Family, low_us: float, high_us: float, extra: int) -> list[tuple[float, float]]:
+def search_bounds(
+    fam: Family, low_us: float, high_us: float, extra: int
+) -> list[tuple[float, float]]:
     """Search box of theta: scales from ``low_us``/1000 to ``high_us``·10⁴, shapes 0.03-30,
     and ``extra`` zero-mass / cure logits."""
     scale = (math.log(low_us / 1000.0), math.log(high_us * 1e4))
@@ -331,7 +345,7 @@ def _nll_fn(
 
     def nll(theta: np.ndarray) -> float:
         with np.errstate(all="ignore"):
-            wait = _split(fam, zero, cure, theta)
+            wait = latent_wait(fam, zero, cure, theta)
             p = bin_probabilities(wait, data.k_timeout, data.jiffy_us, phase=phase)
             value = -float(np.dot(weights, np.log(np.clip(p[mask], 1e-300, None))))
         return value if math.isfinite(value) else 1e300
@@ -383,7 +397,7 @@ def _g2(counts: np.ndarray, p: np.ndarray) -> float:
     return float(2.0 * np.sum(counts[mask] * np.log(counts[mask] / expected)))
 
 
-def _optimise(nll, starts: list[np.ndarray], bounds) -> optimize.OptimizeResult:
+def optimise(nll, starts: list[np.ndarray], bounds) -> optimize.OptimizeResult:
     """A short run from every start, then the best one to convergence."""
     lo, hi = np.array(bounds).T
     if len(starts) == 1:
@@ -399,11 +413,11 @@ def _optimise(nll, starts: list[np.ndarray], bounds) -> optimize.OptimizeResult:
 
 
 def _natural_vector(fam: Family, zero: bool, cure: bool, theta: np.ndarray) -> np.ndarray:
-    w = _split(fam, zero, cure, theta)
+    w = latent_wait(fam, zero, cure, theta)
     return np.array([*w.params, w.zero_mass, w.cure_fraction])
 
 
-def _jacobian(fn: Callable[[np.ndarray], np.ndarray], theta: np.ndarray) -> np.ndarray:
+def jacobian(fn: Callable[[np.ndarray], np.ndarray], theta: np.ndarray) -> np.ndarray:
     """d fn / d theta by central differences (statsmodels), shape (outputs, params)."""
     return np.atleast_2d(approx_fprime(theta, fn, centered=True))
 
@@ -425,8 +439,8 @@ def fit_model(
     fam = FAMILIES[family]
     counts = data.counts if counts is None else counts
     nll = _nll_fn(fam, zero, cure, data, counts, phase)
-    bounds = _bounds(fam, data.jiffy_us, data.timeout_us, zero + cure)
-    res = _optimise(nll, starts or _starts(fam, data, zero, cure), bounds)
+    bounds = search_bounds(fam, data.jiffy_us, data.timeout_us, zero + cure)
+    res = optimise(nll, starts or _starts(fam, data, zero, cure), bounds)
     theta = np.asarray(res.x)
     lo, hi = np.array(bounds).T
     at_bound = (theta - lo < 1e-3) | (hi - theta < 1e-3)
@@ -435,10 +449,10 @@ def fit_model(
     theta_names = [n for n, f in zip(names, free, strict=True) if f]
     cov = None
     if information:
-        cov = _covariance(nll, theta, at_bound)
+        cov = observed_covariance(nll, theta, at_bound)
     natural = _natural_vector(fam, zero, cure, theta)
     if cov is not None:
-        jac = _jacobian(lambda th: _natural_vector(fam, zero, cure, th), theta)
+        jac = jacobian(lambda th: _natural_vector(fam, zero, cure, th), theta)
         se = np.sqrt(np.clip(np.diag(jac @ cov @ jac.T), 0, None))
     else:
         se = np.full(natural.size, math.nan)
@@ -455,7 +469,7 @@ def fit_model(
     n = counts.sum()
     k = theta.size
     loglik = -float(res.fun)
-    wait = _split(fam, zero, cure, theta)
+    wait = latent_wait(fam, zero, cure, theta)
     p = bin_probabilities(wait, data.k_timeout, data.jiffy_us, phase=phase)
     gap = float(np.max(np.abs(np.cumsum(counts) / n - np.cumsum(p))))
     return ModelFit(
@@ -478,7 +492,7 @@ def fit_model(
     )
 
 
-def _covariance(nll, theta: np.ndarray, at_bound: np.ndarray) -> np.ndarray | None:
+def observed_covariance(nll, theta: np.ndarray, at_bound: np.ndarray) -> np.ndarray | None:
     """Inverse observed information over the interior parameters (boundary ones fixed)."""
     free = np.flatnonzero(~at_bound)
     cov = np.zeros((theta.size, theta.size))
@@ -535,7 +549,7 @@ def delta_observables(model: ModelFit, data: JiffyData) -> dict[str, Estimate]:
     fam = FAMILIES[model.family]
 
     def linked(theta: np.ndarray) -> np.ndarray:
-        return _link(_observable_values(_split(fam, model.zero, model.cure, theta), data))
+        return _link(_observable_values(latent_wait(fam, model.zero, model.cure, theta), data))
 
     values = _observable_values(model.wait, data)
     # A quantile inside the cure fraction (inf) or the zero mass (0) stays there at every
@@ -545,7 +559,7 @@ def delta_observables(model: ModelFit, data: JiffyData) -> dict[str, Estimate]:
         sd = np.full(values.size, math.nan)
     else:
         with np.errstate(invalid="ignore"):
-            jac = np.where(finite[:, None], _jacobian(linked, model.theta), 0.0)
+            jac = np.where(finite[:, None], jacobian(linked, model.theta), 0.0)
         sd = np.sqrt(np.clip(np.diag(jac @ model.cov @ jac.T), 0, None))
     centre = _link(values)
     low = np.where(finite, _unlink(centre - Z95 * sd), values)
@@ -583,6 +597,7 @@ class GroupFit:
     empirical: dict[str, Estimate]
     identifiability: tuple[str, ...]
     bootstrap: int
+    replicates: tuple[FittedWait, ...] = field(default=(), repr=False)
 
     @property
     def n(self) -> int:
@@ -594,18 +609,22 @@ class GroupFit:
 
     def latent(self) -> FittedWait:
         """The best model's latent wait, valid up to the group's timeout."""
-        return replace(self.best.wait, reason=self.reason, support_limit_us=self.data.timeout_us)
+        return self._labelled(self.best.wait)
+
+    def latent_replicates(self) -> tuple[FittedWait, ...]:
+        """The best model refitted to each bootstrap resample (empty without bootstrap):
+        the ``replicates`` :func:`analysis.models.throttle.predict_timeout` takes for CIs."""
+        return tuple(self._labelled(w) for w in self.replicates)
+
+    def _labelled(self, wait: FittedWait) -> FittedWait:
+        return replace(wait, reason=self.reason, support_limit_us=self.data.timeout_us)
 
     def bootstrap_latents(self, replicates: int, seed: int) -> tuple[FittedWait, ...]:
         """``replicates`` bootstrap replicates of :meth:`latent`: the best model refitted to
         multinomial resamples of the group's histogram (events taken as independent)."""
         rng = np.random.default_rng(seed)
         resamples = rng.multinomial(self.n, self.data.counts / self.n, size=replicates)
-        limit = self.data.timeout_us
-        return tuple(
-            replace(r.wait, reason=self.reason, support_limit_us=limit)
-            for r in refits(self.data, self.best, resamples)
-        )
+        return tuple(self._labelled(r.wait) for r in refits(self.data, self.best, resamples))
 
 
 @dataclass(frozen=True)
@@ -687,14 +706,16 @@ def refits(data: JiffyData, model: ModelFit, resamples: np.ndarray) -> list[Mode
 
 def _bootstrap(
     data: JiffyData, models: list[ModelFit], replicates: int, seed: int
-) -> tuple[dict[str, Estimate] | None, dict[str, float]]:
-    """Percentile CIs of the observables (best model refitted to multinomial resamples) and
-    parametric-bootstrap G² p-values of the models within dAIC 4 of the best."""
+) -> tuple[dict[str, Estimate], dict[str, float], tuple[FittedWait, ...]]:
+    """Percentile CIs of the observables (best model refitted to multinomial resamples),
+    parametric-bootstrap G² p-values of the models within dAIC 4 of the best, and the
+    refitted waits."""
     rng = np.random.default_rng(seed)
     best = models[0]
     n = data.n
     resamples = rng.multinomial(n, data.counts / n, size=replicates)
-    arr = np.array([_observable_values(r.wait, data) for r in refits(data, best, resamples)])
+    waits = [r.wait for r in refits(data, best, resamples)]
+    arr = np.array([_observable_values(w, data) for w in waits])
     values = _observable_values(best.wait, data)
     with np.errstate(invalid="ignore"):
         lo, hi = np.nanpercentile(arr, [2.5, 97.5], axis=0)
@@ -712,7 +733,7 @@ def _bootstrap(
         resamples = rng.multinomial(n, p / p.sum(), size=replicates)
         exceed = sum(refit.g2 >= model.g2 for refit in refits(data, model, resamples))
         g2_p[model.name] = (1 + exceed) / (1 + replicates)
-    return observables, g2_p
+    return observables, g2_p, tuple(waits)
 
 
 def fit_group(
@@ -747,8 +768,9 @@ def fit_group(
         raise InputError(reason or "<group>", "no model has fewer parameters than bins")
     fits.sort(key=lambda m: m.aic)
     observables = delta_observables(fits[0], data)
+    replicates: tuple[FittedWait, ...] = ()
     if bootstrap > 0:
-        observables, g2_p = _bootstrap(data, fits, bootstrap, seed)
+        observables, g2_p, replicates = _bootstrap(data, fits, bootstrap, seed)
         fits = [replace(m, g2_p=g2_p.get(m.name)) for m in fits]
     return GroupFit(
         event=event,
@@ -762,6 +784,7 @@ def fit_group(
         empirical=empirical_observables(data),
         identifiability=tuple(_identifiability(fits, data)),
         bootstrap=bootstrap,
+        replicates=replicates,
     )
 
 

@@ -7,7 +7,7 @@ the true family (its zero mass / cure fraction included) and with the naive floo
 k = floor(T/J); we record relative bias and 95 % CI coverage (delta method) of P(timeout),
 the mean wait up to the timeout and the 50 % / 90 % quantiles, and how often AIC picks the
 true family among all seven (same zero / cure structure). Run it with
-``nice -n 10 python -m analysis.stats.validation.simulate`` (about 15 min of CPU on one core); it
+``nice -n 10 python -m analysis.stats.validation.simulate`` (about 6 min of CPU on one core); it
 writes ``results.json`` and ``results.md`` next to this file.
 """
 
@@ -32,7 +32,7 @@ from analysis.stats.fit import (
     fit_model,
 )
 
-__all__ = ["TRUTHS", "Cell", "Truth", "simulate_cell", "simulate_counts"]
+__all__ = ["CHECKED", "TRUTHS", "Cell", "Truth", "simulate_cell", "simulate_counts"]
 
 HERE = Path(__file__).resolve().parent
 CHECKED = ("p_timeout", "restricted_mean_usec", "q0.5", "q0.9")
@@ -216,8 +216,8 @@ def _write(args: argparse.Namespace, rows: list[dict[str, object]], seconds: flo
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--reps", type=int, default=200)
-    parser.add_argument("--aic-reps", type=int, default=15)
+    parser.add_argument("--reps", type=int, default=400)
+    parser.add_argument("--aic-reps", type=int, default=30)
     parser.add_argument("--seed", type=int, default=20261123)
     parser.add_argument("--out", type=Path, default=HERE)
     args = parser.parse_args(argv)
