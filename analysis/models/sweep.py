@@ -52,7 +52,7 @@ __all__ = [
 ]
 
 REGISTRY: dict[str, str] = {
-    "throttle": "analysis.models.throttle:SWEEP_MODEL",
+    "throttle": "analysis.models.throttle_waits:SWEEP_MODEL",
     "shrinker": "analysis.models.shrinker:SWEEP_MODEL",
 }
 RANGE_KEYS = {"start", "stop", "num", "log", "step"}
