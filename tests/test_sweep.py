@@ -49,6 +49,8 @@ def test_grid_forms(tmp_path):
     points = s.grid_points(g)
     assert len(points) == 1 * 2 * 3 * 3
     assert points[0] == {"a": 5, "b": 1, "c": pytest.approx(1), "d": 0}
+    steps = s.load_grid(grid(tmp_path, "e: {start: 2, stop: 8, step: 3}\n"))["e"]
+    assert steps == [2, 5, 8] and all(type(v) is int for v in steps)
 
 
 @pytest.mark.parametrize(
