@@ -5,8 +5,7 @@ uses: workload latency comparison, vmstat Ops rows, throttling per reason, stall
 with the capture provenance and any lost-event warnings.
 
 A section is one function of :class:`ReportData` returning text, listed in ``SECTIONS``;
-later analyses (the latency comparison with significance, the throttle-delay fits) replace
-their hook function or add an entry, nothing else.
+later analyses replace their hook function or add an entry, nothing else.
 """
 
 from __future__ import annotations
@@ -94,11 +93,12 @@ def throttle_section(data: ReportData) -> str:
 
 
 def throttle_fits_section(data: ReportData) -> str:
-    """Hook: fitted latent-wait observables per reason (censored fits, issue 10)."""
-    return (
-        "Not computed in this version: censored fits of the latent wait per reason\n"
-        "(analysis.stats.latent.LatentWait) land with issue 10.\n"
-    )
+    """Fitted latent-wait observables per run and throttle group: P(timeout), the mean
+    wait to the timeout and the median with 95 % CIs, the best family by AIC, and their
+    spread over iterations fitted alone (:mod:`analysis.report.throttle_fits`)."""
+    from analysis.report.throttle_fits import format_run_fits, run_fits
+
+    return format_run_fits(run_fits(data))
 
 
 def stalls_section(data: ReportData) -> str:
