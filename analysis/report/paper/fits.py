@@ -353,7 +353,8 @@ def section_tex(shown: list[Shown], values: dict[str, str]) -> str:
         "\\begin{figure}[tbp]\n\\centering\n"
         "\\includegraphics[width=\\textwidth]{figures/fit-survival.pdf}\n"
         "\\caption{Survival of the latent wait per group, log time axis up to the timeout: "
-        "Turnbull's nonparametric estimate for interval-censored jiffy data (black steps) "
+        "Turnbull's nonparametric estimate (black steps; Kaplan--Meier generalised to the "
+        "interval censoring of jiffy data, where a recorded delay is not the wait) "
         "with a \\FitBandBootstrap{}-resample bootstrap band (grey), against the best "
         "model by AIC (dashed).}\\label{fig:fit-survival}\n\\end{figure}",
         *(_group_sentence(s) for s in shown),
