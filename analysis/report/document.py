@@ -172,9 +172,12 @@ def _runs(paths: Sequence[Path]) -> tuple[Run, ...]:
 def report_json(paths: Sequence[Path]) -> dict:
     """The report's content for scripts (frames and dataclasses, for
     :func:`analysis.report.json_output.dumps`): the runs with their provenance, the Ops comparison
-    (as ``mmlab compare-vmstat --json``), throttling per run (``run_throttle_table``) and
+    (as ``mmlab compare-vmstat --json``), throttling per run (``run_throttle_table``), its
+    fits per run and group (:func:`~analysis.report.throttle_fits.run_fit_json`) and
     every traced iteration's analysis (as ``mmlab stalls --json``, with ``run`` and
     ``iteration``)."""
+    from analysis.report.throttle_fits import run_fit_json, run_fits
+
     data = ReportData(_runs(paths))
     throttle = run_throttle_table(
         [(run.name, index, a.throttle) for run, index, a in data.analyses]
@@ -188,6 +191,7 @@ def report_json(paths: Sequence[Path]) -> dict:
         "provenance": [iteration_provenance(run, it) for run in data.runs for it in run.iterations],
         "vmstat": comparison_json(compare_runs(data.runs)),
         "throttle": throttle,
+        "throttle_fits": [run_fit_json(f) for f in run_fits(data)],
         "stalls": [
             {"run": run.name, "iteration": index, **analysis_json(analysis)}
             for run, index, analysis in data.analyses

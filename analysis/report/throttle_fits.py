@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from analysis.report.fit import CAVEAT
+from analysis.report.fit import CAVEAT, group_json
 from analysis.stats.describe import mean_sd
 from analysis.stats.fit import GroupFailure, GroupFit, fit_throttle_groups
 
@@ -35,6 +35,7 @@ __all__ = [
     "RunGroupFit",
     "format_run_fits",
     "iteration_spread",
+    "run_fit_json",
     "run_fits",
 ]
 
@@ -114,6 +115,16 @@ def iteration_spread(fit: RunGroupFit, name: str) -> tuple[float | None, float |
         if isinstance(g, GroupFit) and math.isfinite(g.observables[name].estimate)
     ]
     return mean_sd(values)
+
+
+def run_fit_json(fit: RunGroupFit) -> dict[str, object]:
+    """One run's group for ``mmlab report --json``: the pooled fit as ``mmlab fit --json``
+    prints a group, and the mean and sd over iterations of each quoted observable."""
+    spread = {}
+    for name, _, _ in FITTED:
+        mean, sd = iteration_spread(fit, name)
+        spread[name] = {"mean": mean, "sd": sd}
+    return {"run": fit.run, **group_json(fit.pooled), "iterations": spread}
 
 
 def _num(value: float | None, scale: float) -> str:
