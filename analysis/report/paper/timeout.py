@@ -234,7 +234,7 @@ def timeout_values(tm: TimeoutModel) -> dict[str, str]:
     for name, index in (("velocity", 0), ("efficiency", 1)):
         change, tau, needed = _largest_change(report, index)
         values |= {
-            f"{name} change": f"{100 * change:+.2f}",
+            f"{name} change": f"${100 * change:+.2f}$",
             f"{name} change tau ms": f"{tau / 1000:g}",
             f"{name} runs needed": f"{needed:.0f}",
         }
@@ -334,7 +334,8 @@ def section_tex(tm: TimeoutModel, values: dict[str, str]) -> str:
         f"{mac('velocity change')}\\,\\% (at $\\tau$ = {mac('velocity change tau ms')}\\,ms); "
         f"with the run-to-run spread of the observed velocity, seeing it would take "
         f"{mac('velocity runs needed')} iterations per timeout (two-sided t-test, 5\\,\\% "
-        f"level, 80\\,\\% power). Efficiency moves by at most {mac('efficiency change')}\\,\\% "
+        f"level, 80\\,\\% power). The largest efficiency change is "
+        f"{mac('efficiency change')}\\,\\% "
         f"(needing {mac('efficiency runs needed')} iterations per timeout). " + doubt,
         "\\input{tables/timeout-predictions}",
         "\\begin{figure}[tbp]\n\\centering\n"
