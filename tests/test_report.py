@@ -83,6 +83,11 @@ def test_report_json_agrees_with_the_commands_golden_json(tmp_path, monkeypatch,
         ("dirty20", 3),
         ("dirty5", 3),
     ]
+    # One fitted group per run; its n is the throttle table's events of all iterations.
+    fits = {f["run"]: f for f in report["throttle_fits"]}
+    for t in report["throttle"]:
+        assert fits[t["run"]]["n"] == round(t["events_mean"] * t["iterations"])
+        assert fits[t["run"]]["iterations"]["p_timeout"]["sd"] is not None
 
 
 def test_base_comes_first():

@@ -5,8 +5,7 @@ uses: workload latency comparison, vmstat Ops rows, throttling per reason, stall
 with the capture provenance and any lost-event warnings.
 
 A section is one function of :class:`ReportData` returning text, listed in ``SECTIONS``;
-later analyses (the latency comparison with significance, the throttle-delay fits) replace
-their hook function or add an entry, nothing else.
+later analyses replace their hook function or add an entry, nothing else.
 """
 
 from __future__ import annotations
@@ -95,11 +94,12 @@ def throttle_section(data: ReportData) -> str:
 
 
 def throttle_fits_section(data: ReportData) -> str:
-    """Hook: fitted latent-wait observables per reason (censored fits, issue 10)."""
-    return (
-        "Not computed in this version: censored fits of the latent wait per reason\n"
-        "(analysis.stats.latent.LatentWait) land with issue 10.\n"
-    )
+    """Fitted latent-wait observables per run and throttle group: P(timeout), the mean
+    wait to the timeout and the median with 95 % CIs, the best family by AIC, and their
+    spread over iterations fitted alone (:mod:`analysis.report.throttle_fits`)."""
+    from analysis.report.throttle_fits import format_run_fits, run_fits
+
+    return format_run_fits(run_fits(data))
 
 
 def stalls_section(data: ReportData) -> str:
@@ -175,9 +175,12 @@ def report_runs(paths: Sequence[Path]) -> tuple[Run, ...]:
 def report_json(paths: Sequence[Path]) -> dict:
     """The report's content for scripts (frames and dataclasses, for
     :func:`analysis.report.json_output.dumps`): the runs with their provenance, the Ops comparison
-    (as ``mmlab compare-vmstat --json``), throttling per run (``run_throttle_table``) and
+    (as ``mmlab compare-vmstat --json``), throttling per run (``run_throttle_table``), its
+    fits per run and group (:func:`~analysis.report.throttle_fits.run_fit_json`) and
     every traced iteration's analysis (as ``mmlab stalls --json``, with ``run`` and
     ``iteration``)."""
+    from analysis.report.throttle_fits import run_fit_json, run_fits
+
     data = ReportData(report_runs(paths))
     throttle = run_throttle_table(
         [(run.name, index, a.throttle) for run, index, a in data.analyses]
@@ -191,6 +194,7 @@ def report_json(paths: Sequence[Path]) -> dict:
         "provenance": [iteration_provenance(run, it) for run in data.runs for it in run.iterations],
         "vmstat": comparison_json(compare_runs(data.runs)),
         "throttle": throttle,
+        "throttle_fits": [run_fit_json(f) for f in run_fits(data)],
         "stalls": [
             {"run": run.name, "iteration": index, **analysis_json(analysis)}
             for run, index, analysis in data.analyses

@@ -15,7 +15,14 @@ import polars as pl
 from analysis.stats.durations import DurationFit
 from analysis.stats.fit import QUANTILES, Estimate, GroupFailure, GroupFit, ModelFit
 
-__all__ = ["format_duration_fits", "format_fits", "format_group", "group_json", "summary_frame"]
+__all__ = [
+    "CAVEAT",
+    "format_duration_fits",
+    "format_fits",
+    "format_group",
+    "group_json",
+    "summary_frame",
+]
 
 SHOWN_MODELS = 8
 # The precision of P(timeout) a timeout decision needs, to say how many sleeps that takes.

@@ -1,0 +1,383 @@
+"""The paper's "Throttle delay fits" section: censored, jiffy-quantised fits of the latent
+wait of ``reclaim_throttle()`` (mm/vmscan.c) sleepers.
+
+Groups: every ``mm_vmscan_throttled`` group of the base and the new run (sleeps of all
+iterations pooled; the best family also refitted to each iteration alone for the run-level
+spread, as
+:mod:`analysis.report.throttle_fits`) and the throttle histograms of seed 000's mail
+(5.15-rc1, no iterations). Writes ``tables/fit-aic.tex``, ``tables/fit-observables.tex``
+and ``figures/fit-survival.pdf`` and returns the section's LaTeX, which defines its own
+macros (``\\Fit...``) before the text quotes them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import altair as alt
+import polars as pl
+
+from analysis.ingest import histogram
+from analysis.ingest.ftrace.events import THROTTLED
+from analysis.metrics import pairing, throttle
+from analysis.report.fit_figures import survival_chart
+from analysis.report.paper.figures import save_pdf
+from analysis.report.paper.latex import escape, macro_name, macros_tex, table_tex
+from analysis.report.seeds import SEEDS
+from analysis.report.throttle_fits import RunGroupFit, iteration_spread, run_fits
+from analysis.stats.families import FAMILIES
+from analysis.stats.fit import Estimate, GroupFailure, GroupFit, fit_throttle_groups
+from analysis.stats.survival import turnbull_jiffies
+
+if TYPE_CHECKING:
+    from analysis.report.document import ReportData
+
+__all__ = [
+    "BOOTSTRAP",
+    "SEED_MAIL",
+    "Shown",
+    "aic_table",
+    "compact",
+    "fit_values",
+    "observables_table",
+    "section",
+    "section_tex",
+    "seed_groups",
+    "shown_groups",
+    "survival_figure",
+    "write_tables",
+]
+
+# Refits per pooled histogram for percentile CIs and G² p-values: few, so that `make`
+# stays in its time budget; the run-level spread comes from the iterations anyway.
+BOOTSTRAP = 20
+BAND_BOOTSTRAP = 30  # resamples of the Turnbull band in the survival figure
+SEED_MAIL = Path(__file__).resolve().parents[3] / "data" / "mail" / SEEDS["000"]
+# Seed 000's blocks as its prose names them (as notebook 03): 2 kswapd, 4-6 direct.
+SEED_LABELS = {2: "kswapd", 4: "direct", 5: "direct", 6: "direct"}
+
+
+@dataclass(frozen=True)
+class Shown:
+    """One fitted group as the paper shows it: ``key`` names its macros (``base memcg
+    writeback``), ``label`` its table column and figure panel; ``spread`` holds the
+    per-iteration fits of a run's group (None for a mail histogram)."""
+
+    key: str
+    label: str
+    fit: GroupFit | GroupFailure
+    spread: RunGroupFit | None = None
+
+
+def _short(reason: str) -> str:
+    return reason.removeprefix("VMSCAN_THROTTLE_")
+
+
+def seed_groups(
+    path: Path = SEED_MAIL, bootstrap: int = BOOTSTRAP
+) -> list[GroupFit | GroupFailure]:
+    """Seed 000's ``mm_vmscan_throttled`` histograms fitted (HZ from the delay quantum)."""
+    events = throttle.throttle_events(
+        histogram.read(path, labels=SEED_LABELS), pairing.all_intervals({})
+    ).filter(pl.col("event") == THROTTLED)
+    return fit_throttle_groups(events, throttle.infer_hz(events).jiffy_us, bootstrap=bootstrap)
+
+
+def shown_groups(
+    data: ReportData, seed_path: Path = SEED_MAIL, bootstrap: int = BOOTSTRAP
+) -> list[Shown]:
+    """The base and new runs' throttle groups, then seed 000's."""
+    roles = dict(zip((r.name for r in data.runs), ("base", "new"), strict=False))
+    out: list[Shown] = []
+
+    def add(role: str, name: str, g: GroupFit | GroupFailure, spread: RunGroupFit | None):
+        key = f"{role} {g.context} {_short(g.reason)}".lower()
+        label = f"{name} {g.context} {_short(g.reason)}"
+        # A reason slept with two timeouts in one context: the timeout tells them apart.
+        if any(s.key == key for s in out):
+            key, label = f"{key} {g.usec_timeout} us", f"{label} {g.usec_timeout} us"
+        out.append(Shown(key, label, g, spread))
+
+    for f in run_fits(data, runs=2, bootstrap=bootstrap):
+        if f.pooled.event == THROTTLED:
+            add(roles[f.run], f.run, f.pooled, f)
+    for g in seed_groups(seed_path, bootstrap):
+        add("seed", "seed 000", g, None)
+    return out
+
+
+def _p(value: float) -> str:
+    return f"{value:.3f}"
+
+
+def _ms(value: float) -> str:
+    return r"$\infty$" if math.isinf(value) else f"{value / 1000:.2f}"
+
+
+def _ci(est: Estimate, fmt) -> str:
+    return f"{fmt(est.estimate)} [{fmt(est.ci_low)}, {fmt(est.ci_high)}]"
+
+
+def _group_values(s: Shown) -> dict[str, str]:
+    """Macros of one fitted group: n, timeouts, best model, observables with CIs."""
+    g = s.fit
+    values = {f"{s.key} n": str(g.n), f"{s.key} timeout ms": f"{(g.usec_timeout or 0) / 1000:g}"}
+    if isinstance(g, GroupFailure):
+        return values
+    obs = g.observables
+    values |= {
+        f"{s.key} best": escape(g.best.name),
+        f"{s.key} timeouts": str(int(g.data.counts[-1])),
+        f"{s.key} p timeout": _ci(obs["p_timeout"], _p),
+        f"{s.key} mean ms": _ci(obs["restricted_mean_usec"], _ms),
+        f"{s.key} median ms": _ci(obs["q0.5"], _ms),
+        f"{s.key} p zero": _ci(obs["p_zero"], _p),
+        f"{s.key} p timeout data high": _p(g.empirical["p_timeout"].ci_high),
+    }
+    if s.spread is not None:
+        values |= {
+            f"{s.key} p timeout iterations": _spread(s, "p_timeout", _p),
+            f"{s.key} mean ms iterations": _spread(s, "restricted_mean_usec", _ms),
+            f"{s.key} iterations": str(s.spread.n_iterations),
+        }
+    return values
+
+
+def _spread(s: Shown, name: str, fmt) -> str:
+    """Mean ± sd of observable ``name`` over the iterations fitted alone ("--": none)."""
+    mean, sd = iteration_spread(s.spread, name) if s.spread else (None, None)
+    return "--" if mean is None else fmt(mean) + ("" if sd is None else f" $\\pm$ {fmt(sd)}")
+
+
+def fit_values(shown: list[Shown], bootstrap: int = BOOTSTRAP) -> dict[str, str]:
+    """Every number the section's text quotes (macro phrase → LaTeX), keyed ``fit ...``."""
+    values = {
+        "families": str(len(FAMILIES)),
+        "models": str(4 * len(FAMILIES)),
+        "bootstrap": str(bootstrap),
+        "band bootstrap": str(BAND_BOOTSTRAP),
+    }
+    for s in shown:
+        values |= _group_values(s)
+    return {f"fit {k}": v for k, v in values.items()}
+
+
+def _variant(fit: GroupFit, family: str) -> str:
+    """dAIC of ``family``'s best variant in ``fit``, marked z (zero mass) / c (cure)."""
+    mine = [m for m in fit.models if m.family == family]
+    if not mine:
+        return "--"
+    m = min(mine, key=lambda m: m.aic)
+    mark = ("z" if m.zero else "") + ("c" if m.cure else "")
+    delta = m.aic - fit.best.aic
+    text = f"{delta:.0f}" if delta >= 100 else f"{delta:.1f}"
+    text = f"\\textbf{{{text}}}" if m is fit.best else text
+    return text + (f"$^{{{mark}}}$" if mark else "")
+
+
+def aic_table(shown: list[Shown]) -> str:
+    """dAIC of each candidate family's best variant (columns) in each fitted group (rows)."""
+    fitted = [s for s in shown if isinstance(s.fit, GroupFit)]
+    rows = [[escape(s.label), *(_variant(s.fit, f) for f in FAMILIES)] for s in fitted]
+    return compact(
+        table_tex(
+            ["group", *(escape(f) for f in FAMILIES)],
+            rows,
+            "l" + "r" * len(FAMILIES),
+            "Candidate families of the latent wait: AIC of each family's best variant minus "
+            "the group's best (bold: the best model). Superscripts: that variant has an atom "
+            "at zero (z) or a cure fraction (c). -- : every variant had as many parameters as "
+            "the histogram has occupied jiffy bins and was not fitted.",
+            "tab:fit-aic",
+        ),
+        sep_pt=2,
+    )
+
+
+def compact(table: str, sep_pt: int = 4) -> str:
+    """A :func:`table_tex` table in footnote size with ``sep_pt`` column gaps: the fit and
+    model tables have many numeric columns and must fit the text width."""
+    small = "\\centering\\small"
+    return table.replace(
+        small, f"\\centering\\footnotesize\\setlength{{\\tabcolsep}}{{{sep_pt}pt}}"
+    )
+
+
+def _two_lines(est: Estimate, fmt) -> tuple[str, str]:
+    return fmt(est.estimate), f"[{fmt(est.ci_low)}, {fmt(est.ci_high)}]"
+
+
+OBSERVABLE_COLUMNS = (
+    "group",
+    "sleeps",
+    "P(timeout)",
+    "mean wait ms",
+    "median ms",
+    "p90 ms",
+    "per iter. ms",
+)
+
+
+def observables_table(shown: list[Shown]) -> str:
+    """Two rows per fitted group: sleeps, P(timeout), the mean wait to the timeout, the
+    median and the 90th percentile (estimates, then their 95 % CIs), and the mean wait
+    over iterations."""
+    rows = []
+    for s in shown:
+        g = s.fit
+        if not isinstance(g, GroupFit):
+            continue
+        obs = g.observables
+        cells = [
+            _two_lines(obs["p_timeout"], _p),
+            _two_lines(obs["restricted_mean_usec"], _ms),
+            _two_lines(obs["q0.5"], _ms),
+            _two_lines(obs["q0.9"], _ms),
+        ]
+        spread = _spread(s, "restricted_mean_usec", _ms)
+        rows.append([escape(s.label), str(g.n), *(c[0] for c in cells), spread])
+        rows.append(["", "", *(f"\\scriptsize {c[1]}" for c in cells), ""])
+    return compact(
+        table_tex(
+            [*OBSERVABLE_COLUMNS],
+            rows,
+            "lrrrrrr",
+            "Fitted observables of the best model, each above its 95\\,\\% bootstrap "
+            "percentile CI (resampled sleeps). Mean wait: $E[\\min(T, \\mathrm{timeout})]$. Per "
+            "iteration: mean $\\pm$ sd of the mean wait of the best family refitted to each "
+            "iteration alone, the run-level spread. A quantile past the timeout rests on the "
+            "family's tail; $\\infty$: inside the fitted cure fraction.",
+            "tab:fit-observables",
+        ),
+        sep_pt=2,
+    )
+
+
+def survival_figure(shown: list[Shown]) -> alt.ConcatChart:
+    """Per fitted group: Turnbull S(t) with its bootstrap band against the best model
+    (one colour per best model, so the legend names each)."""
+    panels = []
+    for s in shown:
+        if isinstance(s.fit, GroupFit):
+            curve = turnbull_jiffies(s.fit.data, bootstrap=BAND_BOOTSTRAP)
+            panels.append(
+                survival_chart(s.fit, curve, s.label, models=1).properties(width=150, height=110)
+            )
+    return (
+        alt.concat(*panels, columns=3)
+        .configure_legend(orient="bottom", columns=3)
+        .configure_axisX(labelOverlap="greedy", labelSeparation=6)
+    )
+
+
+def _group_sentence(s: Shown) -> str:
+    g = s.fit
+    name = escape(s.label)
+    if isinstance(g, GroupFailure):
+        return f"{name} cannot be fitted: {escape(g.message)}."
+    keys = ("n", "timeouts", "timeout ms", "p timeout", "best", "mean ms", "median ms")
+    keys += ("p timeout iterations", "mean ms iterations", "iterations", "p timeout data high")
+    keys += ("p zero",)
+    macro = {k: f"\\{macro_name(f'fit {s.key} {k}')}{{}}" for k in keys}
+    text = (
+        f"\\emph{{{name}}}: {macro['timeouts']} of {macro['n']} sleeps ran to the "
+        f"{macro['timeout ms']}\\,ms timeout, P(timeout) = {macro['p timeout']}; best "
+        f"\\tp{{{macro['best']}}}, mean wait {macro['mean ms']}\\,ms, median "
+        f"{macro['median ms']}\\,ms."
+    )
+    if g.data.counts[-1] == 0:
+        text += (
+            " No sleep was censored (the data put P(timeout) below "
+            f"{macro['p timeout data high']}, Wilson 95\\,\\% bound), so the timeout "
+            "took nothing from these sleepers and no family's tail beyond it is tested."
+        )
+    median = g.observables["q0.5"].estimate
+    if median == 0:
+        text += (
+            f" A share {macro['p zero']} of the sleepers was woken within the first "
+            "jiffy, so the median wait is zero."
+        )
+    elif math.isinf(median):
+        text += (
+            " The fitted cure fraction exceeds one half, so the median wait is infinite: "
+            "the data, which stop at the timeout, do not identify it."
+        )
+    elif median > g.data.timeout_us:
+        text += " The median lies past the timeout: it is the fitted family's extrapolation."
+    if s.spread is not None:
+        text += (
+            f" Refitted to each of its {macro['iterations']} iterations alone, the best "
+            "family gives P(timeout) "
+            f"{macro['p timeout iterations']} and mean wait {macro['mean ms iterations']}"
+            "\\,ms (mean $\\pm$ sd)."
+        )
+    return text
+
+
+def section_tex(shown: list[Shown], values: dict[str, str]) -> str:
+    """The section: its macros, the method, one paragraph per group, the warnings."""
+    # An en dash, not the default bullet: that is a TS1 glyph whose bitmap font a
+    # non-interactive build (no HOME for mktexpk) cannot make.
+    warnings = [
+        f"\\item[--] \\emph{{{escape(s.label)}}}: {escape(note)}"
+        for s in shown
+        if isinstance(s.fit, GroupFit)
+        for note in s.fit.identifiability
+    ]
+    parts = [
+        macros_tex(values),
+        "The recorded delay of a throttled sleep is not the wait itself. "
+        "\\tp{reclaim\\_throttle()} records whole jiffies, and the phase of the tick at "
+        "which a sleep starts mixes neighbouring waits; a sleep that runs to its timeout "
+        "records the timeout whatever it would have waited, so it is right-censored: it "
+        "says only that the latent wait $T$ (the sleep without a timeout) exceeds the "
+        "timeout. We fit $T$ by maximum likelihood under that observation model with "
+        "\\FitFamilies{} families, each with and without an atom at zero (sleepers woken "
+        "within the first tick) and a cure fraction (sleepers nothing would wake before "
+        "the timeout), \\FitModels{} models per group ranked by AIC "
+        "(Table~\\ref{tab:fit-aic}). Each run's sleeps are pooled for the fit; CIs are "
+        "percentiles of \\FitBootstrap{} refits to multinomial resamples of the pooled "
+        "histogram, which take sleeps as independent. They are not (one writeback burst "
+        "wakes many sleepers), so Table~\\ref{tab:fit-observables} also gives the spread "
+        "of the best family refitted to each iteration alone. P(timeout) and the mean "
+        "wait up to the timeout, "
+        "$E[\\min(T, \\mathrm{timeout})]$, are fixed by the data; a quantile past the "
+        "timeout and the cure fraction rest on the family's tail, which no sleep observes. "
+        "Seed 000's histograms (5.15-rc1, from the mail, HZ from the delay quantum) are "
+        "fitted the same way; they have no iterations. Figure~\\ref{fig:fit-survival} "
+        "sets the nonparametric estimate of $S(t) = P(T > t)$ against the fits.",
+        "\\input{tables/fit-aic}\n\\input{tables/fit-observables}",
+        "\\begin{figure}[tbp]\n\\centering\n"
+        "\\includegraphics[width=\\textwidth]{figures/fit-survival.pdf}\n"
+        "\\caption{Survival of the latent wait per group, log time axis up to the timeout: "
+        "Turnbull's nonparametric estimate (black steps; Kaplan--Meier generalised to the "
+        "interval censoring of jiffy data, where a recorded delay is not the wait) "
+        "with a \\FitBandBootstrap{}-resample bootstrap band (grey), against the best "
+        "model by AIC (dashed).}\\label{fig:fit-survival}\n\\end{figure}",
+        *(_group_sentence(s) for s in shown),
+    ]
+    if warnings:
+        parts.append(
+            "What the fits do not identify (from the fits themselves):\n\\begin{itemize}\n"
+            + "\n".join(warnings)
+            + "\n\\end{itemize}"
+        )
+    return "\n\n".join(parts) + "\n"
+
+
+def write_tables(out: Path, tables: dict[str, str]) -> None:
+    """Write each generated table (name → LaTeX) as ``out/tables/<name>.tex``."""
+    (out / "tables").mkdir(parents=True, exist_ok=True)
+    for name, text in tables.items():
+        (out / "tables" / f"{name}.tex").write_text(text)
+
+
+def section(data: ReportData, out: Path) -> str:
+    """Fit, write the tables and the figure under ``out``, return the section's LaTeX."""
+    shown = shown_groups(data)
+    write_tables(out, {"fit-aic": aic_table(shown), "fit-observables": observables_table(shown)})
+    save_pdf(survival_figure(shown), out / "figures" / "fit-survival.pdf")
+    return section_tex(shown, fit_values(shown))

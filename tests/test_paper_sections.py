@@ -1,0 +1,165 @@
+"""The paper's fits and timeout-model sections and the report's fits section, checked
+against computations from the raw trace text (grep), seed 000's published histogram and
+the model's own observations."""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections import Counter
+
+import pytest
+
+from analysis.report.document import ReportData, capture_runs
+from analysis.report.paper.fits import (
+    aic_table,
+    fit_values,
+    observables_table,
+    section_tex,
+    shown_groups,
+)
+from analysis.report.paper.latex import escape, macro_name
+from analysis.report.paper.timeout import (
+    LADDER,
+    predictions_table,
+    timeout_model,
+    timeout_values,
+    validation_table,
+)
+from analysis.report.paper.timeout import section_tex as timeout_tex
+from analysis.report.throttle_fits import format_run_fits, run_fits
+from analysis.stats.fit import fit_group, jiffy_data
+from tests.conftest import DATA, throttled_lines
+
+RUNS = ("stutterp-dirty20", "stutterp-dirty5")
+FIELDS = re.compile(r"usec_timeout=(\d+) usect_delayed=(\d+) reason=(\S+)")
+
+
+@pytest.fixture(scope="module")
+def data() -> ReportData:
+    return ReportData(tuple(run for name in RUNS for run in capture_runs(DATA / name)))
+
+
+@pytest.fixture(scope="module")
+def shown(data):
+    return shown_groups(data, bootstrap=3)
+
+
+@pytest.fixture(scope="module")
+def tm(data):
+    return timeout_model(*data.runs, bootstrap=3)
+
+
+def _grep_groups(run) -> Counter:
+    """(timeout, delay, reason) → sleeps of a run, from the raw trace text."""
+    out: Counter = Counter()
+    for it in run.iterations:
+        for line in throttled_lines(it.path):
+            timeout, delay, reason = FIELDS.search(line).groups()
+            out[(int(timeout), int(delay), reason)] += 1
+    return out
+
+
+def test_base_macros_equal_a_fit_of_the_grepped_delays(data, shown):
+    groups = _grep_groups(data.runs[0])
+    ((timeout, reason),) = {(t, r) for t, _, r in groups}
+    delays = sorted((d, c) for (_, d, _), c in groups.items())
+    direct = fit_group(
+        jiffy_data(
+            [d for d, _ in delays], [c for _, c in delays], timeout_us=timeout, jiffy_us=4000
+        )
+    )
+    values = fit_values(shown)
+    key = f"fit base memcg {reason.removeprefix('VMSCAN_THROTTLE_').lower()}"
+    assert values[f"{key} n"] == str(sum(groups.values()))
+    assert values[f"{key} timeouts"] == str(sum(c for (t, d, _), c in groups.items() if d >= t))
+    assert values[f"{key} best"] == escape(direct.best.name)
+    mean = direct.observables["restricted_mean_usec"].estimate / 1000
+    assert values[f"{key} mean ms"].startswith(f"{mean:.2f} [")
+    p = direct.observables["p_timeout"].estimate
+    assert values[f"{key} p timeout"].startswith(f"{p:.3f} [")
+
+
+def test_seed_000_kswapd_group_is_the_mails_histogram(shown):
+    # The mail's kswapd block: 244 sleeps, 11 of them at the 100 ms timeout.
+    values = fit_values(shown)
+    assert values["fit seed kswapd writeback n"] == "244"
+    assert values["fit seed kswapd writeback timeouts"] == "11"
+    assert values["fit seed kswapd writeback timeout ms"] == "100"
+
+
+def test_tables_have_one_row_per_fitted_group(data, shown):
+    # dirty20 and dirty5 throttle for one reason each; seed 000 has four throttled blocks.
+    expected = sum(len({(t, r) for t, _, r in _grep_groups(run)}) for run in data.runs) + 4
+    assert len(shown) == expected
+    aic = aic_table(shown)
+    observables = observables_table(shown)
+    for s in shown:
+        assert aic.count(f"{escape(s.label)} &") == 1
+        assert observables.count(f"{escape(s.label)} &") == 1
+    # The best model of every group is bold, at dAIC zero.
+    assert aic.count("\\textbf{0.0}") == expected
+
+
+def test_section_defines_every_macro_it_quotes(shown):
+    values = fit_values(shown)
+    tex = section_tex(shown, values)
+    defined = set(re.findall(r"\\newcommand\{\\(\w+)\}", tex))
+    used = set(re.findall(r"\\(Fit[A-Za-z]+)", tex))
+    assert used and used <= defined, used - defined
+    assert {macro_name(k) for k in values} == defined
+    # Where the fit is not identified, the section says so.
+    notes = [n for s in shown if hasattr(s.fit, "identifiability") for n in s.fit.identifiability]
+    assert notes and all(escape(n) in tex for n in notes)
+
+
+def test_report_fits_section_is_mail_ready_and_counts_timeouts(data):
+    text = format_run_fits(run_fits(data))
+    assert max(len(line) for line in text.splitlines()) <= 80
+    assert "\x1b" not in text
+    for run in data.runs:
+        groups = _grep_groups(run)
+        n = sum(groups.values())
+        at_timeout = sum(c for (t, d, _), c in groups.items() if d >= t)
+        assert f"{run.name}: WRITEBACK, memcg, timeout 100 ms, n={n} sleeps" in text
+        assert f"data: {at_timeout} of {n} at the timeout" in text
+
+
+def test_p_timeout_at_the_observed_timeout_is_the_share_that_timed_out(data, tm):
+    groups = _grep_groups(data.runs[0])
+    share = sum(c for (t, d, _), c in groups.items() if d >= t) / sum(groups.values())
+    (reason,) = tm.report.model.reasons
+    at = next(p for p in tm.report.timeouts if p.tau_us == reason.timeout_us)
+    # Kaplan-Meier gives the share exactly; a fitted wait within its fit error.
+    assert at.p_timeout.value == pytest.approx(share, abs=0.01)
+
+
+def test_naive_error_is_the_calibration_runs_velocity_against_each_scored_run(tm):
+    runs, targets = tm.report.runs, tm.report.validation.rows
+    pooled = sum(o.scanned for o in runs) / sum(o.reclaim_s for o in runs)
+    errors = [abs(pooled - v) / v for v in targets["velocity_pps"]]
+    values = timeout_values(tm)
+    assert values["tmodel forward velocity naive"] == f"{100 * statistics.fmean(errors):.1f}"
+
+
+def test_tables_have_every_ladder_timeout_and_both_directions(tm):
+    table = predictions_table(tm)
+    reasons = len(tm.report.model.reasons)
+    assert table.count("\\scriptsize [") == len(LADDER) * reasons * 4
+    # Only the timeouts beyond the observed one are marked as extrapolation.
+    assert table.count("$^{*}$ &") == sum(f > 1 for f in LADDER) * reasons
+    validation = validation_table(tm)
+    assert f"{tm.base_run} $\\to$ {tm.new_run}" in validation
+    assert f"{tm.new_run} $\\to$ {tm.base_run}" in validation
+
+
+def test_section_says_where_the_model_loses(tm):
+    values = timeout_values(tm)
+    tex = timeout_tex(tm, values)
+    defined = {macro_name(k) for k in values}
+    used = set(re.findall(r"\\(Tmodel[A-Za-z]+)", tex))
+    assert used and used <= defined, used - defined
+    v = tm.report.validation
+    if v.efficiency_error >= v.baseline_efficiency_error:
+        assert "loses to the naive baseline" in tex
+        assert f"\\{macro_name('tmodel forward efficiency error')}" in tex
