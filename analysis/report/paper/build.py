@@ -5,7 +5,8 @@
 second the *new* one (macros ``\\Base...``/``\\New...``), as in ``mmlab report BASE NEW``.
 
 A later analysis adds its section by replacing its entry in ``SECTION_HOOKS`` with a
-function of :class:`~analysis.report.document.ReportData` returning LaTeX; until then the
+function of :class:`~analysis.report.document.ReportData` and the output folder (for its
+tables and figures) returning LaTeX; until then the
 section says which analysis will fill it.
 """
 
@@ -25,24 +26,25 @@ from analysis.metrics.stall_runs import TAIL_QUANTILE, iteration_stalls, run_sta
 from analysis.metrics.throttle_runs import run_throttle_table
 from analysis.report.document import ReportData
 from analysis.report.ops import display_label
-from analysis.report.paper import figures
+from analysis.report.paper import comparison, figures
 from analysis.report.paper.latex import escape, macros_tex, pm, table_tex
 from analysis.report.provenance import iteration_provenance
 
 __all__ = ["SECTION_HOOKS", "PaperInputs", "build_inputs", "paper_values"]
 
 
-def _pending(analysis: str) -> Callable[[ReportData], str]:
-    def section(data: ReportData) -> str:
+def _pending(analysis: str) -> Callable[[ReportData, Path], str]:
+    def section(data: ReportData, out: Path) -> str:
         return f"\\pending{{{analysis}}}\n"
 
     return section
 
 
-# name -> LaTeX of sections/<name>.tex; main.tex inputs each by name.
-SECTION_HOOKS: dict[str, Callable[[ReportData], str]] = {
+# name -> LaTeX of sections/<name>.tex (given the output folder for its tables and
+# figures); main.tex inputs each by name.
+SECTION_HOOKS: dict[str, Callable[[ReportData, Path], str]] = {
     "fits": _pending("the censored fits of the latent wait (issue 10)"),
-    "comparison": _pending("the latency comparison with significance (issue 11)"),
+    "comparison": comparison.section,
     "shrinker-replay": _pending("the shrinker deferral replay and divisor sweep (issue 12)"),
     "timeout-model": _pending("the throttle timeout model (issue 12)"),
 }
@@ -261,6 +263,6 @@ def build_inputs(data: ReportData, out: Path) -> PaperInputs:
             stall_table(run_stall_table(_iteration_stall_frames(data))),
         ),
         *_figures(data, out / "figures"),
-        *(_write(out / "sections" / f"{n}.tex", f(data)) for n, f in SECTION_HOOKS.items()),
+        *(_write(out / "sections" / f"{n}.tex", f(data, out)) for n, f in SECTION_HOOKS.items()),
     ]
     return PaperInputs(values, tuple(files))
