@@ -49,7 +49,7 @@ def _permutation_p(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def _number(latex: str) -> float:
-    return float(re.sub(r"[${},+]", "", latex).replace("−", "-"))
+    return float(re.sub(r"\\ensuremath|[${},+]", "", latex))
 
 
 def test_median_line_matches_an_independent_computation(cmp):

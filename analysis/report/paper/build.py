@@ -26,7 +26,7 @@ from analysis.metrics.stall_runs import TAIL_QUANTILE, iteration_stalls, run_sta
 from analysis.metrics.throttle_runs import run_throttle_table
 from analysis.report.document import ReportData
 from analysis.report.ops import display_label
-from analysis.report.paper import comparison, figures
+from analysis.report.paper import comparison, figures, shrinker
 from analysis.report.paper.latex import escape, macros_tex, pm, table_tex
 from analysis.report.provenance import iteration_provenance
 
@@ -45,7 +45,7 @@ def _pending(analysis: str) -> Callable[[ReportData, Path], str]:
 SECTION_HOOKS: dict[str, Callable[[ReportData, Path], str]] = {
     "fits": _pending("the censored fits of the latent wait (issue 10)"),
     "comparison": comparison.section,
-    "shrinker-replay": _pending("the shrinker deferral replay and divisor sweep (issue 12)"),
+    "shrinker-replay": shrinker.section,
     "timeout-model": _pending("the throttle timeout model (issue 12)"),
 }
 

@@ -126,11 +126,13 @@ def latency_comparison(data: ReportData, resamples: int = 2000) -> LatencyCompar
 
 
 def _g(value: float | None, digits: int = 3) -> str:
-    """``value`` to ``digits`` significant digits in math mode; ``--`` when unknown."""
+    """``value`` to ``digits`` significant digits (``\\ensuremath``: usable in and out of
+    math mode); ``--`` when unknown."""
     if value is None or not math.isfinite(value):
         return "--"
     mantissa, _, exponent = f"{value:.{digits}g}".partition("e")
-    return f"${mantissa}" + (f" \\times 10^{{{int(exponent)}}}$" if exponent else "$")
+    power = f" \\times 10^{{{int(exponent)}}}" if exponent else ""
+    return f"\\ensuremath{{{mantissa}{power}}}"
 
 
 def _estimate(value: float | None) -> str:
@@ -145,7 +147,8 @@ def _change(r: RowComparison) -> tuple[str, str, str]:
         return "--", "--", "--"
     low, high = r.change_ci if r.change_ci else (None, None)
     return tuple(  # type: ignore[return-value]
-        "--" if v is None else f"${v:+.3g}$" for v in (r.change, low, high)
+        "--" if v is None else f"\\ensuremath{{{v:+.{1 if abs(v) >= 10 else 2}f}}}"
+        for v in (r.change, low, high)
     )
 
 
