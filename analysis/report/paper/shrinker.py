@@ -42,6 +42,8 @@ __all__ = [
     "replay_table",
     "rule_table",
     "section",
+    "seed_divisor_figure",
+    "seed_divisors",
     "seed_example",
     "seed_table",
     "shrinker_replays",
@@ -125,12 +127,36 @@ def _pm(mean: float | None, sd: float | None, digits: int) -> str:
     return pm(mean, sd if known(sd) else None, digits) if known(mean) else "--"
 
 
+def _seed_call(variant: Variant, kswapd: bool = False):
+    """Seed 001's call (:data:`~analysis.report.seeds.SEED001_EXAMPLE`) under ``variant``."""
+    e = SEED001_EXAMPLE
+    return do_shrink_slab(
+        variant,
+        deferred=e["deferred"],
+        freeable=e["freeable"],
+        priority=e["priority"],
+        seeks=e["seeks"],
+        kswapd=kswapd,
+        batch=_SEED_BATCH,
+    )
+
+
+def seed_divisors(divisors: tuple[int, ...] = DIVISORS) -> pl.DataFrame:
+    """Seed 001's call under G3's rule with each constant divisor: objects it scans and
+    objects left deferred after it (``divisor``, ``quantity``, ``objects``)."""
+    rows = []
+    for d in divisors:
+        call = _seed_call(Variant("G3", d))
+        left = SEED001_EXAMPLE["deferred"] - call.nr + call.next_deferred
+        rows += [(d, "scanned by the call", call.scanned), (d, "left deferred", left)]
+    return pl.DataFrame(rows, schema=["divisor", "quantity", "objects"], orient="row")
+
+
 def seed_example() -> list[dict]:
     """Seed 001's call under each rule and context: the mail's figure, the plain integer
     arithmetic (:func:`~analysis.report.seeds.seed001`) and the model's ``do_shrink_slab``
     (target, objects scanned in batches of the superblock shrinker, counter after)."""
     checks = {c.row: c for c in seed001()}
-    example = SEED001_EXAMPLE
     cases = (
         ("G1", False, "any", "G1 target (windup clamp)"),
         ("G2", True, "kswapd", "G2 target, kswapd"),
@@ -139,15 +165,7 @@ def seed_example() -> list[dict]:
     )
     rows = []
     for generation, kswapd, context, check in cases:
-        call = do_shrink_slab(
-            Variant(generation),
-            deferred=example["deferred"],
-            freeable=example["freeable"],
-            priority=example["priority"],
-            seeks=example["seeks"],
-            kswapd=kswapd,
-            batch=_SEED_BATCH,
-        )
+        call = _seed_call(Variant(generation), kswapd)
         rows.append(
             {
                 "rule": generation,
@@ -157,7 +175,7 @@ def seed_example() -> list[dict]:
                 "delta": call.delta,
                 "target": call.total_scan,
                 "scanned": call.scanned,
-                "counter_after": example["deferred"] - call.nr + call.next_deferred,
+                "counter_after": SEED001_EXAMPLE["deferred"] - call.nr + call.next_deferred,
             }
         )
     return rows
@@ -265,6 +283,29 @@ def rule_table(rules: pl.DataFrame) -> str:
     )
 
 
+def _divisor_axis() -> alt.X:
+    return alt.X(
+        "divisor:Q",
+        title="deferral divisor",
+        scale=alt.Scale(type="log", base=2),
+        axis=alt.Axis(values=[d for d in DIVISORS if d != 2], format="d", labelFlush=True),
+    )
+
+
+def seed_divisor_figure(seed: pl.DataFrame) -> alt.Chart:
+    """:func:`seed_divisors` drawn: the call's scan against the work it leaves deferred."""
+    return (
+        alt.Chart(seed)
+        .mark_line(point=True)
+        .encode(
+            x=_divisor_axis(),
+            y=alt.Y("objects:Q", title="objects", scale=alt.Scale(type="log")),
+            color=alt.Color("quantity:N", title=None, legend=alt.Legend(orient="right")),
+        )
+        .properties(width=260, height=130)
+    )
+
+
 def divisor_figure(sweep: pl.DataFrame) -> alt.FacetChart:
     """Replay outputs against the deferral divisor (G3's rule, any context): one point per
     iteration, a line through each run's mean; outputs unknown everywhere are left out."""
@@ -276,12 +317,7 @@ def divisor_figure(sweep: pl.DataFrame) -> alt.FacetChart:
         .with_columns(pl.col("output").replace_strict(_TRADEOFF))
     )
     base = alt.Chart().encode(
-        x=alt.X(
-            "divisor:Q",
-            title="deferral divisor",
-            scale=alt.Scale(type="log", base=2),
-            axis=alt.Axis(values=list(DIVISORS), format="d"),
-        ),
+        x=_divisor_axis(),
         color=alt.Color("run:N", title="run", legend=alt.Legend(orient="bottom")),
     )
     points = base.mark_point(opacity=0.5, size=18).encode(y=alt.Y("value:Q", title=None))
@@ -355,6 +391,9 @@ def section(data: ReportData, out: Path) -> str:
     (out / "tables" / "shrinker-rules.tex").write_text(rule_table(replays.rules))
     (out / "tables" / "shrinker-seed.tex").write_text(seed_table(seed))
     figures.save_pdf(divisor_figure(replays.sweep), out / "figures" / "shrinker-divisors.pdf")
+    figures.save_pdf(
+        seed_divisor_figure(seed_divisors()), out / "figures" / "shrinker-seed-divisors.pdf"
+    )
     values = shrinker_values(replays, seed)
     idle = (
         "from a divisor of {shr idle divisor} on, no call scans anything and the backlog "
@@ -419,7 +458,17 @@ caller is told to scan {shr seed G1 any target} objects, about {shr seed factor}
 share; G2 gives kswapd {shr seed G2 kswapd target} and a direct reclaimer
 {shr seed G2 direct target}; G3 gives any caller {shr seed G3 any target} and leaves
 {shr seed G3 any after} deferred. The model's \tp{{do\_shrink\_slab()}} and the plain
-arithmetic agree on every target.
+arithmetic agree on every target. Figure~\ref{{fig:seed-divisors}} is the divisor
+trade-off at this scale: each doubling of the divisor halves what one caller takes
+from the backlog; the rest stays deferred for later calls.
 
 \input{{tables/shrinker-seed}}
+
+\begin{{figure}}[tbp]
+\centering
+\includegraphics[width=0.8\columnwidth]{{figures/shrinker-seed-divisors.pdf}}
+\caption{{Seed 001's call (arithmetic through the model, not data) under G3's rule with
+a constant deferral divisor: objects the call scans and objects left deferred after
+it.}}\label{{fig:seed-divisors}}
+\end{{figure}}
 """
