@@ -112,3 +112,23 @@ def test_section_defines_every_macro_it_uses(cmp, tmp_path):
     assert used and used <= defined, used - defined
     assert (tmp_path / "figures" / "comparison-quantiles.pdf").stat().st_size > 1000
     assert "SYNTHETIC" in (tmp_path / "tables" / "validation.tex").read_text()
+
+
+def test_validation_claims_follow_the_results():
+    results = json.loads(comparison.VALIDATION.read_text())
+    values = comparison.validation_values(results)
+    from5 = [a for a in results["aa"] if a["runs"] >= 5]
+    mmlab = max(a["rate"] for a in from5 if a["method"].startswith("mmlab"))
+    pooled = [a["rate"] for a in from5 if a["method"] in ("pooled Welch", "pooled Mann–Whitney")]
+    assert values["val mmlab aa"] == f"{mmlab:.3f}"
+    assert (values["val pooled aa"], values["val pooled aa max"]) == (
+        f"{min(pooled):.3f}",
+        f"{max(pooled):.3f}",
+    )
+    assert mmlab < min(pooled)  # the claim the text makes
+
+
+def test_one_run_gives_a_reason_not_a_failed_paper(tmp_path):
+    runs = tuple(capture_runs(PAPER_RUNS[0]))
+    tex = comparison.section(ReportData(runs), tmp_path)
+    assert tex.startswith("\\emph{No latency comparison") and "needs 2 runs" in tex

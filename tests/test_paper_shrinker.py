@@ -82,3 +82,8 @@ def test_seed_divisor_sweep_is_the_hand_arithmetic():
     # Divisor 2: target 1,000,000 // 2 + 878 = 500,878, scanned in whole batches of 1024.
     assert rows[2, "scanned by the call"] == 500_878 // 1024 * 1024 == 500_736
     assert rows[2, "left deferred"] == 1_000_000 + 878 - 500_736
+
+
+def test_runs_without_shrinker_calls_say_so(tmp_path):
+    assert shrinker.shrinker_replays(ReportData(())) is None
+    assert "nothing to replay" in shrinker.section(ReportData(()), tmp_path)
