@@ -89,12 +89,13 @@ def test_validation_table_holds_the_committed_results():
         for column, runs in enumerate((3, 5, 10), 1):
             cells = [a for a in results["aa"] if a["method"] == method and a["runs"] == runs]
             worst = max(cells, key=lambda a: a["rate"])
-            assert rows[method][column].strip(" \\") == pm(worst["rate"], worst["mc_se"], 3)
+            cell = rows[method][column].strip(" \\")
+            assert cell == f"${worst['rate']:.3f}{{\\pm}}{worst['mc_se']:.3f}$"
     location = next(
         p for p in results["power"]
         if p["method"] == "pooled Welch" and p["change"] == "location" and p["effect"] == 0.2
     )  # fmt: skip
-    assert rows["pooled Welch"][4] == pm(location["rate"], location["mc_se"], 3)
+    assert rows["pooled Welch"][4] == f"${location['rate']:.3f}{{\\pm}}{location['mc_se']:.3f}$"
     values = comparison.validation_values(results)
     assert values["val fdr"] == pm(results["fdr"]["fdr"], results["fdr"]["fdr_mc_se"], 3)
     assert values["val coverage low"] == f"{min(c['rate'] for c in results['coverage']):.3f}"

@@ -52,6 +52,7 @@ __all__ = [
     "LEVEL",
     "VALIDATION",
     "LatencyComparison",
+    "compact",
     "comparison_values",
     "latency_comparison",
     "latency_table",
@@ -160,7 +161,7 @@ def _unit(unit: str) -> str:
 def compact(table: str) -> str:
     """A :func:`table_tex` table set smaller, with narrower columns, so that ten columns
     fit the text width."""
-    return table.replace(r"\centering\small", r"\centering\footnotesize\setlength{\tabcolsep}{3pt}")
+    return table.replace(r"\centering\small", r"\centering\footnotesize\setlength{\tabcolsep}{2pt}")
 
 
 def _key(r: RowComparison, metric: str) -> str:
@@ -295,6 +296,11 @@ def _power_effects(power: pl.DataFrame) -> dict[str, float]:
     return out
 
 
+def _rate(rate: float, se: float) -> str:
+    """A rejection rate ± its Monte-Carlo se, without the spacing of a binary ±."""
+    return f"${rate:.3f}{{\\pm}}{se:.3f}$"
+
+
 def validation_table(results: dict) -> str:
     """Per method: the worst A/A rejection rate over the shapes at 3, 5 and 10 runs, and
     the power of one effect per kind of change (mixture shape, 5 runs); ± Monte-Carlo se."""
@@ -308,14 +314,14 @@ def validation_table(results: dict) -> str:
         for n in runs:
             sel = aa.filter((pl.col("method") == method) & (pl.col("runs") == n))
             worst = sel.sort("rate", descending=True).row(0, named=True) if sel.height else None
-            cells.append(pm(worst["rate"], worst["mc_se"], 3) if worst else "--")
+            cells.append(_rate(worst["rate"], worst["mc_se"]) if worst else "--")
         for change, effect in effects.items():
             sel = power.filter(
                 (pl.col("method") == method)
                 & (pl.col("change") == change)
                 & (pl.col("effect") == effect)
             )
-            cells.append(pm(sel["rate"][0], sel["mc_se"][0], 3) if sel.height else "--")
+            cells.append(_rate(sel["rate"][0], sel["mc_se"][0]) if sel.height else "--")
         lines.append(cells)
     header = [
         "method",

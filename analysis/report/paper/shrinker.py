@@ -32,6 +32,7 @@ from analysis.models.shrinker import (
 )
 from analysis.report.document import ReportData
 from analysis.report.paper import figures
+from analysis.report.paper.comparison import compact
 from analysis.report.paper.latex import escape, macro_name, macros_tex, pm, table_tex
 from analysis.report.seeds import SEED001_EXAMPLE, seed001
 
@@ -233,27 +234,29 @@ def replay_table(checks: pl.DataFrame) -> str:
         ]
         for r in checks.iter_rows(named=True)
     ]
-    return table_tex(
-        [
-            "run",
-            "iter.",
-            "calls",
-            "GFP\\_NOFS",
-            "max freeable",
-            "rule",
-            "total\\_scan",
-            "chain",
-            "scanned",
-        ],
-        lines,
-        "lrrrrlrrr",
-        "Replay check per trace: \\texttt{do\\_shrink\\_slab()} calls, those a filesystem "
-        "shrinker could not run (no \\texttt{\\_\\_GFP\\_FS}), the largest freeable count, "
-        "the capturing kernel's rule, the calls whose printed \\texttt{total\\_scan} that "
-        "rule reproduces from the \\texttt{nr} the call took, the calls whose \\texttt{nr} "
-        "the model's one counter per shrinker and node reproduces (chain), and the objects "
-        "the kernel scanned.",
-        "tab:shrinker-replay",
+    return compact(
+        table_tex(
+            [
+                "run",
+                "iter.",
+                "calls",
+                "GFP\\_NOFS",
+                "max freeable",
+                "rule",
+                "total\\_scan",
+                "chain",
+                "scanned",
+            ],
+            lines,
+            "lrrrrlrrr",
+            "Replay check per trace: \\texttt{do\\_shrink\\_slab()} calls, those a filesystem "
+            "shrinker could not run (no \\texttt{\\_\\_GFP\\_FS}), the largest freeable count, "
+            "the capturing kernel's rule, the calls whose printed \\texttt{total\\_scan} that "
+            "rule reproduces from the \\texttt{nr} the call took, the calls whose \\texttt{nr} "
+            "the model's one counter per shrinker and node reproduces (chain), and the objects "
+            "the kernel scanned.",
+            "tab:shrinker-replay",
+        )
     )
 
 
