@@ -5,9 +5,8 @@
 second the *new* one (macros ``\\Base...``/``\\New...``), as in ``mmlab report BASE NEW``.
 
 A later analysis adds its section by replacing its entry in ``SECTION_HOOKS`` with a
-function of :class:`~analysis.report.document.ReportData` and the output folder (for its
-tables and figures) returning LaTeX; until then the
-section says which analysis will fill it.
+function of :class:`~analysis.report.document.ReportData` and the output folder returning
+LaTeX; until then the section says which analysis will fill it.
 """
 
 from __future__ import annotations
@@ -40,8 +39,8 @@ def _pending(analysis: str) -> Callable[[ReportData, Path], str]:
     return section
 
 
-# name -> LaTeX of sections/<name>.tex (given the output folder for its tables and
-# figures); main.tex inputs each by name.
+# name -> LaTeX of sections/<name>.tex (a hook may write tables/figures under ``out``);
+# main.tex inputs each by name.
 SECTION_HOOKS: dict[str, Callable[[ReportData, Path], str]] = {
     "fits": _pending("the censored fits of the latent wait (issue 10)"),
     "comparison": comparison.section,
