@@ -26,7 +26,7 @@ CALLS = 1_000_000
 REPEATS = 3
 
 
-def _calls() -> pl.DataFrame:
+def million_calls() -> pl.DataFrame:
     captures = [
         load_invocations(trace)
         for name in ("stutterp-dirty20", "stutterp-dirty5")
@@ -48,7 +48,7 @@ def _calls() -> pl.DataFrame:
 
 
 def run(out_dir: Path) -> None:
-    calls = _calls()
+    calls = million_calls()
     t0 = time.perf_counter()
     replay(calls.head(1000), Variant("G3"))
     first_s = time.perf_counter() - t0

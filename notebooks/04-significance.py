@@ -24,12 +24,7 @@
 # %% tags=["parameters"]
 aa = ["data/stutterp-aa1", "data/stutterp-aa2"]
 ab = ["data/stutterp-aa2", "data/stutterp-ab-dirty5"]
-fallback_aa = [
-    "data/mmtests-ci/work/log.ltccip8.2020-06-12_1807",
-    "data/mmtests-ci/work/log.ltccip8.2020-06-14_0656",
-]
 row = "mmap-8"
-fallback_row = "elsp-4"
 resamples = 500
 validation = "analysis/stats/validation_compare/results.json"
 build_dir = "build"
@@ -48,11 +43,6 @@ from analysis.stats.significance import compare_table, shift_function
 
 figures = Path(build_dir) / "figures"
 figures.mkdir(parents=True, exist_ok=True)
-if not all(Path(p).is_dir() for p in aa):
-    print(f"{aa} not bundled (yet): the real A/A of mmtests-ci instead")
-    aa, aa_row = fallback_aa, fallback_row
-else:
-    aa_row = row
 tables = {
     name: load_runs([Path(p) for p in paths]).table for name, paths in (("A/A", aa), ("A/B", ab))
 }
@@ -78,10 +68,10 @@ for name, table in tables.items():
 
 # %%
 shifts = []
-for (name, table), r in zip(tables.items(), (aa_row, row), strict=True):
+for name, table in tables.items():
     base, new = kernels(table)[:2]
-    sf = shift_function(runs_of(table, r, base), runs_of(table, r, new), resamples)
-    shifts.append(sf.with_columns(pair=pl.lit(f"{name}: {r} {new} − {base}")))
+    sf = shift_function(runs_of(table, row, base), runs_of(table, row, new), resamples)
+    shifts.append(sf.with_columns(pair=pl.lit(f"{name}: {row} {new} − {base}")))
 shift = pl.concat(shifts)
 with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=100):
     print(shift)

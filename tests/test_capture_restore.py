@@ -12,14 +12,23 @@ from pathlib import Path
 
 import pytest
 
+from analysis.capture import run
 from analysis.capture.cgroup import MemCgroup, find_memory_hierarchy, parse_flat_keyed
-from analysis.capture.run import Interrupted, Restorer, machine_lock, raise_on_signals
+from analysis.capture.run import (
+    CaptureConfig,
+    Interrupted,
+    Restorer,
+    machine_lock,
+    raise_on_signals,
+    remove_stale,
+)
 from analysis.capture.sysctl import SysctlChanger
 from analysis.capture.tracefs import (
     TraceInstance,
     TraceStreamer,
     count_lost_events,
     reclaim_event_set,
+    unknown_events,
 )
 from analysis.errors import InputError
 
@@ -62,6 +71,39 @@ def test_reclaim_event_set_on_a_fake_kernel(tmp_path):
     asked = reclaim_event_set(events_dir, ("mm_vmscan_lru_isolate", "kmem/mm_page_alloc"))
     assert "vmscan/mm_vmscan_lru_isolate" in asked
     assert asked[-1] == "kmem/mm_page_alloc"
+
+
+def test_unknown_events_are_named(tmp_path):
+    events_dir = fake_instance(tmp_path / "inst").path / "events"
+    asked = ("mm_vmscan_lru_isolate", "kmem/mm_page_alloc", "mm_page_alloc", "kmem/nope")
+    # A bare name is looked up among vmscan and compaction only, as reclaim_event_set does.
+    assert unknown_events(events_dir, asked) == ["mm_page_alloc", "kmem/nope"]
+
+
+def test_preflight_rejects_unknown_events_before_any_change(tmp_path, monkeypatch):
+    root = tmp_path / "tracing"
+    fake_instance(root)
+    monkeypatch.setattr(run.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(run, "fs_type", lambda out, mounts: "ext4")
+    monkeypatch.setattr(run, "find_memory_hierarchy", lambda mounts: ("v2", tmp_path / "cg"))
+    monkeypatch.setattr(run.tracefs, "ensure_tracefs", lambda: root)
+    cfg = CaptureConfig(out=tmp_path / "out", run="x", events_include=("vmscan/mm_nope",))
+    with pytest.raises(InputError, match=r"--events.*vmscan/mm_nope"):
+        run.preflight(cfg)
+
+
+def test_remove_stale_leftovers_of_dead_captures_only(tmp_path):
+    instances, cgroups = tmp_path / "instances", tmp_path / "memory"
+    for d in ("mmlab-11", "mmlab-22", "other", "mmlab-x"):
+        (instances / d).mkdir(parents=True)
+    (cgroups / "mmlab-33").mkdir(parents=True)
+    (cgroups / "mmlab-33" / "cgroup.procs").write_text("4242\n")  # not empty: rmdir fails
+    lines = remove_stale([instances, cgroups], alive=lambda pid: pid == 22)
+    assert sorted(p.name for p in instances.iterdir()) == ["mmlab-22", "mmlab-x", "other"]
+    assert (cgroups / "mmlab-33").is_dir()
+    assert lines[0].startswith(f"removed {instances / 'mmlab-11'}")
+    assert lines[1].startswith(f"left {cgroups / 'mmlab-33'}") and "pid 33" in lines[1]
+    assert len(lines) == 2
 
 
 def test_configure_then_restore_returns_every_setting(tmp_path):

@@ -42,8 +42,9 @@ def test_real_aa_flags_nothing_and_real_difference_flags_every_usemem_row(capsys
     """mmtests-ci README: 06-12 vs 06-14 is the same kernel and config (a real A/A);
     06-03 used 100x the memory (a real, large difference: every usemem time grows)."""
     rows = _json(capsys, str(AA[0]), str(AA[1]), str(BIG))
-    aa = [r for r in rows if r["kernel"] == AA[1].name]
-    big = [r for r in rows if r["kernel"] == BIG.name and r["row"] != "elapsed"]
+    # The three run directories share one name; each is told apart by its tree's.
+    aa = [r for r in rows if r["kernel"] == f"usemem-stress-numa-compact@{AA[1].name}"]
+    big = [r for r in rows if r["kernel"].endswith(f"@{BIG.name}") and r["row"] != "elapsed"]
     assert len(aa) == 10 and len(big) == 9
     assert all(r["verdict"] in ("no change shown", "not compared") for r in aa)
     assert all(r["verdict"] == "regressed" and r["change"] > 1000 for r in big)

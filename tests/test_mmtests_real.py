@@ -308,3 +308,32 @@ def test_a_file_of_an_iteration_gets_the_page_size_of_the_kconfig_beside_it(caps
     assert main(["vmstat", "--json", str(iter0(LARGE) / "proc-vmstat-usemem.gz")]) == 0
     out = json.loads(capsys.readouterr().out)
     assert (out["page_bytes"], out["elapsed_source"]) == (65536, "vmstat sample span")
+
+
+def test_plain_tree_says_its_machine_and_report_tells_runs_apart(capsys):
+    """Without mmlab.json the provenance comes from mmtests' own files: ``uname -a`` in
+    kernel.version, lscpu.txt.gz and meminfo in tests-sysstate.gz (values read here with
+    plain gzip and str.split). The two A/A trees name their run directory alike; the report
+    must compare them, not one of them twice."""
+    it = iter0(BASELINE)
+    uname = (it / "kernel.version").read_text().split()
+    lscpu = gzip.decompress((it / "lscpu.txt.gz").read_bytes()).decode().splitlines()
+    cpus = next(int(ln.split()[1]) for ln in lscpu if ln.startswith("CPU(s):"))
+    meminfo = gzip.decompress((it / "tests-sysstate.gz").read_bytes()).decode()
+    meminfo = meminfo.split("MemTotal:")[1]
+    machine = mmtests.machine_of(it)
+    assert (machine.kernel_release, machine.hostname) == (uname[2], uname[1])
+    assert (machine.logical_cpus, machine.mem_total_kib) == (cpus, int(meminfo.split()[0]))
+    assert machine.cpu_model.startswith("POWER8")
+    other = TREES / "log.ltccip8.2020-06-14_0656"
+    assert main(["report", str(BASELINE), str(other)]) == 0
+    text = capsys.readouterr().out
+    assert f"  kernel     {uname[2]}" in text
+    assert f"{CONFIG}@{BASELINE.name}: 1 iteration (iter-0)" in text
+    assert f"{CONFIG}@{other.name}: 1 iteration (iter-0)" in text
+    # Minor faults of each tree differ (357,315 vs 357,325): both columns are real.
+    minor = next(ln for ln in text.splitlines() if ln.startswith("Minor Faults"))
+    deltas = [
+        snapshot_deltas(d)["pgfault"] - snapshot_deltas(d)["pgmajfault"] for d in (BASELINE, other)
+    ]
+    assert [f"{d:.2f}" for d in deltas] == re.findall(r"(\d+\.\d\d) \(", minor)

@@ -51,7 +51,7 @@ def test_text_is_80_columns_and_says_what_is_unknown(capsys):
     assert "no kswapd shrinker calls" in text
 
 
-def test_sweep_model_matches_the_replay():
+def test_sweep_model_matches_the_replay(tmp_path):
     point = model.SWEEP_MODEL({"trace": str(TRACE), "generation": "G1", "divisor": "1"})
     replayed = model.outputs(model.replay(model.load_invocations(TRACE), model.Variant("G1")))
     assert point.keys() == replayed.keys()
@@ -60,6 +60,12 @@ def test_sweep_model_matches_the_replay():
     )
     # G1 lets a caller with total_scan >= freeable scan the whole small cache: some work.
     assert point["scanned_objects"] > 0
+    # The same calls saved as a table, shuffled: the model reads the table in trace order.
+    table = tmp_path / "calls.parquet"
+    model.load_invocations(TRACE).sample(fraction=1.0, shuffle=True, seed=1).write_parquet(table)
+    saved = model.SWEEP_MODEL({"trace": str(table), "generation": "G1", "divisor": "1"})
+    assert saved["scanned_objects"] == point["scanned_objects"]
+    assert saved["backlog_max_objects"] == point["backlog_max_objects"]
 
 
 def test_bad_input(tmp_path, capsys):

@@ -49,6 +49,8 @@ def test_grid_forms(tmp_path):
     points = s.grid_points(g)
     assert len(points) == 1 * 2 * 3 * 3
     assert points[0] == {"a": 5, "b": 1, "c": pytest.approx(1), "d": 0}
+    steps = s.load_grid(grid(tmp_path, "e: {start: 2, stop: 8, step: 3}\n"))["e"]
+    assert steps == [2, 5, 8] and all(type(v) is int for v in steps)
 
 
 @pytest.mark.parametrize(
@@ -155,13 +157,25 @@ def _share_above(tau_us: int) -> tuple[float, int]:
 def test_throttle_sweep_point_against_the_raw_trace(tmp_path):
     share, n = _share_above(30_000)
     assert n > 100
-    g = grid(tmp_path, f"capture: {ITER}\ntau_us: [30000, 200000]\n")
+    g = grid(tmp_path, f"capture: {ITER}\ntau_us: [30000, 200000]\nwait: empirical\n")
     result = s.sweep("throttle", g, tmp_path / "out")
     table = pl.read_parquet(result.table)
     # KM censored only at the 100 ms timeout: S(30 ms) is the plain share above 30 ms.
     assert table["p_timeout"][0] == pytest.approx(share)
     assert table["extrapolated"].to_list() == [0.0, 1.0]
     assert table["velocity_pps"][0] > table["velocity_pps"][1]
+
+
+def test_throttle_sweep_with_the_fitted_wait(tmp_path):
+    # At the observed 100 ms timeout the fit's P(timeout) must agree with the raw share of
+    # sleeps that ran out, within sampling error (binomial SE of that share).
+    share, n = _share_above(99_999)
+    g = grid(tmp_path, f"capture: {ITER}\ntau_us: [100000]\nwait: [fit, empirical]\n")
+    table = pl.read_parquet(s.sweep("throttle", g, tmp_path / "out").table).sort("wait")
+    assert table["wait_fit"].to_list() == [0.0, 1.0]
+    se = max((share * (1 - share) / n) ** 0.5, 1 / n)
+    assert abs(table["p_timeout"][1] - share) < 3 * se + 1e-3
+    assert table["p_timeout"][0] == pytest.approx(share)
 
 
 def test_cli_model_throttle_text_json_and_errors(capsys):

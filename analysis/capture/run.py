@@ -41,6 +41,7 @@ __all__ = [
     "fs_type",
     "machine_lock",
     "raise_on_signals",
+    "remove_stale",
 ]
 
 TEST = "stutterp"
@@ -216,6 +217,11 @@ def preflight(cfg: CaptureConfig) -> dict[str, object]:
     if hierarchy is None:
         raise InputError("/proc/mounts", "no memory cgroup controller mounted (v2 or v1)")
     tfs = tracefs.ensure_tracefs()
+    unknown = tracefs.unknown_events(tfs / "events", cfg.events_include)
+    if unknown:
+        raise InputError(
+            "--events", f"not events of this kernel: {', '.join(unknown)} (see {tfs}/events)"
+        )
     return {"tracefs": tfs, "cgroup_version": hierarchy[0], "cgroup_root": hierarchy[1], "fs": kind}
 
 
@@ -495,6 +501,30 @@ def machine_lock(path: Path = LOCK_PATH) -> Iterator[None]:
             f.truncate(0)
 
 
+def _alive(pid: int) -> bool:
+    return Path(f"/proc/{pid}").exists()
+
+
+def remove_stale(parents: list[Path], alive: Callable[[int], bool] = _alive) -> list[str]:
+    """Remove the ``mmlab-<pid>`` trace instances and memory cgroups under ``parents`` that
+    a capture killed without cleanup left behind (SIGKILL, a restart of its container): a
+    left instance keeps tracing into its buffer, a left cgroup keeps its limit. Called
+    under :func:`machine_lock`, so no running capture owns them; a cgroup that still holds
+    tasks is left alone. Returns one line per leftover found, saying what was done."""
+    done = []
+    for parent in parents:
+        for path in sorted(parent.glob("mmlab-*")):
+            pid = path.name.removeprefix("mmlab-")
+            if not pid.isdigit() or alive(int(pid)) or not path.is_dir():
+                continue
+            try:
+                path.rmdir()
+                done.append(f"removed {path}, left by a capture that no longer runs")
+            except OSError as exc:
+                done.append(f"left {path}: {exc.strerror} (left by pid {pid}; remove by hand)")
+    return done
+
+
 def capture(cfg: CaptureConfig, tick: Callable[[Progress], None] = lambda p: None) -> list[dict]:
     """Run the whole capture (one at a time per machine); returns each mmlab.json content."""
     progress = Progress(iterations=cfg.iterations)
@@ -511,6 +541,7 @@ def capture(cfg: CaptureConfig, tick: Callable[[Progress], None] = lambda p: Non
 
 
 def _capture(cfg, pre, restorer, progress, tick) -> list[dict]:
+    stale = remove_stale([pre["tracefs"] / "instances", pre["cgroup_root"]])
     vm_before = sysctl.read_tree("vm")
     changer = sysctl.SysctlChanger()
     restorer.push("sysctls", changer.restore)
@@ -582,6 +613,7 @@ def _capture(cfg, pre, restorer, progress, tick) -> list[dict]:
             "idle_overhead": overhead,
         },
         "trace_volume_estimate": estimate,
+        "stale_leftovers": stale,
     }
     metas: list[dict] = []
     for i in range(cfg.iterations):

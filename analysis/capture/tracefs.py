@@ -28,6 +28,7 @@ __all__ = [
     "count_lost_events",
     "ensure_tracefs",
     "reclaim_event_set",
+    "unknown_events",
 ]
 
 TRACEFS = Path("/sys/kernel/tracing")
@@ -70,6 +71,21 @@ def reclaim_event_set(events_dir: Path, include: tuple[str, ...] = ()) -> list[s
         if "/" in ev and ev not in chosen and (events_dir / ev).is_dir():
             chosen.append(ev)
     return chosen
+
+
+def unknown_events(events_dir: Path, include: tuple[str, ...]) -> list[str]:
+    """Names in ``include`` (``--events``) that :func:`reclaim_event_set` could not enable:
+    a ``system/event`` without a directory under ``events_dir``, or a bare name that is not
+    a vmscan or compaction event of the running kernel."""
+    return [
+        ev
+        for ev in include
+        if not (
+            (events_dir / ev).is_dir()
+            if "/" in ev
+            else any((events_dir / system / ev).is_dir() for system in ("vmscan", "compaction"))
+        )
+    ]
 
 
 @dataclass

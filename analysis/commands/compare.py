@@ -51,6 +51,7 @@ def run_compare(args: argparse.Namespace) -> int:
 
     from analysis.ingest import benchmarks, long_table
     from analysis.report.compare import format_markdown, format_mmtests, to_json
+    from analysis.report.text import fit
     from analysis.stats.significance import compare_table
 
     if not 0 < args.level < 0.5:
@@ -84,5 +85,5 @@ def run_compare(args: argparse.Namespace) -> int:
     elif fmt == "markdown":
         print(format_markdown(results), end="")
     else:
-        print(format_mmtests(table, results), end="")
+        print(fit(format_mmtests(table, results)), end="")
     return 0

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from analysis.commands.stalls import analyse_path, group_label, trace_sources
+from analysis.commands.stalls import add_label_argument, analyse_path, trace_sources
 from analysis.errors import InputError
 
 __all__ = ["register"]
@@ -44,14 +44,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "method, no G2 p)",
     )
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
-    p.add_argument(
-        "--label",
-        type=group_label,
-        action="append",
-        default=[],
-        metavar="GROUP=NAME",
-        help="histogram text: name the context of a block (repeatable), e.g. 2=kswapd",
-    )
+    add_label_argument(p)
     p.add_argument("--hz", type=int, help="CONFIG_HZ, when the delays cannot tell it")
     p.add_argument("--json", action="store_true", help="JSON instead of text")
     p.set_defaults(func=run)

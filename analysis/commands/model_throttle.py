@@ -86,17 +86,15 @@ def _label(path: Path | None, workers: int | None) -> str:
 def run(args: argparse.Namespace) -> int:
     from analysis.errors import InputError
     from analysis.models import throttle as model
-    from analysis.models.throttle_waits import fit_reasons, with_waits
+    from analysis.models.throttle_waits import calibrate_with_waits
     from analysis.report.throttle_model import as_json, build_report, format_report
 
     if args.bootstrap < 0:
         raise InputError(args.capture, f"--bootstrap must be ≥ 0, got {args.bootstrap}")
     runs = model.observe(args.capture, workers=args.phase)
-    calibrated = model.calibrate(runs, bootstrap=args.bootstrap, seed=args.seed)
+    calibrated, waits = calibrate_with_waits(runs, args.bootstrap, args.seed, args.wait)
     if not calibrated.reasons:
         raise InputError(args.capture, "no throttle event with a delay: no timeout to model")
-    fits = {} if args.wait == "empirical" else fit_reasons(runs)
-    calibrated, waits = with_waits(calibrated, fits, args.wait, seed=args.seed)
     asked = dict(args.timeout)
     for reason in asked:
         try:

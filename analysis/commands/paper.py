@@ -25,11 +25,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from analysis.report.document import ReportData, capture_runs
+    from analysis.report.document import ReportData, report_runs
     from analysis.report.paper.build import build_inputs
 
-    runs = tuple(run for path in args.runs or [args.data] for run in capture_runs(path))
-    inputs = build_inputs(ReportData(runs), args.out)
+    inputs = build_inputs(ReportData(report_runs(args.runs or [args.data])), args.out)
     if args.json:
         print(json.dumps({"macros": inputs.macros, "files": [str(f) for f in inputs.files]}))
     else:

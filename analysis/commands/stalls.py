@@ -16,7 +16,7 @@ from analysis.errors import InputError
 if TYPE_CHECKING:
     from analysis.metrics.trace_analysis import TraceAnalysis
 
-__all__ = ["analyse_path", "group_label", "register", "trace_sources"]
+__all__ = ["add_label_argument", "analyse_path", "group_label", "register", "trace_sources"]
 
 SNIFF_BYTES = 1 << 20
 
@@ -28,14 +28,8 @@ def group_label(text: str) -> tuple[int, str]:
     return int(group), name.strip()
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser(
-        "stalls",
-        help="reclaim stalls, throttling, kswapd/kcompactd awake time, shrinkers, LRU",
-        description=__doc__,
-    )
-    p.add_argument("paths", type=Path, nargs="+", metavar="PATH")
-    p.add_argument("--json", action="store_true", help="JSON instead of text")
+def add_label_argument(p: argparse.ArgumentParser) -> None:
+    """``--label GROUP=NAME`` (repeatable): the context of each block of histogram text."""
     p.add_argument(
         "--label",
         type=group_label,
@@ -44,6 +38,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="GROUP=NAME",
         help="histogram text: name the context of a block (repeatable), e.g. 2=kswapd",
     )
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "stalls",
+        help="reclaim stalls, throttling, kswapd/kcompactd awake time, shrinkers, LRU",
+        description=__doc__,
+    )
+    p.add_argument("paths", type=Path, nargs="+", metavar="PATH")
+    p.add_argument("--json", action="store_true", help="JSON instead of text")
+    add_label_argument(p)
     p.add_argument("--hz", type=int, help="CONFIG_HZ to check the inferred HZ against")
     p.add_argument("--uniq", action="store_true", help="also print the uniq -c delay view")
     p.set_defaults(func=run)

@@ -21,7 +21,7 @@ dropped.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -126,23 +126,15 @@ def _ops_rows(it: mmtests.Iteration) -> list[tuple[str, float, str, bool]]:
     ]
 
 
-def _labels(
-    groups: Sequence[tuple[Path, tuple[mmtests.Run, ...]]],
-) -> list[tuple[str, mmtests.Run]]:
-    """Kernel label of each run: its name, or the argument's name when names repeat
-    (mmtests trees of one benchmark share the run directory name)."""
-    runs = [(path, run) for path, found in groups for run in found]
-    names = [run.name for _, run in runs]
-    return [(run.name if names.count(run.name) == 1 else path.name, run) for path, run in runs]
-
-
 def load_runs(paths: Iterable[Path], traces: bool = False, ops: bool = False) -> Loaded:
     """Every run below each path, as one long table (kernels in argument order)."""
     records, skipped = [], []
-    for kernel, run in _labels([(p, mmtests.find_runs(p)) for p in paths]):
+    # Kernel label = run name, told apart as find_runs would (mmtests trees of one benchmark
+    # share the run directory name).
+    for run in mmtests.unique_runs(tuple(run for p in paths for run in mmtests.find_runs(p))):
         for it in run.iterations:
             rows, bad = _rows(it, traces, ops)
-            records += [(kernel, r, str(it.index), v, u, h) for r, v, u, h in rows]
+            records += [(run.name, r, str(it.index), v, u, h) for r, v, u, h in rows]
             skipped += bad
     table = pl.DataFrame(records, schema=SCHEMA, orient="row")
     return Loaded(table, tuple(skipped))

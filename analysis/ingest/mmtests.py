@@ -35,9 +35,11 @@ from analysis.ingest.textfile import read_text
 
 __all__ = [
     "Iteration",
+    "Machine",
     "Run",
     "TestTimes",
     "find_runs",
+    "machine_of",
     "read_timestamps",
     "sysstate_file",
     "unique_runs",
@@ -111,6 +113,53 @@ def sysstate_file(directory: Path) -> Path | None:
 
 
 @dataclass(frozen=True)
+class Machine:
+    """What a plain mmtests iteration says of its machine: ``kernel.version`` (``uname -a``,
+    or ``/proc/version``), ``lscpu.txt`` and the first ``MemTotal`` of tests-sysstate's
+    meminfo block. Empty / None where the file is missing or silent."""
+
+    kernel_release: str = ""
+    hostname: str = ""
+    cpu_model: str = ""
+    logical_cpus: int | None = None
+    mem_total_kib: int | None = None
+
+
+def _uname(text: str) -> tuple[str, str]:
+    """(release, hostname) of ``uname -a`` ("Linux HOST RELEASE #1 ...") or of
+    /proc/version ("Linux version RELEASE (builder@host) ..."; no hostname of the machine)."""
+    words = text.split()
+    if len(words) < 3 or words[0] != "Linux":
+        return (words[0] if words else ""), ""
+    return words[2], "" if words[1] == "version" else words[1]
+
+
+def _field(text: str, name: str) -> str:
+    found = re.search(rf"^{re.escape(name)}:\s*(.+)$", text, re.MULTILINE)
+    return found.group(1).strip() if found else ""
+
+
+def machine_of(directory: Path) -> Machine:
+    """:class:`Machine` of an mmtests iteration directory."""
+    version, lscpu, sysstate = (
+        _first(directory, "kernel.version"),
+        _first(directory, "lscpu.txt"),
+        sysstate_file(directory),
+    )
+    release, host = _uname(read_text(version)) if version else ("", "")
+    cpu = read_text(lscpu) if lscpu else ""
+    mem = _field(read_text(sysstate), "MemTotal") if sysstate else ""
+    cpus = _field(cpu, "CPU(s)")
+    return Machine(
+        kernel_release=release,
+        hostname=host,
+        cpu_model=_field(cpu, "Model name"),
+        logical_cpus=int(cpus) if cpus.isdigit() else None,
+        mem_total_kib=int(mem.split()[0]) if mem[:1].isdigit() else None,
+    )
+
+
+@dataclass(frozen=True)
 class Iteration:
     """One ``iter-N`` directory of a run. ``times`` and ``metadata`` are read once, when
     first used: test selection, elapsed time and every analysis ask for them."""
@@ -141,6 +190,11 @@ class Iteration:
         """``mmlab.json`` written by ``mmlab capture`` (empty for plain mmtests trees)."""
         meta = self.path / "mmlab.json"
         return json.loads(meta.read_text()) if meta.exists() else {}
+
+    @cached_property
+    def machine(self) -> Machine:
+        """The machine as the plain mmtests files describe it (:func:`machine_of`)."""
+        return machine_of(self.path)
 
     def _kconfig(self, value: Callable[[str], int | None]) -> int | None:
         """``value`` of the first ``kconfig-*`` that has it (None when none was saved)."""

@@ -539,6 +539,10 @@ def divisor_sweep(
 
 @functools.lru_cache(maxsize=8)
 def _cached_invocations(trace: str) -> pl.DataFrame:
+    # A .parquet is a table of calls as load_invocations returns them (saved, or joined
+    # from several traces); anything else is a trace.
+    if trace.endswith(".parquet"):
+        return _checked(pl.read_parquet(trace), trace)
     return load_invocations(Path(trace))
 
 
@@ -546,7 +550,8 @@ SWEEP_PARAMETERS = ("trace", "generation", "divisor", "kswapd_only")
 
 
 def sweep_point(params: Mapping[str, object]) -> dict[str, float]:
-    """One grid point for ``mmlab sweep``: ``trace`` (path), ``generation`` (default G3),
+    """One grid point for ``mmlab sweep``: ``trace`` (path of a trace, or a ``.parquet``
+    table of calls as :func:`load_invocations` returns), ``generation`` (default G3),
     ``divisor`` (default the generation's), ``kswapd_only`` (default per generation) →
     :func:`outputs`. A trace's calls are read once per process."""
     unknown = set(params) - set(SWEEP_PARAMETERS)

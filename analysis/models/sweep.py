@@ -7,8 +7,8 @@ before any work; otherwise its own error on the first point says so.
 
 Grid file: a YAML mapping, parameter name → a scalar (fixed), a list of values, or a range
 ``{start, stop, num}`` (evenly spaced, stop included; ``log: true`` for geometric spacing)
-or ``{start, stop, step}`` (stop included when reached). Points are the Cartesian product
-in the file's order.
+or ``{start, stop, step}`` (stop included when reached; integers when start and step
+are). Points are the Cartesian product in the file's order.
 
 Resumable: each finished point is written at once, whole, to
 ``OUT/.points/<id>.parquet`` (``id`` hashes the point's parameters), and a rerun skips
@@ -52,7 +52,7 @@ __all__ = [
 ]
 
 REGISTRY: dict[str, str] = {
-    "throttle": "analysis.models.throttle:SWEEP_MODEL",
+    "throttle": "analysis.models.throttle_waits:SWEEP_MODEL",
     "shrinker": "analysis.models.shrinker:SWEEP_MODEL",
 }
 RANGE_KEYS = {"start", "stop", "num", "log", "step"}
@@ -95,7 +95,11 @@ def _range(path: Path, name: str, spec: dict, line: int) -> list[object]:
     if step <= 0 or stop < start:
         raise fail(f"empty range (start {start}, stop {stop}, step {step})")
     count = int(np.floor((stop - start) / step + 1e-9)) + 1
-    return (start + step * np.arange(count)).tolist()
+    values = start + step * np.arange(count)
+    # Integer start and step give integers: a divisor or worker count of 3.0 is not 3.
+    if all(isinstance(spec[k], int) and not isinstance(spec[k], bool) for k in ("start", "step")):
+        return values.astype(int).tolist()
+    return values.tolist()
 
 
 def load_grid(path: Path) -> dict[str, list[object]]:

@@ -46,7 +46,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -64,7 +63,6 @@ from analysis.metrics import pairing, throttle
 from analysis.stats.latent import LatentWait
 
 __all__ = [
-    "SWEEP_MODEL",
     "CycleModel",
     "CyclePrediction",
     "EmpiricalWait",
@@ -76,7 +74,6 @@ __all__ = [
     "Validation",
     "Window",
     "calibrate",
-    "calibrated",
     "cycles_of",
     "group_waits",
     "observe",
@@ -860,54 +857,3 @@ def timeout_curve(model: CycleModel, reason: str, taus_us: Sequence[float]) -> p
             row |= {key: est.value, f"{key}_low": est.low, f"{key}_high": est.high}
         rows.append(row | {"extrapolated": flow.extrapolated})
     return pl.DataFrame(rows)
-
-
-@lru_cache(maxsize=8)
-def calibrated(
-    capture: str, bootstrap: int = 0, seed: int = 0, workers: int | None = None
-) -> CycleModel:
-    """:func:`calibrate` on every trace (or phase with ``workers`` workers) below
-    ``capture``, once per process (sweeps ask for the same capture at every point)."""
-    return calibrate(observe(Path(capture), workers=workers), bootstrap=bootstrap, seed=seed)
-
-
-def SWEEP_MODEL(params: dict[str, object]) -> dict[str, float]:
-    """One sweep point: ``capture`` (path), ``tau_us`` (timeout of ``reason``, by default
-    the capture's only throttle reason), ``bootstrap`` (replicates, default 0), ``seed``
-    and ``workers`` (calibrate on ``mmlab capture`` phases with that many workers only).
-
-    Outputs velocity (pages/s of reclaim), efficiency, P(timeout), the mean stall (µs),
-    ``extrapolated`` (1 when τ is beyond the observed timeout) and, with a bootstrap,
-    ``*_low``/``*_high`` 95% interval bounds.
-    """
-    workers = params.get("workers")
-    model = calibrated(
-        str(params["capture"]),
-        int(params.get("bootstrap", 0)),
-        int(params.get("seed", 0)),
-        None if workers is None else int(workers),
-    )
-    if "reason" in params:
-        reason = model.reason(str(params["reason"]))
-    elif len(model.reasons) == 1:
-        (reason,) = model.reasons
-    else:
-        raise ValueError("the capture has several throttle reasons: name one with 'reason'")
-    tau = float(params["tau_us"])
-    cycle = predict_cycle(model, {reason.reason: tau})
-    replicates = [m.reason(reason.reason).wait for m in model.replicates]
-    wait = predict_timeout(reason.wait, tau, replicates=replicates)
-    out = {"extrapolated": float(cycle.extrapolated)}
-    for key, est in (
-        ("velocity_pps", cycle.velocity_pps),
-        ("efficiency", cycle.efficiency),
-        ("p_timeout", wait.p_timeout),
-        ("mean_stall_us", wait.mean_stall_us),
-    ):
-        out[key] = est.value
-        if est.low is not None:
-            out[f"{key}_low"], out[f"{key}_high"] = est.low, est.high
-    return out
-
-
-SWEEP_MODEL.parameters = ("capture", "tau_us", "reason", "bootstrap", "seed", "workers")

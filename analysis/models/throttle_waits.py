@@ -18,15 +18,32 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import lru_cache
+from pathlib import Path
 
 import polars as pl
 
 from analysis.errors import InputError
 from analysis.metrics.throttle import infer_hz
-from analysis.models.throttle import CycleModel, Observation
+from analysis.models.throttle import (
+    CycleModel,
+    Observation,
+    calibrate,
+    observe,
+    predict_cycle,
+    predict_timeout,
+)
 from analysis.stats.fit import GroupFit, fit_group, frame_data
 
-__all__ = ["WAIT_MODES", "WaitChoice", "fit_reasons", "with_waits"]
+__all__ = [
+    "SWEEP_MODEL",
+    "WAIT_MODES",
+    "WaitChoice",
+    "calibrate_with_waits",
+    "calibrated",
+    "fit_reasons",
+    "with_waits",
+]
 
 WAIT_MODES = ("auto", "fit", "empirical")
 
@@ -118,3 +135,73 @@ def with_waits(
 
     reps = tuple(retarget(m, i) for i, m in enumerate(model.replicates))
     return replace(retarget(model, None), replicates=reps), choices
+
+
+def calibrate_with_waits(
+    observations: Sequence[Observation], bootstrap: int = 0, seed: int = 0, wait: str = "auto"
+) -> tuple[CycleModel, tuple[WaitChoice, ...]]:
+    """:func:`~analysis.models.throttle.calibrate` on ``observations``, then each reason's
+    latent wait as ``wait`` picks it (:func:`with_waits`; no fits for ``empirical``)."""
+    model = calibrate(observations, bootstrap=bootstrap, seed=seed)
+    fits = {} if wait == "empirical" else fit_reasons(observations)
+    return with_waits(model, fits, wait, seed=seed)
+
+
+@lru_cache(maxsize=8)
+def calibrated(
+    capture: str,
+    bootstrap: int = 0,
+    seed: int = 0,
+    workers: int | None = None,
+    wait: str = "auto",
+) -> tuple[CycleModel, tuple[WaitChoice, ...]]:
+    """:func:`~analysis.models.throttle.calibrate` on every trace (or phase with ``workers``
+    workers) below ``capture`` with the latent waits ``wait`` picks (as ``mmlab model
+    throttle --wait``), once per process: sweeps ask for the same capture at every point."""
+    return calibrate_with_waits(observe(Path(capture), workers=workers), bootstrap, seed, wait)
+
+
+def SWEEP_MODEL(params: dict[str, object]) -> dict[str, float]:
+    """One sweep point: ``capture`` (path), ``tau_us`` (timeout of ``reason``, by default
+    the capture's only throttle reason), ``wait`` (``auto``, ``fit`` or ``empirical``, as
+    ``mmlab model throttle --wait``; default auto), ``bootstrap`` (replicates, default 0),
+    ``seed`` and ``workers`` (calibrate on ``mmlab capture`` phases with that many workers).
+
+    Outputs velocity (pages/s of reclaim), efficiency, P(timeout), the mean stall (µs),
+    ``extrapolated`` (1 when τ is beyond the observed timeout), ``wait_fit`` (1 when the
+    reason's wait is its censored fit, 0 for Kaplan–Meier) and, with a bootstrap,
+    ``*_low``/``*_high`` 95% interval bounds.
+    """
+    workers = params.get("workers")
+    model, choices = calibrated(
+        str(params["capture"]),
+        int(params.get("bootstrap", 0)),
+        int(params.get("seed", 0)),
+        None if workers is None else int(workers),
+        str(params.get("wait", "auto")),
+    )
+    if "reason" in params:
+        reason = model.reason(str(params["reason"]))
+    elif len(model.reasons) == 1:
+        (reason,) = model.reasons
+    else:
+        raise ValueError("the capture has several throttle reasons: name one with 'reason'")
+    tau = float(params["tau_us"])
+    cycle = predict_cycle(model, {reason.reason: tau})
+    replicates = [m.reason(reason.reason).wait for m in model.replicates]
+    wait = predict_timeout(reason.wait, tau, replicates=replicates)
+    (choice,) = (c for c in choices if c.reason == reason.reason)
+    out = {"extrapolated": float(cycle.extrapolated), "wait_fit": float(choice.source == "fit")}
+    for key, est in (
+        ("velocity_pps", cycle.velocity_pps),
+        ("efficiency", cycle.efficiency),
+        ("p_timeout", wait.p_timeout),
+        ("mean_stall_us", wait.mean_stall_us),
+    ):
+        out[key] = est.value
+        if est.low is not None:
+            out[f"{key}_low"], out[f"{key}_high"] = est.low, est.high
+    return out
+
+
+SWEEP_MODEL.parameters = ("capture", "tau_us", "reason", "wait", "bootstrap", "seed", "workers")

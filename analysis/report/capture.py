@@ -13,6 +13,7 @@ def format_capture(metas: list[dict]) -> str:
     """Probe overhead, then per iteration: duration, trace size, lost events, OOM kills."""
     lines: list[str] = []
     if metas:
+        lines += [f"WARNING: {line}" for line in metas[0].get("stale_leftovers", [])]
         ov = metas[0]["probe"]["idle_overhead"]
         lines.append(
             f"probe overhead on idle cgroup ({ov['map_bytes'] // 1024} KiB mappings, "

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from analysis.ingest.mmtests import Run, find_runs
+from analysis.ingest.mmtests import Run, find_runs, unique_runs
 from analysis.metrics.compare import compare_runs
 from analysis.metrics.throttle_runs import run_throttle_table
 from analysis.metrics.trace_analysis import TraceAnalysis, analyse_iteration
@@ -35,6 +35,7 @@ __all__ = [
     "capture_runs",
     "latency_section",
     "report_json",
+    "report_runs",
     "report_sections",
     "stalls_section",
     "throttle_section",
@@ -157,7 +158,7 @@ def report_sections(data: ReportData) -> list[tuple[str, str]]:
 def build_report(paths: Sequence[Path]) -> str:
     """The report of the capture runs under ``paths`` (each as :func:`capture_runs`; the
     first run found is the base of every comparison), 80 columns."""
-    runs = _runs(paths)
+    runs = report_runs(paths)
     names = " vs ".join(run.name for run in runs)
     parts = [f"mmlab report: {names}\n"]
     for title, text in report_sections(ReportData(runs)):
@@ -165,8 +166,10 @@ def build_report(paths: Sequence[Path]) -> str:
     return fit("\n".join(parts))
 
 
-def _runs(paths: Sequence[Path]) -> tuple[Run, ...]:
-    return tuple(run for path in paths for run in capture_runs(path))
+def report_runs(paths: Sequence[Path]) -> tuple[Run, ...]:
+    """Every run of :func:`capture_runs` under each of ``paths``, in order, named apart."""
+    # Runs of several paths may share a name (mmtests CI trees all call theirs alike).
+    return unique_runs(tuple(run for path in paths for run in capture_runs(path)))
 
 
 def report_json(paths: Sequence[Path]) -> dict:
@@ -175,7 +178,7 @@ def report_json(paths: Sequence[Path]) -> dict:
     (as ``mmlab compare-vmstat --json``), throttling per run (``run_throttle_table``) and
     every traced iteration's analysis (as ``mmlab stalls --json``, with ``run`` and
     ``iteration``)."""
-    data = ReportData(_runs(paths))
+    data = ReportData(report_runs(paths))
     throttle = run_throttle_table(
         [(run.name, index, a.throttle) for run, index, a in data.analyses]
     )

@@ -1,7 +1,8 @@
 """Where each iteration's numbers came from: kernel, HZ, machine, cgroup, workload.
 
 Read from ``mmlab.json`` (written by ``mmlab capture``), else from the plain mmtests files
-(``kernel.version``, ``kconfig-*``) so a third-party run still says what it can.
+(``kernel.version``, ``kconfig-*``, ``lscpu.txt``, tests-sysstate's meminfo; see
+:class:`~analysis.ingest.mmtests.Machine`) so a third-party run still says what it can.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from analysis.ingest.mmtests import Iteration, Run
+from analysis.ingest.mmtests import Iteration, Machine, Run
 
 __all__ = ["Provenance", "format_provenance", "iteration_provenance"]
 
@@ -30,26 +31,28 @@ class Provenance:
     tests: tuple[str, ...]
 
 
-def _kernel_release(iteration: Iteration) -> str:
-    version = iteration.path / "kernel.version"
-    if not version.exists():
-        return ""
-    words = version.read_text().split()
-    # "Linux version 6.18.44-fc-v669 (...)": the release is the third word.
-    return words[2] if len(words) > 2 and words[:2] == ["Linux", "version"] else words[0]
+def _system(machine: Machine) -> dict:
+    """``machine`` in the shape of mmlab.json's ``system``."""
+    return {
+        "kernel_release": machine.kernel_release,
+        "hostname": machine.hostname,
+        "cpu": {"model": machine.cpu_model, "logical_cpus": machine.logical_cpus},
+        "memory": {"mem_total_kib": machine.mem_total_kib},
+    }
 
 
 def iteration_provenance(run: Run, iteration: Iteration) -> Provenance:
     """Capture context of ``iteration`` of ``run`` (see :class:`Provenance`)."""
     meta = iteration.metadata
-    system = meta.get("system", {})
+    # A plain mmtests tree has no mmlab.json: its kernel.version, lscpu and meminfo say it.
+    system = meta.get("system") or _system(iteration.machine)
     cpu = system.get("cpu", {})
     machine = ", ".join(
         str(part)
         for part in (
             system.get("hostname"),
             cpu.get("model"),
-            f"{cpu['logical_cpus']} CPUs" if "logical_cpus" in cpu else None,
+            f"{cpu['logical_cpus']} CPUs" if cpu.get("logical_cpus") else None,
         )
         if part
     )
@@ -61,7 +64,7 @@ def iteration_provenance(run: Run, iteration: Iteration) -> Provenance:
     return Provenance(
         run=run.name,
         iteration=iteration.index,
-        kernel=system.get("kernel_release") or _kernel_release(iteration),
+        kernel=system.get("kernel_release") or "",
         config_hz=system.get("config_hz") or iteration.config_hz,
         machine=machine,
         memory_kib=system.get("memory", {}).get("mem_total_kib"),
@@ -76,7 +79,8 @@ def format_provenance(rows: Sequence[Provenance]) -> str:
     for run in dict.fromkeys(r.run for r in rows):
         mine = [r for r in rows if r.run == run]
         out.append(
-            f"{run}: {len(mine)} iterations ({', '.join(f'iter-{r.iteration}' for r in mine)})"
+            f"{run}: {len(mine)} iteration{'s' if len(mine) > 1 else ''} "
+            f"({', '.join(f'iter-{r.iteration}' for r in mine)})"
         )
         for label, values in (
             ("kernel", [r.kernel or "unknown" for r in mine]),

@@ -30,9 +30,11 @@ def fit(text: str, width: int = WIDTH) -> str:
             continue
         indent = line[: len(line) - len(line.lstrip())]
         more = indent + "    "
-        words = [shorten_middle(w, width - len(more)) for w in line.split()]
+        # Words shortened in place: runs of spaces that align columns stay as they are.
+        room = width - len(more)
+        body = re.sub(r"\S+", lambda m, room=room: shorten_middle(m.group(), room), line.strip())
         out += textwrap.wrap(
-            " ".join(words),
+            body,
             width,
             initial_indent=indent,
             subsequent_indent=more,

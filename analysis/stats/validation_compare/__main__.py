@@ -240,6 +240,11 @@ def markdown(results: dict) -> str:
         "Every flag here is a false positive. mmlab: verdict improved/regressed (BH q < 0.05"
         " and CI excluding 0); rules: per row on pooled samples, no multiplicity correction.",
         "",
+        "The iterations of one capture share that session's machine state, so inference over"
+        " runs covers iteration-to-iteration noise but not session-to-session drift: a flag on"
+        " a pair captured hours apart (the stutterp pair, 11:24 and 13:10 UTC) may be that"
+        " drift. A/B pairs should be captured back to back, as the bundled A/B was.",
+        "",
     ]
     for r in results.get("real_aa", []):
         counts = ", ".join(f"{m} {n}" for m, n in r["flagged"].items())
