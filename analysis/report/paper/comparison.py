@@ -285,6 +285,11 @@ def validation_values(results: dict) -> dict[str, str]:
         "val coverage low": f"{min(coverage):.3f}",
         "val coverage high": f"{max(coverage):.3f}",
         "val real aa pairs": str(len(results.get("real_aa", []))),
+        **{
+            f"val real {m}": f"{f[0]} of {f[1]}"
+            for m in ("mmlab p50", "mmlab mean")
+            if (f := _real_flags(results, m))
+        },
     }
 
 
@@ -301,12 +306,27 @@ def _rate(rate: float, se: float) -> str:
     return f"${rate:.3f}{{\\pm}}{se:.3f}$"
 
 
+def _real_flags(results: dict, method: str) -> tuple[int, int] | None:
+    """Rows ``method`` flagged, and rows compared, over every real A/A pair."""
+    pairs = [r for r in results.get("real_aa", []) if method in r["flagged"]]
+    if not pairs:
+        return None
+    return sum(r["flagged"][method] for r in pairs), sum(r["rows"] for r in pairs)
+
+
+def _pair_label(pair: str) -> str:
+    """``data/x/y vs data/x/z`` → ``y vs z`` (the last folder of each side)."""
+    return " vs ".join(Path(side.strip()).name for side in pair.split(" vs "))
+
+
 def validation_table(results: dict) -> str:
-    """Per method: the worst A/A rejection rate over the shapes at 3, 5 and 10 runs, and
+    """Per method: the worst A/A rejection rate over the shapes at each run count where a
+    test over runs can reject (5 and 10 runs; 3 cannot), the real A/A flags, and
     the power of one effect per kind of change (mixture shape, 5 runs); ± Monte-Carlo se."""
     aa, power = pl.DataFrame(results["aa"]), pl.DataFrame(results["power"])
     effects = _power_effects(power)
-    runs = sorted(set(aa["runs"]))
+    # Run counts where an exact permutation test over runs can reject at all.
+    runs = [n for n in sorted(set(aa["runs"])) if min_attainable_p(n, n) <= LEVEL]
     methods = list(dict.fromkeys([*power["method"], *aa["method"]]))
     lines = []
     for method in methods:
@@ -322,12 +342,16 @@ def validation_table(results: dict) -> str:
                 & (pl.col("effect") == effect)
             )
             cells.append(_rate(sel["rate"][0], sel["mc_se"][0]) if sel.height else "--")
+        flagged = _real_flags(results, method)
+        cells.append(f"{flagged[0]}/{flagged[1]}" if flagged else "--")
         lines.append(cells)
     header = [
         "method",
-        *(f"A/A, {n} runs" for n in runs),
-        *(f"{c}, $e = {effect:g}$" for c, effect in effects.items()),
+        *(f"A/A $R{{=}}{n}$" for n in runs),
+        *(f"{c} $e{{=}}{effect:g}$" for c, effect in effects.items()),
+        "real A/A",
     ]
+    pairs = "; ".join(escape(_pair_label(r["pair"])) for r in results.get("real_aa", []))
     power_runs = ", ".join(str(n) for n in sorted(set(power["runs"])))
     return compact(
         table_tex(
@@ -337,10 +361,14 @@ def validation_table(results: dict) -> str:
             "Validation on SYNTHETIC data with known truth "
             f"(\\texttt{{python -m analysis.stats.validation\\_compare}}, {results['sims']} "
             "simulations per A/A cell): rejection rate $\\pm$ Monte-Carlo se. A/A: nothing "
-            "changed, worst of the lognormal, Pareto and mixture shapes (nominal "
+            "changed, $R$ runs per kernel (fewer cannot give $p <$ the level over runs), worst "
+            "of the lognormal, Pareto and mixture shapes "
+            "(nominal "
             f"{LEVEL:g}; the mmtests 2018 rule tests at {_MMTESTS_2018_LEVEL:g}). Power: mixture "
             f"shape, {power_runs} runs per kernel; location: every sample $\\times(1+e)$, "
-            "scale: log-spread $\\times(1+e)$, tail: share of slow samples $\\times(1+e)$.",
+            "scale: log-spread $\\times(1+e)$, tail: share of slow samples $\\times(1+e)$. "
+            "Real A/A: REAL captures of the same kernel and configuration twice, rows flagged "
+            f"of rows compared (every flag a false positive) over the pairs {pairs}.",
             "tab:validation",
         )
     )
@@ -423,7 +451,7 @@ def section(data: ReportData, out: Path) -> str:
             probe.unit,
         )
         figures.save_pdf(figure, out / "figures" / "comparison-quantiles.pdf")
-    return macros_tex(values) + _text(cmp, probe)
+    return macros_tex(values) + _text(cmp, probe, "val real mmlab mean" in values)
 
 
 def _m(key: str) -> str:
@@ -509,6 +537,15 @@ _VALIDATION = (
     "below nominal). A median-deciding comparison does not see a change confined to the "
     "tail or the spread; the p90 and mean lines do."
 )
+_REAL_AA = (
+    " On the {val real aa pairs} real A/A pairs of the last column of "
+    "Table~\\ref{{tab:validation}} (captures of the same "
+    "kernel and configuration, where every flag is false), the median flags "
+    "{val real mmlab p50} rows and the mean {val real mmlab mean}: iterations of one "
+    "capture session share its machine state, so inference over runs covers "
+    "iteration-to-iteration noise but not drift between sessions; an A/B pair is only "
+    "as good as its back-to-back capture."
+)
 
 
 class _Macros(dict):
@@ -518,7 +555,7 @@ class _Macros(dict):
         return _m(key)
 
 
-def _text(cmp: LatencyComparison, probe: RowComparison | None) -> str:
+def _text(cmp: LatencyComparison, probe: RowComparison | None, real_aa: bool) -> str:
     probe_parts, figure = _probe_text(probe) if probe is not None else ([], "")
     parts = [_METHOD.format_map(_Macros()), *probe_parts, *_flag_text(cmp)]
     return (
@@ -528,5 +565,6 @@ def _text(cmp: LatencyComparison, probe: RowComparison | None) -> str:
         + figure
         + "\n"
         + _VALIDATION.format_map(_Macros())
+        + (_REAL_AA.format_map(_Macros()) if real_aa else "")
         + "\n\n\\input{tables/validation}\n"
     )
