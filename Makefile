@@ -52,7 +52,7 @@ $(BUILD)/notebooks/%.ipynb: notebooks/%.py $(SYNCED) $(SOURCES) $(DATA)
 # The paper: generated inputs (macros, tables, figures, hook sections), then latexmk with
 # them on TEXINPUTS. latexmk leaves main.pdf alone when nothing it reads changed: touch it.
 paper: $(PAPER_OUT)/main.pdf
-$(PAPER_OUT)/.inputs: $(SYNCED) $(SOURCES) $(DATA)
+$(PAPER_OUT)/.inputs: $(SYNCED) $(SOURCES) $(DATA) analysis/stats/validation_compare/results.json
 	@echo "== paper inputs $(PAPER_OUT) =="
 	@$(MMLAB) paper $(PAPER_RUNS) --out $(PAPER_OUT) >/dev/null
 	@touch $@

@@ -45,6 +45,7 @@ from analysis.stats.describe import nearest_rank
 
 __all__ = [
     "DEF_PRIORITY",
+    "FS_SHRINKERS",
     "GENERATIONS",
     "SWEEP_MODEL",
     "Agreement",

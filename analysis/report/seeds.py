@@ -20,7 +20,15 @@ from analysis.ingest import histogram, mail_tables, vmstat
 from analysis.metrics import pairing, throttle
 from analysis.metrics.ops import Elapsed, ops_report
 
-__all__ = ["SEEDS", "SeedCheck", "agrees", "all_checks", "format_checks"]
+__all__ = [
+    "SEED001_EXAMPLE",
+    "SEEDS",
+    "SeedCheck",
+    "agrees",
+    "all_checks",
+    "format_checks",
+    "seed001",
+]
 
 SEEDS = {
     "000": "000_901e324e43c5b0b5.txt",
@@ -28,6 +36,10 @@ SEEDS = {
     "002": "002_a4f0b6806489fc3c.txt",
     "003": "003_ee18fb956a8fffc1.txt",
 }
+
+# Seed 001's worked example (its lines 29 and 42): a node's freeable objects, the reclaim
+# priority, the shrinker's seeks and the objects already deferred.
+SEED001_EXAMPLE = {"freeable": 1_800_000, "priority": 12, "seeks": 2, "deferred": 1_000_000}
 
 
 @dataclass(frozen=True)
@@ -239,7 +251,7 @@ def _seed000_throttle(path: Path) -> list[SeedCheck]:
 def seed001() -> list[SeedCheck]:
     """The worked example (1.8 M freeable, priority 12, seeks 2, 1 M deferred) under the
     three deferral rules of docs/shrinker-deferral.md, in the kernel's integer arithmetic."""
-    freeable, priority, seeks, deferred = 1_800_000, 12, 2, 1_000_000
+    freeable, priority, seeks, deferred = SEED001_EXAMPLE.values()
     shifted = freeable >> priority
     delta = shifted * 4 // seeks
     g1 = min(deferred + delta, freeable // 2) if delta < freeable // 4 else deferred + delta

@@ -39,15 +39,18 @@ from analysis.ingest.long_table import runs_of
 from analysis.stats.bootstrap import MEAN, Interval, run_statistics, t_interval, two_stage
 
 __all__ = [
+    "CI_LEVEL",
     "IMPROVED",
     "METRICS",
     "NOT_COMPARED",
+    "POWER",
     "REGRESSED",
     "RowComparison",
     "compare_samples",
     "compare_table",
     "difference_interval",
     "hodges_lehmann",
+    "min_attainable_p",
     "mmtests_summary",
     "needed_runs",
     "permutation_p",

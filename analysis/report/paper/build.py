@@ -1,12 +1,12 @@
 """Everything ``papers/reclaim-throttling/main.tex`` inputs, built from the captures.
 
 ``macros.tex`` (every number quoted in the text), ``tables/*.tex``, ``figures/*.pdf`` and
-``sections/*.tex`` for the analyses that plug in later. The first run is the *base*, the
-second the *new* one (macros ``\\Base...``/``\\New...``), as in ``mmlab report BASE NEW``.
+``sections/*.tex``, one per analysis section. The first run is the *base*, the second the
+*new* one (macros ``\\Base...``/``\\New...``), as in ``mmlab report BASE NEW``.
 
-A later analysis adds its section by replacing its entry in ``SECTION_HOOKS`` with a
-function of :class:`~analysis.report.document.ReportData` and the output folder returning
-LaTeX; until then the section says which analysis will fill it.
+Each entry of ``SECTION_HOOKS`` is a function of
+:class:`~analysis.report.document.ReportData` and the output folder that writes its own
+tables and figures there and returns the section's LaTeX, its numbers as macros it defines.
 """
 
 from __future__ import annotations
@@ -25,26 +25,19 @@ from analysis.metrics.stall_runs import TAIL_QUANTILE, iteration_stalls, run_sta
 from analysis.metrics.throttle_runs import run_throttle_table
 from analysis.report.document import ReportData
 from analysis.report.ops import display_label
-from analysis.report.paper import figures, fits, timeout
+from analysis.report.paper import comparison, figures, fits, shrinker, timeout
 from analysis.report.paper.latex import escape, macros_tex, pm, table_tex
 from analysis.report.provenance import iteration_provenance
 
 __all__ = ["SECTION_HOOKS", "PaperInputs", "build_inputs", "paper_values"]
 
 
-def _pending(analysis: str) -> Callable[[ReportData, Path], str]:
-    def section(data: ReportData, out: Path) -> str:
-        return f"\\pending{{{analysis}}}\n"
-
-    return section
-
-
 # name -> LaTeX of sections/<name>.tex (a hook may write tables/figures under ``out``);
 # main.tex inputs each by name.
 SECTION_HOOKS: dict[str, Callable[[ReportData, Path], str]] = {
     "fits": fits.section,
-    "comparison": _pending("the latency comparison with significance (issue 11)"),
-    "shrinker-replay": _pending("the shrinker deferral replay and divisor sweep (issue 12)"),
+    "comparison": comparison.section,
+    "shrinker-replay": shrinker.section,
     "timeout-model": timeout.section,
 }
 

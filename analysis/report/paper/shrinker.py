@@ -1,0 +1,485 @@
+"""The paper's "Shrinker deferral replay" section (:mod:`analysis.models.shrinker`).
+
+Per trace of every run: the check that the capturing kernel's rule reproduces each call's
+``total_scan`` and the model's counter chain, then the replay under G1, G2 and G3 and
+under G3's rule with a sweep of deferral divisors; and seed 001's worked example through
+the model's own ``do_shrink_slab()`` beside the plain arithmetic of
+:func:`analysis.report.seeds.seed001` and the figures the mail prints.
+
+Macros of the section are defined at the top of ``sections/shrinker-replay.tex``
+(prefix ``Shr``), so the section never collides with ``macros.tex``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import altair as alt
+import polars as pl
+
+from analysis.models.shrinker import (
+    FS_SHRINKERS,
+    GENERATIONS,
+    Variant,
+    blocked_calls,
+    divisor_sweep,
+    do_shrink_slab,
+    model_trace,
+    outputs,
+    replay,
+)
+from analysis.report.document import ReportData
+from analysis.report.paper import figures
+from analysis.report.paper.comparison import compact
+from analysis.report.paper.latex import escape, macro_name, macros_tex, pm, table_tex
+from analysis.report.seeds import SEED001_EXAMPLE, seed001
+
+__all__ = [
+    "DIVISORS",
+    "ShrinkerReplays",
+    "divisor_figure",
+    "replay_table",
+    "rule_table",
+    "section",
+    "seed_divisor_figure",
+    "seed_divisors",
+    "seed_example",
+    "seed_table",
+    "shrinker_replays",
+    "shrinker_values",
+]
+
+# Constant divisors swept under G3's rule: 1 is G1's "take it all", 4096 = 2^12 is G3's
+# own at the lightest priority.
+DIVISORS = (1, 2, 4, 16, 64, 256, 1024, 4096)
+# Replay outputs drawn against the divisor (only those known for some trace).
+_TRADEOFF = {
+    "efficiency": "efficiency (freed / scanned)",
+    "velocity_per_s": "objects scanned / s",
+    "direct_max_scanned": "max objects, one direct call",
+    "backlog_max_objects": "deferred backlog, max (objects)",
+}
+# Seed 001's cache is a filesystem's (XFS inodes): a superblock shrinker's batch.
+_SEED_BATCH = FS_SHRINKERS["super_cache_scan"]
+
+
+@dataclass(frozen=True)
+class ShrinkerReplays:
+    """``checks``: one row per trace (run, iteration, calls, ...); ``rules``: outputs of
+    every trace under each generation's own rule; ``sweep``: under G3's rule per divisor."""
+
+    checks: pl.DataFrame
+    rules: pl.DataFrame
+    sweep: pl.DataFrame
+
+
+def shrinker_replays(
+    data: ReportData, divisors: tuple[int, ...] = DIVISORS
+) -> ShrinkerReplays | None:
+    """Check and replay the shrinker calls of every trace of ``data``'s runs; None when no
+    trace has any."""
+    checks, rules, sweeps = [], [], []
+    for run, iteration, analysis in data.analyses:
+        calls = analysis.shrinker_invocations
+        if calls.is_empty():
+            continue
+        who = {"run": run.name, "iteration": iteration}
+        own = model_trace(calls, Variant("G3"), trace=Path(analysis.source))
+        checks.append(
+            {
+                **who,
+                "calls": calls.height,
+                "blocked": int(blocked_calls(calls).sum()),
+                "kswapd_calls": int((calls["context"] == "kswapd").sum()),
+                "contexts": ", ".join(sorted(set(calls["context"]))),
+                "max_freeable": int(calls["freeable_objects"].max()),
+                "rule": own.capturing_generation,
+                "rule_source": own.generation_source,
+                "matched": own.replay_agreement.matched,
+                "chain_matched": own.capture_chain_agreement.matched,
+                "chain_total": own.capture_chain_agreement.total,
+                "scanned": own.observed_scanned_objects,
+                "freed": own.observed_freed_objects,
+            }
+        )
+        rules += [{**who, "rule": g, **outputs(replay(calls, Variant(g)))} for g in GENERATIONS]
+        sweeps.append(
+            divisor_sweep(calls, list(divisors)).with_columns(
+                run=pl.lit(run.name), iteration=pl.lit(iteration)
+            )
+        )
+    if not checks:
+        return None
+    return ShrinkerReplays(
+        pl.DataFrame(checks), pl.DataFrame(rules), pl.concat(sweeps, how="vertical")
+    )
+
+
+def _per_run(frame: pl.DataFrame, by: list[str], columns: list[str]) -> pl.DataFrame:
+    """Mean and sample sd over iterations (NaN, an unknown output, stays unknown)."""
+    return frame.group_by(*by, maintain_order=True).agg(
+        pl.len().alias("iterations"),
+        *(pl.col(c).mean().alias(f"{c}_mean") for c in columns),
+        *(pl.col(c).std().alias(f"{c}_sd") for c in columns),
+    )
+
+
+def _pm(mean: float | None, sd: float | None, digits: int) -> str:
+    known = lambda x: x is not None and math.isfinite(x)  # noqa: E731
+    return pm(mean, sd if known(sd) else None, digits) if known(mean) else "--"
+
+
+def _seed_call(variant: Variant, kswapd: bool = False):
+    """Seed 001's call (:data:`~analysis.report.seeds.SEED001_EXAMPLE`) under ``variant``."""
+    e = SEED001_EXAMPLE
+    return do_shrink_slab(
+        variant,
+        deferred=e["deferred"],
+        freeable=e["freeable"],
+        priority=e["priority"],
+        seeks=e["seeks"],
+        kswapd=kswapd,
+        batch=_SEED_BATCH,
+    )
+
+
+def seed_divisors(divisors: tuple[int, ...] = DIVISORS) -> pl.DataFrame:
+    """Seed 001's call under G3's rule with each constant divisor: objects it scans and
+    objects left deferred after it (``divisor``, ``quantity``, ``objects``)."""
+    rows = []
+    for d in divisors:
+        call = _seed_call(Variant("G3", d))
+        left = SEED001_EXAMPLE["deferred"] - call.nr + call.next_deferred
+        rows += [(d, "scanned by the call", call.scanned), (d, "left deferred", left)]
+    return pl.DataFrame(rows, schema=["divisor", "quantity", "objects"], orient="row")
+
+
+def seed_example() -> list[dict]:
+    """Seed 001's call under each rule and context: the mail's figure, the plain integer
+    arithmetic (:func:`~analysis.report.seeds.seed001`) and the model's ``do_shrink_slab``
+    (target, objects scanned in batches of the superblock shrinker, counter after)."""
+    checks = {c.row: c for c in seed001()}
+    cases = (
+        ("G1", False, "any", "G1 target (windup clamp)"),
+        ("G2", True, "kswapd", "G2 target, kswapd"),
+        ("G2", False, "direct", "G2 target, direct"),
+        ("G3", False, "any", "G3 target, any context"),
+    )
+    rows = []
+    for generation, kswapd, context, check in cases:
+        call = _seed_call(Variant(generation), kswapd)
+        rows.append(
+            {
+                "rule": generation,
+                "context": context,
+                "mail": checks[check].mail,
+                "arithmetic": int(checks[check].mmlab),
+                "delta": call.delta,
+                "target": call.total_scan,
+                "scanned": call.scanned,
+                "counter_after": SEED001_EXAMPLE["deferred"] - call.nr + call.next_deferred,
+            }
+        )
+    return rows
+
+
+def _int(value: int) -> str:
+    return f"\\ensuremath{{{value:,}}}".replace(",", "{,}")
+
+
+def seed_table(rows: list[dict]) -> str:
+    """Seed 001's worked example: mail, arithmetic and model side by side."""
+    lines = [
+        [
+            r["rule"],
+            r["context"],
+            r["mail"].replace(",", "{,}") if r["mail"] != "-" else "--",
+            _int(r["arithmetic"]),
+            _int(r["target"]),
+            _int(r["scanned"]),
+            _int(r["counter_after"]),
+        ]
+        for r in rows
+    ]
+    e = SEED001_EXAMPLE
+    return table_tex(
+        ["rule", "context", "mail", "arithmetic", "model target", "scanned", "deferred after"],
+        lines,
+        "llrrrrr",
+        f"Seed 001's call ({_int(e['freeable'])} freeable objects, priority {e['priority']}, "
+        f"seeks {e['seeks']}, {_int(e['deferred'])} deferred): the target the mail prints "
+        "(G1 only), the target by plain integer arithmetic (\\texttt{seeds.seed001}), and "
+        "the model's \\texttt{do\\_shrink\\_slab()}: target, objects scanned in batches of "
+        f"{_SEED_BATCH} (a superblock shrinker) and the deferred counter after the call. "
+        "G2 as the patch is written (\\texttt{next\\_deferred = nr - scanned}).",
+        "tab:shrinker-seed",
+    )
+
+
+def replay_table(checks: pl.DataFrame) -> str:
+    """Per trace: calls, blocked calls, largest cache, agreement of the capturing rule."""
+    lines = [
+        [
+            escape(r["run"]),
+            str(r["iteration"]),
+            _int(r["calls"]),
+            _int(r["blocked"]),
+            str(r["max_freeable"]),
+            r["rule"],
+            f"{r['matched']}/{r['calls']}",
+            f"{r['chain_matched']}/{r['chain_total']}",
+            str(r["scanned"]),
+        ]
+        for r in checks.iter_rows(named=True)
+    ]
+    return compact(
+        table_tex(
+            [
+                "run",
+                "iter.",
+                "calls",
+                "GFP\\_NOFS",
+                "max freeable",
+                "rule",
+                "total\\_scan",
+                "chain",
+                "scanned",
+            ],
+            lines,
+            "lrrrrlrrr",
+            "Replay check per trace: \\texttt{do\\_shrink\\_slab()} calls, those a filesystem "
+            "shrinker could not run (no \\texttt{\\_\\_GFP\\_FS}), the largest freeable count, "
+            "the capturing kernel's rule, the calls whose printed \\texttt{total\\_scan} that "
+            "rule reproduces from the \\texttt{nr} the call took, the calls whose \\texttt{nr} "
+            "the model's one counter per shrinker and node reproduces (chain), and the objects "
+            "the kernel scanned.",
+            "tab:shrinker-replay",
+        )
+    )
+
+
+_RULE_COLUMNS = [
+    "scanned_objects",
+    "direct_max_scanned",
+    "backlog_max_objects",
+    "backlog_end_objects",
+]
+
+
+def rule_table(rules: pl.DataFrame) -> str:
+    """Per run and rule: mean ± sd over iterations of the replay's outputs."""
+    table = _per_run(rules, ["run", "rule"], _RULE_COLUMNS)
+    lines = [
+        [escape(r["run"]), r["rule"], str(r["iterations"])]
+        + [_pm(r[f"{c}_mean"], r[f"{c}_sd"], 1) for c in _RULE_COLUMNS]
+        for r in table.iter_rows(named=True)
+    ]
+    return table_tex(
+        ["run", "rule", "iter.", "scanned", "max one call", "backlog max", "backlog end"],
+        lines,
+        "llrrrrr",
+        "The captures' calls replayed under each rule with its own divisor and contexts (G1: "
+        "any context takes all; G2: kswapd only, divided by priority; G3: any context, "
+        "divided by $2^{\\text{priority}}$): objects scanned in the capture, the most one "
+        "direct call scans, and the deferred backlog (all counters) at its maximum and at the "
+        "end; mean $\\pm$ sd over iterations, objects.",
+        "tab:shrinker-rules",
+    )
+
+
+def _divisor_axis() -> alt.X:
+    return alt.X(
+        "divisor:Q",
+        title="deferral divisor",
+        scale=alt.Scale(type="log", base=2),
+        axis=alt.Axis(values=[d for d in DIVISORS if d != 2], format="d", labelFlush=True),
+    )
+
+
+def seed_divisor_figure(seed: pl.DataFrame) -> alt.Chart:
+    """:func:`seed_divisors` drawn: the call's scan against the work it leaves deferred."""
+    return (
+        alt.Chart(seed)
+        .mark_line(point=True)
+        .encode(
+            x=_divisor_axis(),
+            y=alt.Y("objects:Q", title="objects", scale=alt.Scale(type="log")),
+            color=alt.Color("quantity:N", title=None, legend=alt.Legend(orient="right")),
+        )
+        .properties(width=260, height=130)
+    )
+
+
+def divisor_figure(sweep: pl.DataFrame) -> alt.FacetChart:
+    """Replay outputs against the deferral divisor (G3's rule, any context): one point per
+    iteration, a line through each run's mean; outputs unknown everywhere are left out."""
+    shown = [c for c in _TRADEOFF if sweep[c].is_not_nan().any()]
+    long = (
+        sweep.with_columns(pl.col("divisor").cast(pl.Int64))
+        .unpivot(index=["run", "iteration", "divisor"], on=shown, variable_name="output")
+        .filter(pl.col("value").is_not_nan())
+        .with_columns(pl.col("output").replace_strict(_TRADEOFF))
+    )
+    base = alt.Chart().encode(
+        x=_divisor_axis(),
+        color=alt.Color("run:N", title="run", legend=alt.Legend(orient="bottom")),
+    )
+    points = base.mark_point(opacity=0.5, size=18).encode(y=alt.Y("value:Q", title=None))
+    means = base.mark_line().encode(y="mean(value):Q")
+    return (
+        alt.layer(points, means, data=long)
+        .properties(width=150, height=120)
+        .facet(facet=alt.Facet("output:N", title=None, sort=list(_TRADEOFF.values())), columns=3)
+        .resolve_scale(y="independent")
+    )
+
+
+def shrinker_values(replays: ShrinkerReplays, seed: list[dict]) -> dict[str, str]:
+    """Macros of the section (keys as for :func:`~analysis.report.paper.latex.macro_name`)."""
+    c = replays.checks
+    values = {
+        "shr traces": str(c.height),
+        "shr runs": str(c["run"].n_unique()),
+        "shr calls": _int(int(c["calls"].sum())),
+        "shr matched": _int(int(c["matched"].sum())),
+        "shr chain total": _int(int(c["chain_total"].sum())),
+        "shr chain misses": _int(int(c["chain_total"].sum() - c["chain_matched"].sum())),
+        "shr chain exact traces": str(int((c["chain_matched"] == c["chain_total"]).sum())),
+        "shr blocked": _int(int(c["blocked"].sum())),
+        "shr kswapd calls": _int(int(c["kswapd_calls"].sum())),
+        "shr contexts": escape(", ".join(sorted(set(", ".join(c["contexts"]).split(", "))))),
+        "shr max freeable": str(int(c["max_freeable"].max())),
+        "shr scanned": _int(int(c["scanned"].sum())),
+        "shr rule": escape(", ".join(sorted(set(c["rule"])))),
+        "shr rule source": escape(", ".join(sorted(set(c["rule_source"])))),
+        "shr divisor low": str(min(DIVISORS)),
+        "shr divisor high": _int(max(DIVISORS)),
+    }
+    rules = _per_run(replays.rules, ["rule"], ["scanned_objects", "backlog_max_objects"])
+    for r in rules.iter_rows(named=True):
+        values |= {
+            f"shr {r['rule']} scanned": _pm(r["scanned_objects_mean"], None, 1),
+            f"shr {r['rule']} backlog": _pm(r["backlog_max_objects_mean"], None, 1),
+        }
+    sweep = replays.sweep.with_columns(pl.col("divisor").cast(pl.Int64))
+    idle = (
+        sweep.group_by("divisor")
+        .agg(pl.col("scanned_objects").max())
+        .filter(pl.col("scanned_objects") == 0)
+    )
+    values["shr idle divisor"] = str(idle["divisor"].min()) if idle.height else "--"
+    for r in seed:
+        key = f"shr seed {r['rule']} {r['context']}"
+        values |= {f"{key} target": _int(r["target"]), f"{key} after": _int(r["counter_after"])}
+    g1 = next(r for r in seed if r["rule"] == "G1")
+    values |= {
+        "shr seed delta": _int(g1["delta"]),
+        "shr seed mail delta": next(x.mail for x in seed001() if x.row == "delta"),
+        "shr seed factor": _int(round(g1["target"] / g1["delta"])),
+        "shr seed freeable": _int(SEED001_EXAMPLE["freeable"]),
+        "shr seed deferred": _int(SEED001_EXAMPLE["deferred"]),
+    }
+    return values
+
+
+def _m(key: str) -> str:
+    return f"\\{macro_name(key)}{{}}"
+
+
+def section(data: ReportData, out: Path) -> str:
+    """LaTeX of the shrinker section; writes its tables and figure under ``out``."""
+    replays = shrinker_replays(data)
+    if replays is None:
+        return (
+            "\\emph{No trace of these runs has \\tp{mm\\_shrink\\_slab\\_start/end} "
+            "calls (enable \\tp{vmscan:mm\\_shrink\\_slab\\_*}): nothing to replay.}\n"
+        )
+    seed = seed_example()
+    (out / "tables").mkdir(parents=True, exist_ok=True)
+    (out / "tables" / "shrinker-replay.tex").write_text(replay_table(replays.checks))
+    (out / "tables" / "shrinker-rules.tex").write_text(rule_table(replays.rules))
+    (out / "tables" / "shrinker-seed.tex").write_text(seed_table(seed))
+    figures.save_pdf(divisor_figure(replays.sweep), out / "figures" / "shrinker-divisors.pdf")
+    figures.save_pdf(
+        seed_divisor_figure(seed_divisors()), out / "figures" / "shrinker-seed-divisors.pdf"
+    )
+    values = shrinker_values(replays, seed)
+    idle = (
+        "from a divisor of {shr idle divisor} on, no call scans anything and the backlog "
+        "stays where the blocked calls left it."
+        if values["shr idle divisor"] != "--"
+        else "every divisor swept still scans some objects."
+    )
+    return macros_tex(values) + _TEXT.format_map(_Macros(idle=idle.format_map(_Macros())))
+
+
+class _Macros(dict):
+    """``{shr calls}`` in :data:`_TEXT` → ``\\ShrCalls{}``."""
+
+    def __missing__(self, key: str) -> str:
+        return _m(key)
+
+
+_TEXT = r"""
+Before any what-if, the model must reproduce the kernel. Over {shr traces} traces of
+{shr runs} runs ({shr calls} \tp{{do\_shrink\_slab()}} calls), the capturing kernel's rule
+({shr rule}, from {shr rule source}) reproduces the printed \tp{{total\_scan}} of
+{shr matched} calls from the \tp{{nr}} each call took (Table~\ref{{tab:shrinker-replay}}).
+Replayed in trace order, one deferred counter per shrinker instance and node reproduces
+the \tp{{nr}} of all but {shr chain misses} of the {shr chain total} calls that take it
+(every one in {shr chain exact traces} traces); the kernel keeps one counter per memory
+cgroup as well, which the tracepoints do not name, so a few misses are expected.
+
+\input{{tables/shrinker-replay}}
+
+What the replay can and cannot show follows from the captures. Their slab activity is
+small: every call comes from {shr contexts} reclaim, kswapd makes {shr kswapd calls} calls,
+the largest cache counts {shr max freeable} freeable objects, and the kernel scanned
+{shr scanned} objects in all ({shr blocked} calls were a superblock shrinker entered
+without \tp{{\_\_GFP\_FS}}, which defers everything). So the replay checks the arithmetic
+exactly, but its what-if numbers are tiny; the efficiency (freed per scanned) is unknown,
+because nothing was scanned; and a kswapd-only rule never works the backlog off here,
+because kswapd never calls a shrinker. Table~\ref{{tab:shrinker-rules}} shows this: on average
+over the traces G1 scans {shr G1 scanned} objects per trace, G3 {shr G3 scanned} and G2
+{shr G2 scanned}, while G2's backlog peaks at {shr G2 backlog} objects against
+{shr G3 backlog} under G3. None of this says anything about latency.
+
+\input{{tables/shrinker-rules}}
+
+Figure~\ref{{fig:divisors}} sweeps the divisor of G3's rule from {shr divisor low} to
+{shr divisor high}. On these captures the trade-off shows at the smallest divisors:
+{idle}
+
+\begin{{figure}}[tbp]
+\centering
+\includegraphics[width=\columnwidth]{{figures/shrinker-divisors.pdf}}
+\caption{{The captures' shrinker calls replayed under G3's rule with a constant deferral
+divisor: objects scanned per second, the most one direct call scans, and the deferred
+backlog at its maximum; a point per iteration, a line through each run's mean. Efficiency
+(freed per scanned) is not drawn where no capture scanned an object.}}\label{{fig:divisors}}
+\end{{figure}}
+
+The scale at which the rule matters is seed 001's (Table~\ref{{tab:shrinker-seed}}): a node
+with {shr seed freeable} freeable objects and {shr seed deferred} deferred. The call's own
+share is {shr seed delta} objects (the mail prints {shr seed mail delta}: it rounds the
+shift up and then slips in the multiplication; the conclusion stands). Under G1 the first
+caller is told to scan {shr seed G1 any target} objects, about {shr seed factor} times its
+share; G2 gives kswapd {shr seed G2 kswapd target} and a direct reclaimer
+{shr seed G2 direct target}; G3 gives any caller {shr seed G3 any target} and leaves
+{shr seed G3 any after} deferred. The model's \tp{{do\_shrink\_slab()}} and the plain
+arithmetic agree on every target. Figure~\ref{{fig:seed-divisors}} is the divisor
+trade-off at this scale: each doubling of the divisor halves what one caller takes
+from the backlog; the rest stays deferred for later calls.
+
+\input{{tables/shrinker-seed}}
+
+\begin{{figure}}[tbp]
+\centering
+\includegraphics[width=0.8\columnwidth]{{figures/shrinker-seed-divisors.pdf}}
+\caption{{Seed 001's call (arithmetic through the model, not data) under G3's rule with
+a constant deferral divisor: objects the call scans and objects left deferred after
+it.}}\label{{fig:seed-divisors}}
+\end{{figure}}
+"""

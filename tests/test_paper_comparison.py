@@ -1,0 +1,142 @@
+"""The paper's comparison section: its numbers recomputed independently from the raw probe
+logs (SciPy's Harrell–Davis, an explicit permutation over runs, BH by hand) and from the
+committed validation results."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import re
+
+import numpy as np
+import pytest
+from scipy.stats.mstats import hdquantiles
+
+from analysis.report.document import ReportData, capture_runs
+from analysis.report.paper import comparison
+from analysis.report.paper.latex import pm
+from tests.conftest import DATA
+
+PAPER_RUNS = (DATA / "stutterp-aa2", DATA / "stutterp-ab-dirty5")
+
+
+@pytest.fixture(scope="module")
+def cmp():
+    runs = tuple(run for path in PAPER_RUNS for run in capture_runs(path))
+    return comparison.latency_comparison(ReportData(runs), resamples=200)
+
+
+def _probe_runs(path) -> list[np.ndarray]:
+    """Latencies of each iteration's mmap-8 probe log, read as plain text."""
+    logs = sorted(path.glob("*/iter-*/stutterp/logs/mmap-latency-8.log"))
+    return [
+        np.array(
+            [float(line.split()[1]) for line in log.read_text().splitlines() if line[0] != "#"]
+        )
+        for log in logs
+    ]
+
+
+def _permutation_p(a: np.ndarray, b: np.ndarray) -> float:
+    pooled, observed = np.concatenate([a, b]), abs(b.mean() - a.mean())
+    diffs = []
+    for split in itertools.combinations(range(len(pooled)), len(a)):
+        mask = np.zeros(len(pooled), bool)
+        mask[list(split)] = True
+        diffs.append(abs(pooled[~mask].mean() - pooled[mask].mean()))
+    return float(np.mean(np.array(diffs) >= observed - 1e-12))
+
+
+def _number(latex: str) -> float:
+    return float(re.sub(r"\\ensuremath|[${},+]", "", latex))
+
+
+def test_median_line_matches_an_independent_computation(cmp):
+    base, new = (_probe_runs(p) for p in PAPER_RUNS)
+    assert len(base) == len(new) == 6
+    hd_b = np.array([hdquantiles(r, prob=[0.5])[0] for r in base])
+    hd_n = np.array([hdquantiles(r, prob=[0.5])[0] for r in new])
+    values = comparison.comparison_values(cmp)
+    assert values["cmp splits"] == str(math.comb(12, 6))
+    p = _permutation_p(np.log(hd_b), np.log(hd_n))
+    assert _number(values["cmp mmap-8 p50 p"]) == pytest.approx(p, rel=5e-3)
+    change = 100 * (hd_n.mean() / hd_b.mean() - 1)
+    assert _number(values["cmp mmap-8 p50 change"]) == pytest.approx(change, abs=0.01)
+    assert _number(values["cmp mmap-8 p50 base"]) == pytest.approx(hd_b.mean(), abs=0.05)
+    assert values["cmp mmap-8 p50 verdict"] == "no change shown"
+
+
+def test_table_q_is_bh_over_every_line(cmp):
+    # Benjamini–Hochberg by hand: q_(i) = min over j >= i of p_(j) * m / j.
+    ps = np.array([r.p for _, r in cmp.results])
+    order = np.argsort(ps)
+    m = len(ps)
+    q = np.minimum.accumulate((ps[order] * m / np.arange(1, m + 1))[::-1])[::-1]
+    expected = np.empty(m)
+    expected[order] = np.minimum(q, 1)
+    assert [s for s, _ in cmp.results] == ["mean", "p50", "p90", "p99", "mean"]
+    assert cmp.table_q == pytest.approx(expected.tolist())
+    # The elapsed row has one value per run: only its mean is a statistic.
+    assert [r.row for _, r in cmp.results][-1] == "elapsed"
+
+
+def test_validation_table_holds_the_committed_results():
+    results = json.loads(comparison.VALIDATION.read_text())
+    table = comparison.validation_table(results)
+    rows = {line.split(" & ")[0]: line.split(" & ") for line in table.splitlines() if " & " in line}
+    for method in ("mmlab p50", "pooled Welch", "mmtests 2018"):
+        # 3 vs 3 runs cannot give p < 0.05 over runs (2/20 = 0.1): those columns only.
+        for column, runs in enumerate((5, 10), 1):
+            cells = [a for a in results["aa"] if a["method"] == method and a["runs"] == runs]
+            worst = max(cells, key=lambda a: a["rate"])
+            cell = rows[method][column].strip(" \\")
+            assert cell == f"${worst['rate']:.3f}{{\\pm}}{worst['mc_se']:.3f}$"
+    location = next(
+        p for p in results["power"]
+        if p["method"] == "pooled Welch" and p["change"] == "location" and p["effect"] == 0.2
+    )  # fmt: skip
+    assert rows["pooled Welch"][3] == f"${location['rate']:.3f}{{\\pm}}{location['mc_se']:.3f}$"
+    # Real A/A: rows flagged over every pair, each pair's rows counted once.
+    flagged = sum(r["flagged"]["mmlab mean"] for r in results["real_aa"])
+    compared = sum(r["rows"] for r in results["real_aa"])
+    assert rows["mmlab mean"][-1].strip(" \\") == f"{flagged}/{compared}"
+    assert rows["mmlab p90"][-1].strip(" \\") == "--"  # not part of the real A/A runs
+    values = comparison.validation_values(results)
+    assert values["val real mmlab mean"] == f"{flagged} of {compared}"
+    assert values["val fdr"] == pm(results["fdr"]["fdr"], results["fdr"]["fdr_mc_se"], 3)
+    assert values["val coverage low"] == f"{min(c['rate'] for c in results['coverage']):.3f}"
+
+
+def test_section_defines_every_macro_it_uses(cmp, tmp_path):
+    runs = tuple(run for path in PAPER_RUNS for run in capture_runs(path))
+    tex = comparison.section(ReportData(runs), tmp_path)
+    # A flag is reported with whether it survives BH over every line of the table.
+    for (_, r), q in zip(cmp.results, cmp.table_q, strict=True):
+        if r.verdict in ("improved", "regressed"):
+            assert ("the flag survives" if q < comparison.LEVEL else "not established") in tex
+    defined = set(re.findall(r"\\newcommand\{\\(\w+)\}", tex))
+    used = set(re.findall(r"\\(Cmp\w+|Val\w+)\{\}", tex))
+    assert used and used <= defined, used - defined
+    assert (tmp_path / "figures" / "comparison-quantiles.pdf").stat().st_size > 1000
+    assert "SYNTHETIC" in (tmp_path / "tables" / "validation.tex").read_text()
+
+
+def test_validation_claims_follow_the_results():
+    results = json.loads(comparison.VALIDATION.read_text())
+    values = comparison.validation_values(results)
+    from5 = [a for a in results["aa"] if a["runs"] >= 5]
+    mmlab = max(a["rate"] for a in from5 if a["method"].startswith("mmlab"))
+    pooled = [a["rate"] for a in from5 if a["method"] in ("pooled Welch", "pooled Mann–Whitney")]
+    assert values["val mmlab aa"] == f"{mmlab:.3f}"
+    assert (values["val pooled aa"], values["val pooled aa max"]) == (
+        f"{min(pooled):.3f}",
+        f"{max(pooled):.3f}",
+    )
+    assert mmlab < min(pooled)  # the claim the text makes
+
+
+def test_one_run_gives_a_reason_not_a_failed_paper(tmp_path):
+    runs = tuple(capture_runs(PAPER_RUNS[0]))
+    tex = comparison.section(ReportData(runs), tmp_path)
+    assert tex.startswith("\\emph{No latency comparison") and "needs 2 runs" in tex
