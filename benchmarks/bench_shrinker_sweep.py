@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from pathlib import Path
 
-from analysis.models import sweep
 from benchmarks.bench_shrinker_model import million_calls
+from benchmarks.bench_sweep import timed_sweeps
 
 POINTS = 100
-WORKERS = 2
 
 
 def run(out_dir: Path) -> None:
@@ -33,15 +31,7 @@ def run(out_dir: Path) -> None:
         f"trace: {table.resolve()}\ngeneration: G3\n"
         f"divisor: {{start: 1, stop: {POINTS}, step: 1}}\n"
     )
-    seconds = {}
-    for label, workers in (("dask_2_workers", WORKERS), ("in_process", None)):
-        out = work / label
-        for stale in sorted(out.rglob("*.parquet")):
-            stale.unlink()
-        t0 = time.perf_counter()
-        result = sweep.sweep("shrinker", grid, out, workers=workers)
-        seconds[label] = round(time.perf_counter() - t0, 2)
-        assert result.computed == POINTS
+    seconds = timed_sweeps("shrinker", grid, work)
     summary = {
         "input": f"real shrink_slab calls of the bundled captures repeated to {calls.height}, "
         f"G3, constant divisors 1..{POINTS}",
