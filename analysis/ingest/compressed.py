@@ -139,7 +139,14 @@ def _fill(stream: BinaryIO, carry: bytes, size: int) -> bytearray:
         buf = bytearray(len(carry) + size)
         buf[: len(carry)] = carry
         n = stream.readinto(memoryview(buf)[len(carry) :])
-        del buf[len(carry) + n :]
+        if n == size:
+            return buf
+        try:
+            del buf[len(carry) + n :]
+        except BufferError:
+            # Another thread can still hold readinto's view of buf (seen once, after a Dask
+            # sweep in the same process): copy instead of resizing.
+            buf = bytearray(memoryview(buf)[: len(carry) + n])
         return buf
     buf = bytearray(carry)
     buf += stream.read(size)
