@@ -20,8 +20,9 @@ DATA := $(shell find data -type f)
 
 PAPER := papers/reclaim-throttling
 PAPER_OUT := $(BUILD)/paper
-# The paper's base and new run: the A/B pair captured back to back on an idle machine.
-PAPER_RUNS := data/stutterp-aa2 data/stutterp-ab-dirty5
+# The report's and the paper's base and new run: the A/B pair captured back to back on an
+# idle machine (`mmlab report --data data` compares every bundled run with the first).
+AB_RUNS := data/stutterp-aa2 data/stutterp-ab-dirty5
 # Debian packages the paper needs (pdflatex + booktabs, fonts, latexmk; pdftotext/pdftoppm).
 LATEX_PACKAGES := texlive-latex-recommended texlive-fonts-recommended latexmk poppler-utils
 
@@ -42,7 +43,7 @@ $(SYNCED): pyproject.toml uv.lock
 $(BUILD)/report.txt: $(SYNCED) $(SOURCES) $(DATA)
 	@echo "== report $@ =="
 	@mkdir -p $(BUILD)
-	@$(MMLAB) report --data data --out $@
+	@$(MMLAB) report $(AB_RUNS) --out $@
 
 # papermill via `mmlab notebook`: .ipynb + .html; a failing cell names notebook, cell, line.
 $(BUILD)/notebooks/%.ipynb: notebooks/%.py $(SYNCED) $(SOURCES) $(DATA)
@@ -54,7 +55,7 @@ $(BUILD)/notebooks/%.ipynb: notebooks/%.py $(SYNCED) $(SOURCES) $(DATA)
 paper: $(PAPER_OUT)/main.pdf
 $(PAPER_OUT)/.inputs: $(SYNCED) $(SOURCES) $(DATA) analysis/stats/validation_compare/results.json
 	@echo "== paper inputs $(PAPER_OUT) =="
-	@$(MMLAB) paper $(PAPER_RUNS) --out $(PAPER_OUT) >/dev/null
+	@$(MMLAB) paper $(AB_RUNS) --out $(PAPER_OUT) >/dev/null
 	@touch $@
 $(PAPER_OUT)/main.pdf: $(PAPER)/main.tex $(PAPER_OUT)/.inputs | latex
 	@echo "== paper $@ (latexmk) =="

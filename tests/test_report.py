@@ -31,7 +31,7 @@ ORDER = [
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory) -> str:
-    """``mmlab report --data data`` (what make writes), built once for these tests."""
+    """``mmlab report --data data`` (every bundled run), built once for these tests."""
     out = tmp_path_factory.mktemp("report") / "report.txt"
     assert main(["report", "--data", str(DATA), "--out", str(out)]) == 0
     return out.read_text()
