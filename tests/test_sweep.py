@@ -62,6 +62,7 @@ def test_grid_forms(tmp_path):
         ("x: {start: 1, stop: 2}\n", "one of num or step", 1),
         ("- 1\n- 2\n", "mapping", None),
         ("x: [1\n", "not YAML", 2),
+        ("a: b: c\n", r"not YAML: mapping values are not allowed here \(column 5\)", 1),
     ],
 )
 def test_bad_grids_are_refused_before_anything_is_written(tmp_path, text, why, line):
@@ -69,6 +70,7 @@ def test_bad_grids_are_refused_before_anything_is_written(tmp_path, text, why, l
     with pytest.raises(InputError, match=why) as err:
         s.sweep("plane", grid(tmp_path, text), out, registry=REGISTRY)
     assert err.value.line == line
+    assert "\n" not in str(err.value)
     assert not out.exists()
 
 

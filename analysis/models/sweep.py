@@ -109,8 +109,11 @@ def load_grid(path: Path) -> dict[str, list[object]]:
         node = yaml.compose(text)
         raw = yaml.safe_load(text)
     except yaml.YAMLError as exc:
+        # PyYAML's own text spans several lines with a snippet; one line here.
         mark = getattr(exc, "problem_mark", None)
-        raise InputError(path, f"not YAML: {exc}", mark.line + 1 if mark else None) from exc
+        why = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        where = f" (column {mark.column + 1})" if mark else ""
+        raise InputError(path, f"not YAML: {why}{where}", mark.line + 1 if mark else None) from exc
     if not isinstance(raw, dict) or not raw:
         raise InputError(path, "a grid is a non-empty mapping of parameter name → values")
     lines = {k.value: k.start_mark.line + 1 for k, _ in node.value}
