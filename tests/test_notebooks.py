@@ -11,7 +11,7 @@ import pytest
 
 from analysis.cli import main
 from analysis.errors import InputError
-from analysis.report.notebooks import NotebookFailed, execute, parameter_names
+from analysis.report.notebooks import KERNEL_STARTS, NotebookFailed, execute, parameter_names
 from analysis.report.sweep import index_table, point_name, read_grid, sweep
 from tests.conftest import DATA, REPO
 
@@ -105,6 +105,37 @@ def test_failing_cell_names_notebook_cell_and_line(tiny, tmp_path):
     assert str(info.value).startswith(f"{tiny}:13: cell 4 failed: AssertionError: n must not be 5")
     assert (tmp_path / "out" / "tiny.failed.ipynb").exists()
     assert not (tmp_path / "out" / "tiny.ipynb").exists()
+
+
+def test_a_kernel_that_never_answers_is_started_again(tiny, tmp_path, monkeypatch):
+    """Two kernels started at once can get the same TCP port; the loser times out before
+    any cell ran (seen in `make test`). Such a start is retried; a cell error is not."""
+    import papermill
+
+    real, calls = papermill.execute_notebook, []
+
+    def refusing(first: int):
+        def start(*args, **kwargs):
+            calls.append(kwargs["parameters"])
+            if len(calls) <= first:
+                raise RuntimeError("Kernel didn't respond in 60 seconds")
+            return real(*args, **kwargs)
+
+        return start
+
+    monkeypatch.setattr(papermill, "execute_notebook", refusing(KERNEL_STARTS - 1))
+    assert execute(tiny, tmp_path / "out", {"n": 2}).ipynb.exists()
+    assert len(calls) == KERNEL_STARTS
+    calls.clear()
+    monkeypatch.setattr(papermill, "execute_notebook", refusing(1))
+    with pytest.raises(NotebookFailed):
+        execute(tiny, tmp_path / "out", {"n": 5})
+    assert len(calls) == 2  # one refused start, one run whose cell fails: not run again
+    calls.clear()
+    monkeypatch.setattr(papermill, "execute_notebook", refusing(KERNEL_STARTS))
+    with pytest.raises(RuntimeError, match="didn't respond"):
+        execute(tiny, tmp_path / "out", {"n": 2})
+    assert len(calls) == KERNEL_STARTS
 
 
 def test_notebook_command_reports_the_cell_and_rejects_unknown_parameters(tiny, tmp_path, capsys):

@@ -14,10 +14,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["NotebookFailed", "NotebookRun", "execute", "parameter_names"]
+__all__ = ["KERNEL_STARTS", "NotebookFailed", "NotebookRun", "execute", "parameter_names"]
 
 # ANSI colour codes in IPython tracebacks; the error line must be plain text.
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
+# How often a kernel that never answered is started (see execute), and how it says so.
+KERNEL_STARTS = 3
+_NO_KERNEL = ("Kernel didn't respond", "Kernel died before replying")
 
 
 def _first_line(source: str) -> str:
@@ -117,15 +120,26 @@ def execute(
     failed = out_dir / f"{name}.failed.ipynb"
     jupytext.write(jupytext.read(notebook), source_nb)
     try:
-        papermill.execute_notebook(
-            str(source_nb),
-            str(failed),
-            parameters=parameters,
-            progress_bar=False,
-            cwd=str(cwd) if cwd else None,
-            kernel_name="python3",
-            language="python",
-        )
+        for attempt in range(1, KERNEL_STARTS + 1):
+            try:
+                papermill.execute_notebook(
+                    str(source_nb),
+                    str(failed),
+                    parameters=parameters,
+                    progress_bar=False,
+                    cwd=str(cwd) if cwd else None,
+                    kernel_name="python3",
+                    language="python",
+                )
+                break
+            except PapermillExecutionError:
+                raise
+            except RuntimeError as exc:
+                # Kernels started at once can be handed the same free TCP port
+                # (jupyter_client picks it before the kernel binds it): the loser never
+                # answers. Nothing of the notebook ran yet, so start it again.
+                if attempt == KERNEL_STARTS or not str(exc).startswith(_NO_KERNEL):
+                    raise
     except PapermillExecutionError as exc:
         source = exc.source or ""
         error = _ANSI.sub("", f"{exc.ename}: {exc.evalue}")
