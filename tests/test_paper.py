@@ -12,7 +12,7 @@ import pytest
 
 from analysis.report.document import ReportData, capture_runs
 from analysis.report.paper.build import SECTION_HOOKS, build_inputs
-from analysis.report.paper.latex import macro_name, macros_tex, pm
+from analysis.report.paper.latex import defined_macros, macro_name, macros_tex, pm
 from tests.conftest import DATA, REPO, throttled_lines
 
 MAIN = REPO / "papers" / "reclaim-throttling" / "main.tex"
@@ -35,6 +35,18 @@ def test_macro_names_are_letters_only():
     with pytest.raises(ValueError, match="macro AB from both"):
         macros_tex({"a b": "1", "a-b": "2"})
     assert pm(1234.5, 6.25, 1) == "$1{,}234.5 \\pm 6.2$"
+
+
+def test_section_macros_are_read_back(inputs):
+    values = {"a b": "x{y}", "c 2": "$1{,}234 \\pm 5$"}
+    assert defined_macros("% text\n" + macros_tex(values)) == {
+        macro_name(k): v for k, v in values.items()
+    }
+    out, built = inputs
+    assert set(built.section_macros) == set(SECTION_HOOKS)
+    for name, macros in built.section_macros.items():
+        tex = (out / "sections" / f"{name}.tex").read_text()
+        assert macros and len(macros) == tex.count("\\newcommand{"), name
 
 
 def test_no_number_is_typed_in_the_text():

@@ -30,7 +30,15 @@ def run(args: argparse.Namespace) -> int:
 
     inputs = build_inputs(ReportData(report_runs(args.runs or [args.data])), args.out)
     if args.json:
-        print(json.dumps({"macros": inputs.macros, "files": [str(f) for f in inputs.files]}))
+        print(
+            json.dumps(
+                {
+                    "macros": inputs.macros,
+                    "section_macros": inputs.section_macros,
+                    "files": [str(f) for f in inputs.files],
+                }
+            )
+        )
     else:
         print("\n".join(str(f) for f in inputs.files))
     return 0

@@ -26,7 +26,7 @@ from analysis.metrics.throttle_runs import run_throttle_table
 from analysis.report.document import ReportData
 from analysis.report.ops import display_label
 from analysis.report.paper import comparison, figures, fits, shrinker, timeout
-from analysis.report.paper.latex import escape, macros_tex, pm, table_tex
+from analysis.report.paper.latex import defined_macros, escape, macros_tex, pm, table_tex
 from analysis.report.provenance import iteration_provenance
 
 __all__ = ["SECTION_HOOKS", "PaperInputs", "build_inputs", "paper_values"]
@@ -44,9 +44,12 @@ SECTION_HOOKS: dict[str, Callable[[ReportData, Path], str]] = {
 
 @dataclass(frozen=True)
 class PaperInputs:
-    """What :func:`build_inputs` wrote: the macros (name → LaTeX) and every file."""
+    """What :func:`build_inputs` wrote: the macros of ``macros.tex`` (phrase → LaTeX),
+    those each section defines (section → macro name → LaTeX) and the files (a section's
+    own tables and figures are under ``tables/`` and ``figures/`` beside them)."""
 
     macros: dict[str, str]
+    section_macros: dict[str, dict[str, str]]
     files: tuple[Path, ...]
 
 
@@ -255,6 +258,8 @@ def build_inputs(data: ReportData, out: Path) -> PaperInputs:
             stall_table(run_stall_table(_iteration_stall_frames(data))),
         ),
         *_figures(data, out / "figures"),
-        *(_write(out / "sections" / f"{n}.tex", f(data, out)) for n, f in SECTION_HOOKS.items()),
     ]
-    return PaperInputs(values, tuple(files))
+    sections = {name: hook(data, out) for name, hook in SECTION_HOOKS.items()}
+    files += [_write(out / "sections" / f"{name}.tex", tex) for name, tex in sections.items()]
+    section_macros = {name: defined_macros(tex) for name, tex in sections.items()}
+    return PaperInputs(values, section_macros, tuple(files))
