@@ -28,6 +28,15 @@ from analysis.stats.fit import (
 from analysis.stats.latent import LatentWait
 
 J = 4000.0
+
+
+def _jiffy_counts(t: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Latent waits ``t`` through the observation model: k = floor(T/J + U), censored at
+    the 25-jiffy timeout; counts per k (independent of the fitter's own binning)."""
+    k = np.minimum(np.floor(t / J + rng.random(len(t))), 25).astype(int)
+    return np.bincount(k, minlength=26)
+
+
 E = math.e
 
 
@@ -76,8 +85,7 @@ def test_bins_match_monte_carlo_through_the_tick_phase(name, params):
     rng = np.random.default_rng(7)
     n = 400_000
     t = FAMILIES[name].rvs(n, params, rng)
-    k = np.minimum(np.floor(t / J + rng.random(n)), 25).astype(int)
-    observed = np.bincount(k, minlength=26) / n
+    observed = _jiffy_counts(t, rng) / n
     p = bin_probabilities(wait(name, params), 25, J)
     se = np.sqrt(p * (1 - p) / n)
     assert np.all(np.abs(observed - p) < 5 * se + 1e-9)
@@ -88,8 +96,7 @@ def test_fit_recovers_simulated_weibull_with_zero_mass():
     rng = np.random.default_rng(11)
     n = 20_000
     t = truth.draws(n, seed=3)
-    k = np.minimum(np.floor(t / J + rng.random(n)), 25).astype(int)
-    data = JiffyData(np.bincount(k, minlength=26), J, 25 * J)
+    data = JiffyData(_jiffy_counts(t, rng), J, 25 * J)
     fit = fit_model(data, "weibull", zero=True)
     for name, value in (("shape", 0.8), ("scale_us", 12000.0), ("zero_mass", 0.25)):
         est = fit.params[name]
@@ -101,8 +108,7 @@ def test_group_observables_and_latent_protocol():
     truth = wait("lognormal", (1.0, 20000.0), cure=0.1)
     rng = np.random.default_rng(5)
     t = truth.draws(5000, seed=9)
-    k = np.minimum(np.floor(t / J + rng.random(5000)), 25).astype(int)
-    data = JiffyData(np.bincount(k, minlength=26), J, 25 * J)
+    data = JiffyData(_jiffy_counts(t, rng), J, 25 * J)
     group = fit_group(data, reason="VMSCAN_THROTTLE_WRITEBACK", families=["lognormal", "weibull"])
     latent = group.latent()
     assert isinstance(latent, LatentWait)
@@ -147,8 +153,7 @@ def test_bootstrap_cis_and_g2_p_on_data_from_the_model():
     truth = wait("weibull", (0.9, 10000.0), zero=0.3)
     rng = np.random.default_rng(21)
     t = truth.draws(3000, seed=4)
-    k = np.minimum(np.floor(t / J + rng.random(3000)), 25).astype(int)
-    data = JiffyData(np.bincount(k, minlength=26), J, 25 * J)
+    data = JiffyData(_jiffy_counts(t, rng), J, 25 * J)
     group = fit_group(data, families=["weibull"], bootstrap=40, seed=3)
     best = group.best
     assert best.name == "weibull+zero"
