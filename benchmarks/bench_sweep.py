@@ -29,8 +29,8 @@ def timed_sweeps(model: str, grid: Path, work: Path) -> dict[str, float]:
         t0 = time.perf_counter()
         result = sweep.sweep(model, grid, out, workers=workers)
         seconds[label] = round(time.perf_counter() - t0, 2)
-        if result.computed != sum(1 for _ in sweep.grid_points(sweep.load_grid(grid))):
-            raise RuntimeError(f"{model}: {result.computed} points computed")
+        if result.computed != result.points:
+            raise RuntimeError(f"{model}: {result.computed} of {result.points} points computed")
     return seconds
 
 
