@@ -11,6 +11,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 MMLAB := $(VENV)/bin/mmlab
 SYNCED := $(VENV)/.synced
+WARM := $(VENV)/.jit-warm
+JIT_SOURCES := $(wildcard analysis/ingest/ftrace/*.py)
 BUILD := build
 
 NOTEBOOKS := $(wildcard notebooks/*.py)
@@ -33,27 +35,34 @@ all: $(BUILD)/report.txt $(EXECUTED) paper
 
 # uv from PyPI if it is missing, then the locked environment (a no-op when current),
 # byte-compiled at install: this machine sets PYTHONDONTWRITEBYTECODE, so nothing else would.
-setup: $(SYNCED)
+setup: $(SYNCED) $(WARM)
 $(SYNCED): pyproject.toml uv.lock
 	@command -v uv >/dev/null 2>&1 || $(PYTHON) -m uv --version >/dev/null 2>&1 \
 		|| $(PYTHON) -m pip install --quiet uv
 	$$(command -v uv || echo $(PYTHON) -m uv) sync --locked --compile-bytecode --python $(PYTHON)
 	@touch $@
 
-$(BUILD)/report.txt: $(SYNCED) $(SOURCES) $(DATA)
+# numba compiles the ingest's kernels on their first call (12-20 s on 2 cores): done here,
+# once per environment and again when their sources change, into numba's on-disk cache,
+# so that no first `mmlab ingest` pays it (benchmarks/ftrace.md, issue 23).
+$(WARM): $(SYNCED) $(JIT_SOURCES)
+	$(PY) -m analysis.ingest.ftrace.warm
+	@touch $@
+
+$(BUILD)/report.txt: $(WARM) $(SOURCES) $(DATA)
 	@echo "== report $@ =="
 	@mkdir -p $(BUILD)
 	@$(MMLAB) report $(AB_RUNS) --out $@
 
 # papermill via `mmlab notebook`: .ipynb + .html; a failing cell names notebook, cell, line.
-$(BUILD)/notebooks/%.ipynb: notebooks/%.py $(SYNCED) $(SOURCES) $(DATA)
+$(BUILD)/notebooks/%.ipynb: notebooks/%.py $(WARM) $(SOURCES) $(DATA)
 	@echo "== notebook $< =="
 	@$(MMLAB) notebook $< --out $(BUILD)/notebooks -p build_dir=$(BUILD) 2> >(grep -v IPKernelApp >&2)
 
 # The paper: generated inputs (macros, tables, figures, hook sections), then latexmk with
 # them on TEXINPUTS. latexmk leaves main.pdf alone when nothing it reads changed: touch it.
 paper: $(PAPER_OUT)/main.pdf
-$(PAPER_OUT)/.inputs: $(SYNCED) $(SOURCES) $(DATA) analysis/stats/validation_compare/results.json
+$(PAPER_OUT)/.inputs: $(WARM) $(SOURCES) $(DATA) analysis/stats/validation_compare/results.json
 	@echo "== paper inputs $(PAPER_OUT) =="
 	@$(MMLAB) paper $(AB_RUNS) --out $(PAPER_OUT) >/dev/null
 	@touch $@
@@ -85,10 +94,10 @@ format: $(SYNCED)
 	$(VENV)/bin/ruff format analysis tests notebooks benchmarks
 	$(VENV)/bin/ruff check --fix analysis tests notebooks benchmarks
 
-test: lint
+test: lint $(WARM)
 	$(PY) -m pytest
 
-bench: $(SYNCED)
+bench: $(WARM)
 	$(PY) -m benchmarks.run --out benchmarks
 
 # Regenerate the lock and the conda environment's pinned requirements together.
