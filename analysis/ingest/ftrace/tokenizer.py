@@ -64,6 +64,9 @@ COMMON_SCHEMA = {
     "cpu": pl.Int32,
     "irq_flags": pl.String,
     "ts_ns": pl.Int64,
+    # The trace-cmd buffer (``record -B NAME``) or input file named before the line; null
+    # for ftrace and perf text (docs/trace-formats.md "Other producers").
+    "instance": pl.String,
 }
 FIELDS_DTYPE = pl.List(pl.Struct({"key": pl.String, "value": pl.String}))
 
