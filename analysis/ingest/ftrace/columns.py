@@ -28,7 +28,6 @@ from analysis.ingest.ftrace.layout import (
     COMM_START,
     CPU,
     INSTANCE_END,
-    INSTANCE_START,
     IRQ_END,
     IRQ_START,
     PID,
@@ -40,6 +39,16 @@ from analysis.ingest.ftrace.tokenizer import field_plan
 __all__ = ["BlockColumns", "emit_columns"]
 
 _INT, _FLAGS = 0, 2  # field_plan kinds (1 = plain string)
+
+
+@njit(inline="always")
+def _name_start(buf, colon):
+    """Start of the trace-cmd buffer name ending at ``colon``: the word before it, which
+    may be on the line before (a drop marker's, docs/trace-formats.md "Other producers")."""
+    i = colon
+    while i > 0 and buf[i - 1] > 32 and buf[i - 1] != 62:  # not blank, newline or ">"
+        i -= 1
+    return i
 
 
 @njit(nogil=True, cache=True)
@@ -109,7 +118,8 @@ def emit_columns(
         total += max(0, out[r, COMM_END] - out[r, COMM_START]) + max(
             0, out[r, IRQ_END] - out[r, IRQ_START]
         )
-        total += max(0, out[r, INSTANCE_END] - out[r, INSTANCE_START])
+        if out[r, INSTANCE_END] > 0:
+            total += out[r, INSTANCE_END] - _name_start(buf, out[r, INSTANCE_END])
         total += max(0, pend[k] - pstart[k])
     data = np.empty(total, np.uint8)
     p = 0
@@ -130,11 +140,10 @@ def emit_columns(
         irq_ok[g] = out[r, IRQ_START] >= 0
         if irq_ok[g]:
             p = put_view(buf, out[r, IRQ_START], out[r, IRQ_END], irq, irq_inline, g, data, p)
-        inst_ok[g] = out[r, INSTANCE_START] >= 0
+        colon = out[r, INSTANCE_END]
+        inst_ok[g] = colon > 0
         if inst_ok[g]:
-            p = put_view(
-                buf, out[r, INSTANCE_START], out[r, INSTANCE_END], inst, inst_inline, g, data, p
-            )
+            p = put_view(buf, _name_start(buf, colon), colon, inst, inst_inline, g, data, p)
         if not planned[e]:
             continue
         ne = ev_start[e + 1] - ev_start[e]

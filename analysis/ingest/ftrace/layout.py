@@ -37,7 +37,6 @@ __all__ = [
     "FNV_PRIME",
     "HEADER",
     "INSTANCE_END",
-    "INSTANCE_START",
     "IRQ_END",
     "IRQ_START",
     "KINDS",
@@ -82,8 +81,9 @@ PAYLOAD_START = 8  # the payload ends at the line end
 REASON = 9  # index into REASONS for unparsed lines
 COUNTER_CLOCK = 10  # 1 when the timestamp is a bare counter
 IRQ_START, IRQ_END = 11, 12  # irq-flags span (-1 none)
-INSTANCE_START, INSTANCE_END = 13, 14  # trace-cmd buffer/file name span (-1 none)
-SCAN_COLUMNS = 15
+# The ":" ending a trace-cmd buffer/file name (0: none); the name is the word before it.
+INSTANCE_END = 13
+SCAN_COLUMNS = 14
 
 FNV_OFFSET = np.uint64(14695981039346656037)
 FNV_PRIME = np.uint64(1099511628211)
@@ -431,7 +431,7 @@ def _instance(buf, s, e):
     return i - 1
 
 
-@njit(nogil=True, cache=True)
+@njit(inline="always")
 def _classify(buf, s, e, out, k, lits):
     """Kind of the line ``buf[s:e]`` (blank and quoting already removed); fills ``out[k]``."""
     c = buf[s]
@@ -530,27 +530,33 @@ def scan_lines(buf, starts, ends, lits):
         if s == e:
             kind[k] = BLANK
             continue
-        out[k, INSTANCE_START] = -1
-        out[k, INSTANCE_END] = -1
-        res = UNPARSED
-        colon = _instance(buf, s, e)
-        if colon > 0:
-            # A trace-cmd buffer name: kept when the rest of the line is a trace line
-            # (else the line is read whole: a comm may hold ": ").
-            p = colon + 1
-            while p < e and buf[p] == 32:
-                p += 1
-            if p < e:
-                res = _classify(buf, p, e, out, k, lits)
-            if res != UNPARSED:
-                out[k, INSTANCE_START] = s
+        res = _classify(buf, s, e, out, k, lits)
+        if res == EVENT:
+            # A trace-cmd buffer name read as the start of comm ("NAME:   dd-1 [001] ..."):
+            # split off. A comm holding ": " would be split the same way.
+            colon = _instance(buf, s, out[k, COMM_END])
+            if colon > 0:
                 out[k, INSTANCE_END] = colon
-        if res == UNPARSED:
-            res = _classify(buf, s, e, out, k, lits)
-        if res == EVENT and out[k, INSTANCE_START] < 0 and k > 0 and kind[k - 1] == LOST:
-            # trace-cmd prints a drop marker and the next event as one prefixed record.
-            out[k, INSTANCE_START] = out[k - 1, INSTANCE_START]
-            out[k, INSTANCE_END] = out[k - 1, INSTANCE_END]
+                c = colon + 1
+                while buf[c] == 32:
+                    c += 1
+                out[k, COMM_START] = c
+            elif k > 0 and kind[k - 1] == LOST:
+                # trace-cmd prints a drop marker and the next event as one prefixed record.
+                out[k, INSTANCE_END] = out[k - 1, INSTANCE_END]
+        elif res == UNPARSED:
+            # A prefixed line no layout reads whole (a drop marker): try without the name.
+            colon = _instance(buf, s, e)
+            reason = out[k, REASON]
+            if colon > 0:
+                c = colon + 1
+                while c < e and buf[c] == 32:
+                    c += 1
+                res = _classify(buf, c, e, out, k, lits) if c < e else UNPARSED
+            if res == UNPARSED:
+                out[k, REASON] = reason
+            else:
+                out[k, INSTANCE_END] = colon
         kind[k] = res
         if res == EVENT:
             hashes[k] = fnv1a(buf, out[k, NAME_START], out[k, NAME_END])
