@@ -438,9 +438,8 @@ Median of the {len(r["ingest_runs"])} runs: {r["ingest_median_wall_s"]:.2f} s,
 Start-up (fresh interpreter, imports, parse of a 1 MB sample): {s["numba_cache_warm"]:.2f} s
 with numba's cache warm; {s["numba_cache_empty"]:.2f} s with an empty `NUMBA_CACHE_DIR`, i.e.
 the one-off JIT compile costs about {s["numba_cache_empty"] - s["numba_cache_warm"]:.1f} s
-(numba keeps compiled kernels in `__pycache__` beside the sources, or in `NUMBA_CACHE_DIR`).
-Most of the warm start-up is Python compiling the imported libraries' sources: this
-environment sets `PYTHONDONTWRITEBYTECODE=1` and the venv holds no `.pyc` files.
+(numba keeps compiled kernels in `__pycache__` beside the sources, or in `NUMBA_CACHE_DIR`;
+`make setup` fills it, see the first-run table above).
 
 Before this optimisation (commit {b["commit"]}, same capture): {b["wall_s"]:.2f} s,
 {b["mb_per_s"]} MB/s at load average {b["load_avg_1min"]:.2f}.
