@@ -12,7 +12,7 @@ PY := $(VENV)/bin/python
 MMLAB := $(VENV)/bin/mmlab
 SYNCED := $(VENV)/.synced
 WARM := $(VENV)/.jit-warm
-JIT_SOURCES := $(wildcard analysis/ingest/ftrace/*.py)
+JIT_SOURCES := $(wildcard analysis/ingest/ftrace/*.py) analysis/models/shrinker_kernel.py
 BUILD := build
 
 NOTEBOOKS := $(wildcard notebooks/*.py)
@@ -42,9 +42,9 @@ $(SYNCED): pyproject.toml uv.lock
 	$$(command -v uv || echo $(PYTHON) -m uv) sync --locked --compile-bytecode --python $(PYTHON)
 	@touch $@
 
-# numba compiles the ingest's kernels on their first call (12-20 s on 2 cores): done here,
-# once per environment and again when their sources change, into numba's on-disk cache,
-# so that no first `mmlab ingest` pays it (benchmarks/ftrace.md, issue 23).
+# numba compiles the ingest's and the shrinker model's kernels on their first call (12-20 s
+# on 2 cores): done here, once per environment and again when their sources change, into
+# numba's on-disk cache, so that no first `mmlab ingest` pays it (benchmarks/ftrace.md).
 $(WARM): $(SYNCED) $(JIT_SOURCES)
 	$(PY) -m analysis.ingest.ftrace.warm
 	@touch $@

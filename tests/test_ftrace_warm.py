@@ -1,6 +1,7 @@
 """`make setup` compiles the ingest's numba kernels (analysis.ingest.ftrace.warm): a real
 ingest after the warm-up must find every kernel it calls, with its argument types, already
-compiled, or the first ingest of every environment pays numba's compile (issue 23)."""
+compiled, or the first ingest of every environment pays numba's compile (issue 23); and
+the shrinker model's kernels must be compiled by it too."""
 
 from __future__ import annotations
 
@@ -33,7 +34,12 @@ from analysis.ingest import ftrace
 with tempfile.TemporaryDirectory() as tmp:
     ftrace.read(sys.argv[1], cache_dir=Path(tmp))
 after = versions()
-print(" ".join(k for k in after if after[k] != before[k]) or "none")
+changed = [k for k in after if after[k] != before[k]]
+from analysis.models import shrinker_kernel
+# The model's entry points (scan_loop is compiled into shrink_call).
+entries = ("shrink_call", "targets", "replay")
+uncompiled = [name for name in entries if not getattr(shrinker_kernel, name).signatures]
+print(" ".join(changed + uncompiled) or "none")
 """
 CAPTURE = "data/stutterp-ab-dirty5/dirty5-b/iter-5/ftrace-stutterp.zst"
 

@@ -1,4 +1,4 @@
-"""Compile every numba kernel of the ingest once, at install, into numba's on-disk cache.
+"""Compile every numba kernel once, at install, into numba's on-disk cache.
 
 numba compiles a ``cache=True`` kernel the first time it is called in an environment
 (12-20 s for the ingest's kernels on 2 cores) and then loads it from ``__pycache__``
@@ -6,7 +6,9 @@ beside the source. ``make setup`` runs ``python -m analysis.ingest.ftrace.warm``
 that the first ``mmlab ingest`` a user or a CI machine runs costs what every later one
 does (``benchmarks/ftrace.md``, issue 23). The kernels are compiled by the real code
 path, :func:`~analysis.ingest.ftrace.reader.read` of a small trace, so they get exactly
-the argument types a real ingest passes (numba compiles one version per type).
+the argument types a real ingest passes (numba compiles one version per type); the
+shrinker model's kernels (:mod:`analysis.models.shrinker_kernel`) likewise, by a model
+run on the sample's shrinker calls.
 """
 
 from __future__ import annotations
@@ -30,13 +32,21 @@ mmlab_speed:               dd-28412 [001]   995.834403: writeback_dirty_folio: b
 
 
 def warm() -> None:
-    """Ingest :data:`SAMPLE` from a file into a throw-away cache (compiles every kernel)."""
+    """Ingest :data:`SAMPLE` from a file into a throw-away cache and model its shrinker
+    calls (compiles every kernel)."""
     from analysis.ingest.ftrace.reader import parse_text, read
+    from analysis.metrics.pairing import all_intervals, reclaim_intervals
+    from analysis.metrics.shrinker import shrinker_invocations
+    from analysis.models import shrinker
 
     with tempfile.TemporaryDirectory() as tmp:
         trace = Path(tmp) / "sample.trace"
         trace.write_bytes(SAMPLE)
-        read(trace, cache_dir=Path(tmp) / "cache")
+        data = read(trace, cache_dir=Path(tmp) / "cache")
+        intervals = all_intervals(reclaim_intervals(data, lost_lines=[]))
+        calls, _ = shrinker_invocations(data, intervals, lost_lines=[])
+        shrinker.model_trace(calls, shrinker.Variant("G2"))
+    shrinker.do_shrink_slab(shrinker.Variant("G1"), deferred=0, freeable=100, priority=12)
     parse_text(SAMPLE)
 
 
