@@ -43,6 +43,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     p.add_argument("--traces", action="store_true", help="also stall/throttle rows from traces")
     p.add_argument("--ops", action="store_true", help="also vmstat Ops rows (one per run)")
+    p.add_argument(
+        "--mmtests",
+        type=Path,
+        metavar="DIR",
+        help="mmtests checkout whose parse-results read benchmarks mmlab has no reader for "
+        "(default: $MMTESTS)",
+    )
     p.set_defaults(func=run_compare)
 
 
@@ -60,8 +67,12 @@ def run_compare(args: argparse.Namespace) -> int:
         table = long_table.read(args.paths[0])
         skipped: tuple[str, ...] = ()
     else:
-        loaded = benchmarks.load_runs(args.paths, traces=args.traces, ops=args.ops)
+        loaded = benchmarks.load_runs(
+            args.paths, traces=args.traces, ops=args.ops, mmtests_dir=args.mmtests
+        )
         table, skipped = loaded.table, loaded.skipped
+        for line in loaded.units:
+            print(f"mmlab compare: unit of {line}", file=sys.stderr)
     if args.rows:
         table = table.filter(pl.col("row").str.contains(args.rows, literal=True))
     kernels = list(dict.fromkeys(table["kernel"]))

@@ -1,0 +1,45 @@
+#!/bin/bash
+# What mmtests' own Perl extracts from the bundled mmtests trees, for tests/test_mmtests_logs.py.
+#
+# Usage: tests/data-gen/mmtests-perl.sh OLD NEW
+#   OLD: a checkout of gormanm/mmtests at b0b1d143bba3c6e0bb28995997bfe1db96b37779 (2023-04-26,
+#        the last commit with ExtractThpscale/Pft/Pfttime.pm, read the 2020 trees)
+#   NEW: a checkout at 638401e07e70d67fa5a1e6295e1315ae0af831b2 (2026-06-25, current
+#        shellpack parse-results of stutterp and usemem)
+# Needs perl with YAML::PP and File::Slurp (Debian: libyaml-pp-perl libfile-slurp-perl).
+# List::BinarySearch is not packaged in Debian; perl/List/BinarySearch.pm here stands in for
+# the one function mmtests' Stat.pm imports (not used by extraction).
+# Writes tests/data/mmtests-perl/*.txt: extract-mmtests.pl's per-sample lines
+# ("<row> <iteration> <sample> <value>") as mmtests prints them; for the large 06-03 thpscale
+# run (180,000 faults, 15 MB printed) only "<row> <samples> <sum of printed values>" per row,
+# summed by awk from mmtests' printed lines.
+set -euo pipefail
+OLD=$(realpath "$1")
+NEW=$(realpath "$2")
+HERE=$(dirname "$(realpath "$0")")
+REPO=$(realpath "$HERE/../..")
+OUT=$REPO/tests/data/mmtests-perl
+mkdir -p "$OUT"
+export PERL5LIB=$HERE/perl
+
+extract() { # mmtests-dir work-log-dir run-name benchmark output [extract-mmtests.pl options]
+	(cd "$2" && perl "$1/bin/extract-mmtests.pl" -d . -n "$3" -b "$4" "${@:6}") > "$OUT/$5.txt"
+}
+
+CI=$REPO/data/mmtests-ci/work
+MORE=$REPO/data/mmtests-ci-more/work
+for RUN in log.ltccip8.2020-06-12_1807 log.ltccip8.2020-06-14_0656 log.ltccip8.2020-06-03_1400; do
+	extract "$OLD" "$MORE/$RUN" thpscale thpscale "$RUN-thpscale"
+	extract "$OLD" "$MORE/$RUN" thpscale thpscale "$RUN-thpscalecounts" -a counts
+	extract "$OLD" "$MORE/$RUN" performance pft "$RUN-pft"
+	extract "$OLD" "$MORE/$RUN" performance pft "$RUN-pfttime" -a time
+	extract "$OLD" "$CI/$RUN" usemem-stress-numa-compact usemem "$RUN-usemem"
+done
+BIG=$OUT/log.ltccip8.2020-06-03_1400-thpscale
+awk '{n[$1]++; s[$1]+=$4} END {for (r in n) printf "%s %d %.2f\n", r, n[r], s[r]}' "$BIG.txt" |
+	sort > "$BIG-sums.txt"
+rm "$BIG.txt"
+FORMATS=$REPO/data/mmtests-formats/work/log
+extract "$OLD" "$FORMATS" stutterp-mmap-latency stutterp stutterp-old
+extract "$NEW" "$FORMATS" stutterp-mmap-latency stutterp stutterp-new
+extract "$NEW" "$FORMATS" usemem-time-names usemem usemem-time-new
