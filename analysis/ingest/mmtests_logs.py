@@ -178,7 +178,9 @@ def usemem_logs(logs: Path) -> LogRead:
     """Rows ``user-<threads>``, ``syst-<threads>``, ``elsp-<threads>`` (s), repetitions as
     samples, from ``usemem-<threads>-<rep>`` (mmtests until 2025) or ``time-<threads>-<rep>``
     (mmtests' usemem-bench since commit 2cdb1ab2, 2025-12-28; its parser names the rows
-    User-N, System-N, Elapsed-N: mmlab keeps the older names so old and new trees compare)."""
+    User-N, System-N, Elapsed-N: mmlab keeps the older names so old and new trees compare).
+    ExtractUsemem.pm before that printed only syst and elsp; the user row is current
+    mmtests'."""
     samples, read, notes = [], set(), []
     for m, path in _logs(logs, r"(?:usemem|time)-(\d+)-(\d+)"):
         read.add(path.name)

@@ -43,3 +43,8 @@ FORMATS=$REPO/data/mmtests-formats/work/log
 extract "$OLD" "$FORMATS" stutterp-mmap-latency stutterp stutterp-old
 extract "$NEW" "$FORMATS" stutterp-mmap-latency stutterp stutterp-new
 extract "$NEW" "$FORMATS" usemem-time-names usemem usemem-time-new
+# The generic path: aim9 through current mmtests' parse-results (raw) and its extraction.
+AIM9=$REPO/data/mmtests-ci-more/work/log.ltccip8.2020-06-12_1807
+"$NEW/shellpack_src/src/aim9/parse-results" "$AIM9/performance/iter-0/aim9/logs" \
+	> "$OUT/aim9-parse-results.txt"
+extract "$NEW" "$AIM9" performance aim9 aim9-new
