@@ -139,4 +139,5 @@ def load_runs(
                 units.setdefault(key, source)
     table = pl.DataFrame(records, schema=SCHEMA, orient="row")
     lines = tuple(f"{b} {fam} in {u}: {src}" for (b, fam, u), src in units.items())
-    return Loaded(table, tuple(skipped), lines)
+    # The same note from every run of a benchmark (a checkout's yaml) is said once.
+    return Loaded(table, tuple(dict.fromkeys(skipped)), lines)

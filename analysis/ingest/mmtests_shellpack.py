@@ -134,7 +134,9 @@ def parse_results(root: Path, benchmark: str, logs: Path) -> LogRead:
             unstated.add(metric)
         unit = UNITS.get(unit_name or "", (unit_name or "unstated").lower())
         samples.append((row, value, Declared(unit, higher, f"{source} ({metric}: {unit_name})")))
+    declared = ", ".join(f"{m}: {u}" for m, (u, _) in metrics.items() if u) or "none"
     notes += [
-        f"{source}: no units for metric {m!r}: its rows say 'unstated'" for m in sorted(unstated)
+        f"{source}: no units for metric {m!r} (declared: {declared}); its rows say 'unstated'"
+        for m in sorted(unstated)
     ]
     return LogRead(tuple(samples), frozenset(p.name for p in logs.iterdir()), tuple(notes))
