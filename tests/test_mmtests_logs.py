@@ -299,3 +299,13 @@ def test_no_environment_checkout_by_default():
     from analysis.ingest import mmtests_shellpack
 
     assert mmtests_shellpack.checkout(None) is None
+
+
+def test_stutterp_side_files_are_known_not_results(tmp_path):
+    """stutterp-bench (mmtests 638401e0) writes these beside mmap-latency-N.log.gz."""
+    for name in ("calibrate.time", "fio-config.4", "fio-4.log", "fio-4.latlog_lat.1.log",
+                 "memory-hog-4.log.gz", "mmtests.log", "commands.log"):  # fmt: skip
+        (tmp_path / name).write_text("x\n")
+    (tmp_path / "mmap-latency-4.log").write_text("2 6000000\n")
+    got = mmtests_logs.read_logs("stutterp", tmp_path)
+    assert not got.notes and [v for _, v, _ in got.samples] == [6.0, 6.0]

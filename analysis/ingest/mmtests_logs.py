@@ -362,7 +362,7 @@ class Reader:
     not_results: tuple[tuple[str, str], ...] = field(default=())
 
 
-_DRIVER_LOG = (r"mmtests\.log(?:\.gz)?", "the mmtests driver's log")
+_DRIVER_LOG = (r"(?:mmtests|commands)\.log(?:\.gz)?", "the mmtests driver's logs")
 _THP = Reader(thp_logs, (_DRIVER_LOG, (r"threads-\d+\.time", "/usr/bin/time of the whole run")))
 READERS: dict[str, Reader] = {
     "stutterp": Reader(
@@ -371,6 +371,8 @@ READERS: dict[str, Reader] = {
             _DRIVER_LOG,
             (r"memory-hog-\d+\.log(?:\.gz)?", "memory hog output (mmtests reports none)"),
             (r"fio-\d+\.(?:log|latlog.*)(?:\.gz)?", "fio's own log (mmtests reports none)"),
+            (r"fio-config\.\d+", "fio job file"),
+            (r"calibrate\.time", "the calibration run's time"),
         ),
     ),
     "usemem": Reader(usemem_logs, (_DRIVER_LOG,)),
