@@ -309,3 +309,14 @@ def test_stutterp_side_files_are_known_not_results(tmp_path):
     (tmp_path / "mmap-latency-4.log").write_text("2 6000000\n")
     got = mmtests_logs.read_logs("stutterp", tmp_path)
     assert not got.notes and [v for _, v, _ in got.samples] == [6.0, 6.0]
+
+
+def test_a_row_in_two_units_is_an_error_not_a_comparison(tmp_path, capsys):
+    """mmlab's probe (us) and mmtests' stutterp (ms) both name their rows mmap-N."""
+    for run, text in (("probe", "# unit: microseconds\n1.0 500.0\n"), ("mmt", "1 6000000\n")):
+        logs_dir = tmp_path / run / "iter-0" / "stutterp" / "logs"
+        logs_dir.mkdir(parents=True)
+        (logs_dir / "mmap-latency-4.log").write_text(text)
+    assert main(["compare", str(tmp_path / "probe"), str(tmp_path / "mmt")]) == 2
+    err = capsys.readouterr().err
+    assert "row 'mmap-4' is in us and ms in different runs" in err and "Traceback" not in err

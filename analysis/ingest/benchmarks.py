@@ -31,6 +31,7 @@ from pathlib import Path
 
 import polars as pl
 
+from analysis.errors import InputError
 from analysis.ingest import mmtests, mmtests_shellpack
 from analysis.ingest.long_table import SCHEMA
 from analysis.ingest.mmtests_logs import READERS, LogRead, read_logs, stutterp_log, usemem_log
@@ -121,6 +122,24 @@ def _ops_rows(it: mmtests.Iteration) -> list[tuple[str, float, str, bool]]:
     ]
 
 
+def _one_unit_per_row(table: pl.DataFrame) -> None:
+    """An error when one row has several units (mmlab's probe in us beside mmtests'
+    stutterp in ms, say): comparing them would be off by the ratio of the units."""
+    mixed = (
+        table.group_by("row", maintain_order=True)
+        .agg(
+            pl.col("unit").unique(maintain_order=True), pl.col("kernel").unique(maintain_order=True)
+        )
+        .filter(pl.col("unit").list.len() > 1)
+    )
+    if mixed.height:
+        row, units, kernels = mixed.row(0)
+        raise InputError(
+            ", ".join(kernels),
+            f"row {row!r} is in {' and '.join(units)} in different runs: not comparable",
+        )
+
+
 def load_runs(
     paths: Iterable[Path], traces: bool = False, ops: bool = False, mmtests_dir: Path | None = None
 ) -> Loaded:
@@ -138,6 +157,7 @@ def load_runs(
             for key, source in sources.items():
                 units.setdefault(key, source)
     table = pl.DataFrame(records, schema=SCHEMA, orient="row")
+    _one_unit_per_row(table)
     lines = tuple(f"{b} {fam} in {u}: {src}" for (b, fam, u), src in units.items())
     # The same note from every run of a benchmark (a checkout's yaml) is said once.
     return Loaded(table, tuple(dict.fromkeys(skipped)), lines)
