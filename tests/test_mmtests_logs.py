@@ -320,3 +320,19 @@ def test_a_row_in_two_units_is_an_error_not_a_comparison(tmp_path, capsys):
     assert main(["compare", str(tmp_path / "probe"), str(tmp_path / "mmt")]) == 2
     err = capsys.readouterr().err
     assert "row 'mmap-4' is in us and ms in different runs" in err and "Traceback" not in err
+
+
+def test_a_headerless_log_in_neither_format_is_an_error_naming_the_line(tmp_path):
+    log = tmp_path / "mmap-latency-4.log"
+    log.write_text("1795439413.5 514.7\n1795439413.6 200.1\n")
+    with pytest.raises(InputError, match="neither mmlab's probe") as caught:
+        mmtests_logs.stutterp_log(log)
+    assert caught.value.line == 1
+
+
+def test_stray_lines_in_an_mmtests_log_are_counted_in_one_note(tmp_path):
+    log = tmp_path / "mmap-latency-4.log"
+    log.write_text("1 6000000\nKilled\n2 7000000\n")
+    got = mmtests_logs.stutterp_log(log)
+    assert got.values == (6.0, 7.0, 7.0)
+    assert got.skipped == (f"{log}: line(s) 2 not mmtests' '<count> <mean ns>'",)

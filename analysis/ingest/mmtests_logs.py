@@ -73,6 +73,12 @@ def _logs(logs: Path, pattern: str) -> list[tuple[re.Match[str], Path]]:
     return sorted(found, key=lambda mp: tuple(int(g) for g in mp[0].groups() if g.isdigit()))
 
 
+def _numbers(lines: list[int]) -> str:
+    """``3, 15, 29``: the first eight line numbers, then how many more."""
+    more = f" and {len(lines) - 8} more" if len(lines) > 8 else ""
+    return ", ".join(map(str, lines[:8])) + more
+
+
 # --- stutterp ----------------------------------------------------------------------------
 
 _UNITS = {"microseconds": "us", "milliseconds": "ms", "nanoseconds": "ns", "seconds": "s"}
@@ -111,14 +117,22 @@ def stutterp_log(path: Path) -> LatencyLog:
     if header:
         return _probe(path, lines, header)
     values: list[float] = []
-    skipped: list[str] = []
+    bad: list[int] = []
     for number, line in enumerate(lines, 1):
         fields = line.split()
         if len(fields) == 2 and all(f.isdigit() for f in fields):
             values += [int(fields[1]) / 1e6] * int(fields[0])
         else:
-            skipped.append(f"{path}:{number}: not mmtests' '<count> <mean ns>': {line[:40]!r}")
-    return LatencyLog("ms", tuple(values), tuple(skipped), STUTTERP_MMTESTS.source)
+            bad.append(number)
+    if bad and not values:
+        raise InputError(
+            path,
+            "neither mmlab's probe (no '#' header naming the unit) nor mmtests' "
+            f"'<count> <mean ns>' lines: {lines[bad[0] - 1][:40]!r}",
+            bad[0],
+        )
+    skipped = (f"{path}: line(s) {_numbers(bad)} not mmtests' '<count> <mean ns>'",) if bad else ()
+    return LatencyLog("ms", tuple(values), skipped, STUTTERP_MMTESTS.source)
 
 
 def _probe(path: Path, lines: list[str], header: list[tuple[int, str]]) -> LatencyLog:
@@ -284,12 +298,6 @@ def pft_logs(logs: Path) -> LogRead:
                 f"or inf when the system time printed 0.00s): line(s) {_numbers(bad)}"
             )
     return LogRead(tuple(samples), frozenset(read), tuple(notes))
-
-
-def _numbers(lines: list[int]) -> str:
-    return ", ".join(map(str, lines[:8])) + (
-        f" and {len(lines) - 8} more" if len(lines) > 8 else ""
-    )
 
 
 # --- pagealloc, hpagealloc ---------------------------------------------------------------
