@@ -336,3 +336,56 @@ def test_stray_lines_in_an_mmtests_log_are_counted_in_one_note(tmp_path):
     got = mmtests_logs.stutterp_log(log)
     assert got.values == (6.0, 7.0, 7.0)
     assert got.skipped == (f"{log}: line(s) 2 not mmtests' '<count> <mean ns>'",)
+
+
+def summary_lines(text: str, mmtests_layout: bool) -> dict[tuple[str, str], tuple[float, ...]]:
+    """(row, statistic) -> (base, new, new's % change) of a comparison printed by
+    compare-mmtests.pl (``Stat row base (pct) new (pct)``) or by ``mmlab compare``
+    (a ``row (unit; ...)`` heading, then ``Stat base (pct) new (pct)``)."""
+    found, row = {}, None
+    for line in text.splitlines():
+        fields = line.replace("(", " ").replace(")", " ").replace("*", " ").split()
+        if not mmtests_layout and " is better)" in line:
+            row = line.split(" (")[0]
+        elif mmtests_layout and len(fields) == 6 and fields[3].endswith("%"):
+            found[fields[1], fields[0]] = (
+                float(fields[2]),
+                float(fields[4]),
+                float(fields[5][:-1]),
+            )
+        elif not mmtests_layout and row and len(fields) == 5 and fields[2] == "0.00%":
+            # '-': not defined (e.g. a standard deviation of one sample)
+            found[row, fields[0]] = tuple(
+                None if f == "-" else float(f.removesuffix("%"))
+                for f in (fields[1], fields[3], fields[4])
+            )
+    return found
+
+
+@pytest.mark.parametrize(("bench", "config"), [("thpscale", "thpscale"), ("pft", "performance")])
+def test_compare_prints_the_summary_mmtests_compare_prints(capsys, bench, config):
+    """compare-mmtests.pl's Min, Max, Stddev (and Amean, CoeffVar, BAmean-50/99 where mmtests
+    prints Amean: it prints Hmean for rates) with its % sign: positive = better."""
+    assert main(["compare", *(str(MORE / r / config) for r in AA), "--resamples", "200"]) == 0
+    ours = summary_lines(capsys.readouterr().out, mmtests_layout=False)
+    theirs = summary_lines((PERL / f"compare-{bench}.txt").read_text(), mmtests_layout=True)
+    rows = {row for row, _ in theirs} - {"fault-huge-1"}  # mmtests' fake 0 only
+    assert rows and rows <= {row for row, _ in ours}
+    checked = 0
+    for row in rows:
+        stats = {"Min", "Max", "Stddev"}
+        if (row, "Amean") in theirs:
+            stats |= {"Amean", "CoeffVar", "BAmean-50", "BAmean-99"}
+        for stat in stats:
+            (b, n, pct), (tb, tn, tpct) = ours[row, stat], theirs[row, stat]
+            if b is None or n is None:
+                # One sample in that run: mmtests prints a standard deviation of 0 and
+                # BAmean = the sample; mmlab '-' (undefined, and no quantile rows).
+                side = 0 if b is None else 1
+                assert theirs[row, "Min"][side] == theirs[row, "Max"][side], (row, stat)
+                assert stat not in ("Stddev", "CoeffVar") or theirs[row, stat][side] == 0
+                continue
+            assert abs(b - tb) <= 0.006 and abs(n - tn) <= 0.006, (row, stat)
+            assert abs(pct - tpct) <= 0.011, (row, stat, pct, tpct)
+            checked += 1
+    assert checked >= 3 * len(rows)

@@ -48,3 +48,16 @@ AIM9=$REPO/data/mmtests-ci-more/work/log.ltccip8.2020-06-12_1807
 "$NEW/shellpack_src/src/aim9/parse-results" "$AIM9/performance/iter-0/aim9/logs" \
 	> "$OUT/aim9-parse-results.txt"
 extract "$NEW" "$AIM9" performance aim9 aim9-new
+# compare-mmtests.pl's summary of the A/A thpscale and pft pairs (base = 06-12). Its
+# significance markers call R (not installed here: "R: not found" on stderr), so tests use
+# the values and % columns only.
+PAIR=$(mktemp -d)
+trap 'rm -rf "$PAIR"' EXIT
+for BENCH in thpscale:thpscale performance:pft; do
+	DIR=${BENCH%%:*}
+	mkdir -p "$PAIR/$DIR"
+	ln -s "$MORE/log.ltccip8.2020-06-12_1807/$DIR" "$PAIR/$DIR/base"
+	ln -s "$MORE/log.ltccip8.2020-06-14_0656/$DIR" "$PAIR/$DIR/new"
+	(cd "$PAIR/$DIR" && perl "$OLD/bin/compare-mmtests.pl" -d . -b "${BENCH##*:}" -n base,new 2>/dev/null) \
+		> "$OUT/compare-${BENCH##*:}.txt"
+done
