@@ -267,8 +267,8 @@ def test_without_a_checkout_aim9_is_a_warning_not_a_gap():
 
 
 def test_not_a_checkout_is_one_clear_error(tmp_path, capsys):
-    run = str(MORE / AA[0] / "performance")
-    assert main(["compare", run, run, "--mmtests", str(tmp_path)]) == 2
+    runs = [str(MORE / r / "performance") for r in AA]
+    assert main(["compare", *runs, "--mmtests", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "not an mmtests checkout" in err and "Traceback" not in err
 
@@ -389,3 +389,14 @@ def test_compare_prints_the_summary_mmtests_compare_prints(capsys, bench, config
             assert abs(pct - tpct) <= 0.011, (row, stat, pct, tpct)
             checked += 1
     assert checked >= 3 * len(rows)
+
+
+def test_a_failing_parse_results_is_one_line_naming_it(tmp_path, capsys):
+    checkout = fake_checkout(tmp_path / "mmtests")
+    script = checkout / "shellpack_src" / "src" / "aim9" / "parse-results"
+    script.write_text("#!/bin/sh\necho 'Failed to change directory' >&2\nexit 3\n")
+    runs = [str(MORE / r / "performance") for r in AA]
+    assert main(["compare", *runs, "--mmtests", str(checkout)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"{script}: failed on " in err[0]
+    assert err[0].endswith("(exit 3): Failed to change directory")

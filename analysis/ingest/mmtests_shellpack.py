@@ -106,19 +106,21 @@ def parse_results(root: Path, benchmark: str, logs: Path) -> LogRead:
     if pack is None:
         raise InputError(root, f"no executable shellpack_src/src/{benchmark}/parse-results")
     metrics, overall = declared_metrics(pack / "shellpack.yaml")
-    done = subprocess.run(
-        [str(pack / "parse-results"), str(logs.resolve())],
-        capture_output=True,
-        text=True,
-        errors="replace",
-        timeout=600,
-        check=False,
-    )
+    parser = pack / "parse-results"
+    try:
+        done = subprocess.run(
+            [str(parser), str(logs.resolve())],
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=600,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise InputError(parser, f"could not run on {logs}: {exc}") from None
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["no message"])[-1]
-        raise InputError(
-            pack / "parse-results", f"failed on {logs} (exit {done.returncode}): {last}"
-        )
+        raise InputError(parser, f"failed on {logs} (exit {done.returncode}): {last}")
     samples, notes, unstated = [], [], set()
     source = f"{pack / 'shellpack.yaml'}"
     for number, line in enumerate(done.stdout.splitlines(), 1):
@@ -126,7 +128,7 @@ def parse_results(root: Path, benchmark: str, logs: Path) -> LogRead:
         try:
             metric, a, b, value = fields[0], fields[1], fields[2], float(fields[4])
         except (IndexError, ValueError):
-            notes.append(f"{pack / 'parse-results'} {logs} output line {number}: {line[:50]!r}")
+            notes.append(f"{parser} {logs}: output line {number} is not a sample: {line[:50]!r}")
             continue
         row = metric + "".join(f"-{f}" for f in (a, b) if f not in ("", "_"))
         unit_name, higher = metrics.get(metric, (None, overall))
