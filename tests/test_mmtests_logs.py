@@ -6,6 +6,7 @@ current parser), so values agree to half a unit of the last printed digit."""
 
 from __future__ import annotations
 
+import json
 import os
 from collections import defaultdict
 from pathlib import Path
@@ -220,7 +221,7 @@ def test_unknown_files_and_benchmarks_each_give_one_warning(tmp_path):
     assert "thpscale: 1 file(s) not understood (surprise.csv)" in warnings[1]
     assert "fsmark: no native reader; give --mmtests DIR" in warnings[0]
     assert set(loaded.table["row"]) == {"fault-huge-1", "fault-both-1", "huge-1"}
-    assert any(u.startswith("thpscale huge-* in %: ") for u in loaded.units)
+    assert any(str(u).startswith("thpscale huge-* in %: ") for u in loaded.units)
 
 
 def fake_checkout(root: Path) -> Path:
@@ -404,3 +405,21 @@ def test_a_failing_parse_results_is_one_line_naming_it(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and f"{script}: failed on " in err[0]
     assert err[0].endswith("(exit 3): Failed to change directory")
+
+
+def test_json_rows_say_where_their_unit_comes_from(capsys):
+    runs = [str(MORE / r / "thpscale") for r in AA]
+    assert main(["compare", *runs, "--rows", "-32", "--json", "--resamples", "100"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    sources = {r["row"]: r["unit_source"] for r in rows}
+    assert sources["fault-base-32"].startswith("mmtests b0b1d143 ExtractThpscale.pm")
+    assert sources["huge-32"].startswith("mmtests b0b1d143 ExtractThpscalecounts.pm")
+
+
+def test_a_table_has_no_unit_source_to_name(tmp_path, capsys):
+    table = tmp_path / "t.csv"
+    table.write_text(
+        "kernel,row,run,value,unit\na,r,0,1,us\na,r,1,2,us\nb,r,0,3,us\nb,r,1,4,us\n"
+    )
+    assert main(["compare", str(table), "--json", "--resamples", "100"]) == 0
+    assert [r["unit_source"] for r in json.loads(capsys.readouterr().out)] == [None]

@@ -66,13 +66,12 @@ def run_compare(args: argparse.Namespace) -> int:
     if len(args.paths) == 1 and args.paths[0].is_file():
         table = long_table.read(args.paths[0])
         skipped: tuple[str, ...] = ()
+        loaded: benchmarks.Loaded | None = None
     else:
         loaded = benchmarks.load_runs(
             args.paths, traces=args.traces, ops=args.ops, mmtests_dir=args.mmtests
         )
         table, skipped = loaded.table, loaded.skipped
-        for line in loaded.units:
-            print(f"mmlab compare: unit of {line}", file=sys.stderr)
     if args.rows:
         table = table.filter(pl.col("row").str.contains(args.rows, literal=True))
     kernels = list(dict.fromkeys(table["kernel"]))
@@ -88,11 +87,16 @@ def run_compare(args: argparse.Namespace) -> int:
     results = compare_table(
         table, base, others, args.metric, args.level, args.delta, args.resamples, args.seed
     )
+    for line in loaded.units if loaded else ():
+        print(f"mmlab compare: unit of {line}", file=sys.stderr)
     for line in skipped:
         print(f"mmlab compare: skipped {line}", file=sys.stderr)
     fmt = "json" if args.json else args.format
     if fmt == "json":
-        print(json.dumps(to_json(results), indent=2, allow_nan=False))
+        rows = to_json(results)
+        for row in rows:  # a table states its units itself: no source to name
+            row["unit_source"] = loaded.unit_source(row["row"]) if loaded else None
+        print(json.dumps(rows, indent=2, allow_nan=False))
     elif fmt == "markdown":
         print(format_markdown(results), end="")
     else:

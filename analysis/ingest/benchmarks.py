@@ -37,17 +37,40 @@ from analysis.ingest.long_table import SCHEMA
 from analysis.ingest.mmtests_logs import READERS, LogRead, read_logs, stutterp_log, usemem_log
 from analysis.metrics.ops import HIGHER
 
-__all__ = ["Loaded", "benchmark_logs", "load_runs", "stutterp_log", "usemem_log"]
+__all__ = ["Loaded", "UnitSource", "benchmark_logs", "load_runs", "stutterp_log", "usemem_log"]
+
+
+@dataclass(frozen=True)
+class UnitSource:
+    """Where the unit of a family of rows (``fault-base-*``: rows that differ only in their
+    last number) of one benchmark comes from."""
+
+    benchmark: str
+    rows: str
+    unit: str
+    source: str
+
+    def matches(self, row: str) -> bool:
+        """Whether ``row`` is one of these rows."""
+        return row == self.rows or (self.rows.endswith("-*") and _family(row) == self.rows)
+
+    def __str__(self) -> str:
+        return f"{self.benchmark} {self.rows} in {self.unit}: {self.source}"
 
 
 @dataclass(frozen=True)
 class Loaded:
     """Samples of every run found (long table), one line per skipped input line, sample
-    or file, and one line per row family saying where its unit comes from."""
+    or file, and where each row family's unit comes from."""
 
     table: pl.DataFrame
     skipped: tuple[str, ...]
-    units: tuple[str, ...] = ()
+    units: tuple[UnitSource, ...] = ()
+
+    def unit_source(self, row: str) -> str | None:
+        """Where ``row``'s unit comes from; None for rows mmlab computes itself (traces,
+        vmstat Ops: their units are the analysis's)."""
+        return next((u.source for u in self.units if u.matches(row)), None)
 
 
 def benchmark_logs(
@@ -158,6 +181,6 @@ def load_runs(
                 units.setdefault(key, source)
     table = pl.DataFrame(records, schema=SCHEMA, orient="row")
     _one_unit_per_row(table)
-    lines = tuple(f"{b} {fam} in {u}: {src}" for (b, fam, u), src in units.items())
+    lines = tuple(UnitSource(b, fam, u, src) for (b, fam, u), src in units.items())
     # The same note from every run of a benchmark (a checkout's yaml) is said once.
     return Loaded(table, tuple(dict.fromkeys(skipped)), lines)
