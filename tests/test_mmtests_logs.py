@@ -418,8 +418,6 @@ def test_json_rows_say_where_their_unit_comes_from(capsys):
 
 def test_a_table_has_no_unit_source_to_name(tmp_path, capsys):
     table = tmp_path / "t.csv"
-    table.write_text(
-        "kernel,row,run,value,unit\na,r,0,1,us\na,r,1,2,us\nb,r,0,3,us\nb,r,1,4,us\n"
-    )
+    table.write_text("kernel,row,run,value,unit\na,r,0,1,us\na,r,1,2,us\nb,r,0,3,us\nb,r,1,4,us\n")
     assert main(["compare", str(table), "--json", "--resamples", "100"]) == 0
     assert [r["unit_source"] for r in json.loads(capsys.readouterr().out)] == [None]
