@@ -421,3 +421,17 @@ def test_a_table_has_no_unit_source_to_name(tmp_path, capsys):
     table.write_text("kernel,row,run,value,unit\na,r,0,1,us\na,r,1,2,us\nb,r,0,3,us\nb,r,1,4,us\n")
     assert main(["compare", str(table), "--json", "--resamples", "100"]) == 0
     assert [r["unit_source"] for r in json.loads(capsys.readouterr().out)] == [None]
+
+
+@pytest.mark.parametrize("bench", ["pagealloc", "hpagealloc"])
+def test_pagealloc_and_hpagealloc_printf_fixtures_read_as_mmtests(bench):
+    """data/mmtests-formats: written from the benchmarks' printf formats (no public tree)."""
+    path = FORMATS / f"{bench}-printf" / "iter-0" / bench / "logs"
+    got = mmtests_logs.read_logs(bench, path)
+    ours, theirs = mmlab_samples(got), perl_samples(f"{bench}-old")
+    assert set(ours) == set(theirs)
+    for row, values in theirs.items():
+        assert_same_samples(ours[row], values)
+    unit = {"pagealloc": "cycles", "hpagealloc": "ms"}[bench]
+    assert {(d.unit, d.higher_is_better) for _, _, d in got.samples} == {(unit, False)}
+    assert not [n for n in got.notes if "not understood" in n]

@@ -61,3 +61,6 @@ for BENCH in thpscale:thpscale performance:pft; do
 	(cd "$PAIR/$DIR" && perl "$OLD/bin/compare-mmtests.pl" -d . -b "${BENCH##*:}" -n base,new 2>/dev/null) \
 		> "$OUT/compare-${BENCH##*:}.txt"
 done
+# pagealloc and hpagealloc: fixtures written from their printf formats (no public tree).
+extract "$OLD" "$FORMATS" pagealloc-printf pagealloc pagealloc-old
+extract "$OLD" "$FORMATS" hpagealloc-printf hpagealloc hpagealloc-old
