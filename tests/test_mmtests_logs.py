@@ -435,3 +435,24 @@ def test_pagealloc_and_hpagealloc_printf_fixtures_read_as_mmtests(bench):
     unit = {"pagealloc": "cycles", "hpagealloc": "ms"}[bench]
     assert {(d.unit, d.higher_is_better) for _, _, d in got.samples} == {(unit, False)}
     assert not [n for n in got.notes if "not understood" in n]
+
+
+@pytest.mark.parametrize(
+    ("run", "kind", "share"), [("madvhugepage", "huge", 100.0), ("default", "base", 0.0)]
+)
+def test_thpchallenge_output_reads_as_current_mmtests_without_fake_zeros(run, kind, share):
+    """mmtests' own thpchallenge.c, run here (data/mmtests-formats README): with
+    MADV_HUGEPAGE every fault got a huge page, without it (THP 'madvise' mode) none."""
+    path = FORMATS / f"thpchallenge-{run}" / "iter-0" / "thpchallenge" / "logs"
+    got = mmtests_logs.read_logs("thpchallenge", path)
+    ours, theirs = mmlab_samples(got), perl_samples(f"thpchallenge-{run}-new")
+    other = "base" if kind == "huge" else "huge"
+    assert {r for r, v in theirs.items() if v == [0.0]} == {f"fault-{other}-1", f"fault-{other}-2"}
+    latency = {r: v for r, v in ours.items() if r.startswith("fault-")}
+    assert set(latency) == {f"fault-{k}-{n}" for k in (kind, "both") for n in (1, 2)}
+    for row, values in latency.items():
+        assert_same_samples(values, theirs[row])
+    counts = perl_samples(f"thpchallenge-{run}-counts-new")
+    assert {r: v for r, v in ours.items() if r.startswith("huge-")} == counts
+    assert counts == {"huge-1": [share], "huge-2": [share]}
+    assert not [n for n in got.notes if "not understood" in n]  # threads-N.time is known

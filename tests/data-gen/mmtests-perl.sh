@@ -64,3 +64,8 @@ done
 # pagealloc and hpagealloc: fixtures written from their printf formats (no public tree).
 extract "$OLD" "$FORMATS" pagealloc-printf pagealloc pagealloc-old
 extract "$OLD" "$FORMATS" hpagealloc-printf hpagealloc hpagealloc-old
+# thpchallenge (current shellpack, legacy parse-results): mmtests' own program, run here.
+for RUN in thpchallenge-madvhugepage thpchallenge-default; do
+	extract "$NEW" "$FORMATS" "$RUN" thpchallenge "$RUN-new"
+	extract "$NEW" "$FORMATS" "$RUN" thpchallenge "$RUN-counts-new" -a counts
+done
