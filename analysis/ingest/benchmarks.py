@@ -104,7 +104,10 @@ def _rows(it: mmtests.Iteration, traces: bool, ops: bool, checkout: Path | None)
     for bench, got in benchmark_logs(it, checkout):
         rows += [(r, v, d.unit, d.higher_is_better) for r, v, d in got.samples]
         skipped += got.notes
+        first = {}  # row -> its declaration (one per row: rows have one unit)
         for r, _, d in got.samples:
+            first.setdefault(r, d)
+        for r, d in first.items():
             units.setdefault((bench, _family(r), d.unit), d.source)
     tests = it.tests
     for test in tests:
