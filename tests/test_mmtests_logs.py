@@ -456,3 +456,16 @@ def test_thpchallenge_output_reads_as_current_mmtests_without_fake_zeros(run, ki
     assert {r: v for r, v in ours.items() if r.startswith("huge-")} == counts
     assert counts == {"huge-1": [share], "huge-2": [share]}
     assert not [n for n in got.notes if "not understood" in n]  # threads-N.time is known
+
+
+def test_compare_reads_old_and_new_usemem_namings_of_the_same_files_alike(capsys):
+    """time-N-M (current mmtests) beside the usemem-N-M files they were copied from."""
+    old = DATA / "mmtests-ci" / "work" / AA[0] / "usemem-stress-numa-compact"
+    new = FORMATS / "usemem-time-names"
+    assert main(["compare", str(old), str(new), "--json", "--resamples", "100"]) == 0
+    rows = {r["row"]: r for r in json.loads(capsys.readouterr().out)}
+    expected = {f"{k}-{t}" for k in ("user", "syst", "elsp") for t in (1, 3, 4)}
+    assert expected <= set(rows)
+    # elsp-1 is 0.36 s in all 7: a change of 0 with no spread has no estimate (None).
+    assert all(rows[r]["change"] in (0, None) and rows[r]["samples"] == 7 for r in expected)
+    assert {rows[r]["verdict"] for r in expected} == {"no change shown"}
