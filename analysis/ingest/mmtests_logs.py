@@ -17,14 +17,22 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from analysis.errors import InputError
 from analysis.ingest.textfile import read_text
 
 __all__ = [
+    "HPAGEALLOC",
+    "PAGEALLOC",
+    "PFT_RATE",
+    "PFT_TIME",
     "READERS",
+    "STUTTERP_MMTESTS",
+    "THP_HUGE",
+    "THP_LATENCY",
+    "USEMEM",
     "Declared",
     "LatencyLog",
     "LogRead",
@@ -367,7 +375,7 @@ class Reader:
     be results (with why)."""
 
     read: Callable[[Path], LogRead]
-    not_results: tuple[tuple[str, str], ...] = field(default=())
+    not_results: tuple[tuple[str, str], ...] = ()
 
 
 _DRIVER_LOG = (r"(?:mmtests|commands)\.log(?:\.gz)?", "the mmtests driver's logs")
