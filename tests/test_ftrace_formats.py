@@ -115,6 +115,16 @@ CASES = [
         "mm_vmscan_kswapd_wake",
         {"instance": "kswapd_buf", "comm": "kswapd0", "pid": 32, "cpu": 1},
     ),
+    (  # a kernel comm holding ": " in its 16-wide column is not a trace-cmd buffer name
+        "    ab: cdefghij-123     [001] ..... 1.000000: mm_vmscan_kswapd_sleep: nid=0",
+        "mm_vmscan_kswapd_sleep",
+        {"comm": "ab: cdefghij", "instance": None, "pid": 123},
+    ),
+    (  # nor in report -l's 8-wide column
+        "ab: cdef-123     1d..1. 1.000000: mm_vmscan_kswapd_sleep: nid=0",
+        "mm_vmscan_kswapd_sleep",
+        {"comm": "ab: cdef", "instance": None, "irq_flags": "d..1."},
+    ),
     (  # capture: perf script of tests/data/perf/perf.data, event name padded
         "              dd 12320 [001]  1487.466650:   vmscan:mm_vmscan_memcg_reclaim_end: "
         "nr_reclaimed=257",

@@ -533,8 +533,13 @@ def scan_lines(buf, starts, ends, lits):
         res = _classify(buf, s, e, out, k, lits)
         if res == EVENT:
             # A trace-cmd buffer name read as the start of comm ("NAME:   dd-1 [001] ..."):
-            # split off. A comm holding ": " would be split the same way.
+            # split off when what follows "NAME: " is trace-cmd's whole comm column, 16
+            # characters (8 with -l, whose flags follow the cpu digits). A kernel comm
+            # (15 characters at most, in its own 16-wide column) holding ": " is never split.
             colon = _instance(buf, s, out[k, COMM_END])
+            lat = out[k, IRQ_START] > 0 and isdigit(buf[out[k, IRQ_START] - 1])
+            if colon > 0 and out[k, COMM_END] - colon - 2 != (8 if lat else 16):
+                colon = -1
             if colon > 0:
                 out[k, INSTANCE_END] = colon
                 c = colon + 1
