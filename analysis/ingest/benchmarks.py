@@ -27,8 +27,10 @@ from pathlib import Path
 
 import polars as pl
 
+from analysis.errors import input_file
 from analysis.ingest import mmtests
 from analysis.ingest.long_table import SCHEMA
+from analysis.ingest.textfile import read_text
 from analysis.metrics.ops import HIGHER
 
 __all__ = ["Loaded", "load_runs", "stutterp_log", "usemem_log"]
@@ -50,7 +52,7 @@ class Loaded:
 def stutterp_log(path: Path) -> tuple[str, list[float], list[str]]:
     """(unit, latencies, skipped-line notes) of one probe log."""
     unit, values, skipped = "us", [], []
-    for number, line in enumerate(path.read_text().splitlines(), 1):
+    for number, line in enumerate(read_text(path).splitlines(), 1):
         if line.startswith("#"):
             if m := re.search(r"unit: (\w+)", line):
                 unit = _UNITS.get(m[1], m[1])
@@ -65,7 +67,7 @@ def stutterp_log(path: Path) -> tuple[str, list[float], list[str]]:
 
 def usemem_log(path: Path) -> tuple[float, float, float] | None:
     """(user, system, elapsed) seconds of one GNU time output; None when there is none."""
-    m = _TIME.search(path.read_text(errors="replace"))
+    m = _TIME.search(input_file(path).read_text(errors="replace"))
     if m is None:
         return None
     elapsed = int(m[3] or 0) * 3600 + int(m[4]) * 60 + float(m[5])

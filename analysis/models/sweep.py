@@ -37,9 +37,11 @@ import numpy as np
 import polars as pl
 import yaml
 
-from analysis.errors import InputError
+from analysis.errors import InputError, input_file
+from analysis.ingest.textfile import read_text
 
 __all__ = [
+    "GRID_MAX_BYTES",
     "REGISTRY",
     "SweepResult",
     "evaluate",
@@ -57,6 +59,8 @@ REGISTRY: dict[str, str] = {
 }
 RANGE_KEYS = {"start", "stop", "num", "log", "step"}
 POINTS_DIR = ".points"
+# A grid is a few lines by hand; PyYAML takes minutes over a 50 MB line.
+GRID_MAX_BYTES = 1 << 20
 
 SweepModel = Callable[[dict[str, object]], dict[str, float]]
 
@@ -104,7 +108,7 @@ def _range(path: Path, name: str, spec: dict, line: int) -> list[object]:
 
 def load_grid(path: Path) -> dict[str, list[object]]:
     """Parameter name → its values, from the YAML grid file at ``path``."""
-    text = Path(path).read_text()
+    text = read_text(input_file(path, max_bytes=GRID_MAX_BYTES))
     try:
         node = yaml.compose(text)
         raw = yaml.safe_load(text)

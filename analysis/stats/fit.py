@@ -730,6 +730,10 @@ def _bootstrap(
         if model.aic - best.aic > 4.0:
             continue
         p = bin_probabilities(model.wait, data.k_timeout, data.jiffy_us)
+        if not (np.all(np.isfinite(p)) and np.all(p >= 0) and p.sum() > 0):
+            # A degenerate fit (seen on 15 sleeps in 3 bins) has no distribution to draw
+            # from: no parametric p-value rather than a crash.
+            continue
         resamples = rng.multinomial(n, p / p.sum(), size=replicates)
         exceed = sum(refit.g2 >= model.g2 for refit in refits(data, model, resamples))
         g2_p[model.name] = (1 + exceed) / (1 + replicates)

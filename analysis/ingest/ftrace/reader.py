@@ -57,7 +57,7 @@ import numpy as np
 import polars as pl
 
 from analysis.capture.cgroup import find_memory_hierarchy
-from analysis.errors import InputError
+from analysis.errors import InputError, input_file
 from analysis.ingest.compressed import iter_blocks
 from analysis.ingest.ftrace.cache import (
     DEFAULT_CACHE,
@@ -534,9 +534,7 @@ def read(
     ``cache_dir`` defaults to ``build/ingest``; ``progress(bytes, lines_so_far)`` is called
     per block. Damaged compressed input raises InputError with the byte offset.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(path, "no such file" if not path.exists() else "not a regular file")
+    path = input_file(path)
     cache = Path(cache_dir) if cache_dir is not None else DEFAULT_CACHE
 
     def build(tmp: Path) -> tuple[str, dict]:
