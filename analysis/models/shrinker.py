@@ -568,4 +568,6 @@ def sweep_point(params: Mapping[str, object]) -> dict[str, float]:
     return outputs(replay(_cached_invocations(str(params["trace"])), variant))
 
 
+sweep_point.parameters = SWEEP_PARAMETERS
+sweep_point.path_parameters = ("trace",)  # checked on every worker before a sweep
 SWEEP_MODEL = sweep_point
