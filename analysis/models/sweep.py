@@ -38,6 +38,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import yaml
+from threadpoolctl import threadpool_limits
 
 from analysis.errors import InputError, input_file
 from analysis.ingest.textfile import read_text
@@ -153,7 +154,10 @@ def point_id(point: Mapping[str, object]) -> str:
 def evaluate(spec: str, point: dict[str, object]) -> dict[str, object]:
     """One row: the point's parameters and the outputs of the model at ``spec`` (this runs on
     Dask workers too, which import the model themselves)."""
-    outputs = resolve(spec)(dict(point))
+    # One BLAS thread, as Dask's nanny gives its workers: a point's numbers do not depend
+    # on where it ran (in-process and --workers agree to the last bit).
+    with threadpool_limits(limits=1, user_api="blas"):
+        outputs = resolve(spec)(dict(point))
     clash = set(outputs) & set(point)
     if clash:
         raise ValueError(f"model {spec} output names clash with parameters: {sorted(clash)}")
@@ -226,7 +230,7 @@ def _remote_probe() -> Callable[[list[str], list[str]], list[str]]:
         for module in modules:
             try:
                 found = importlib.util.find_spec(module) is not None
-            except ImportError:
+            except (ImportError, ValueError):  # ValueError: a module without a spec
                 found = False
             if not found:
                 lacking.append(f"cannot import {module} (is mmlab installed there?)")
