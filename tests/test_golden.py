@@ -116,3 +116,15 @@ def test_report_matches_golden(tmp_path, monkeypatch):
         shutil.copytree(REPO / "data" / run, tmp_path / "data" / run)
     monkeypatch.chdir(tmp_path)
     _check("report.txt", build_report([Path("data")]))
+
+
+def test_json_goldens_ignore_last_bits_but_not_printed_digits():
+    # Issue 16: another CPU summed the same delays to 3.693838430232558 where this one gets
+    # 3.6938384302325575 (one ulp); that must pass, a change in the 7th digit must not.
+    golden = rounded({"amean_ms": 3.6938384302325575, "n": 3, "label": "memcg"})
+    assert golden == {"amean_ms": 3.69383843, "n": 3, "label": "memcg"}
+    assert not json_differences({"amean_ms": 3.693838430232558, "n": 3, "label": "memcg"}, golden)
+    assert json_differences({"amean_ms": 3.693842, "n": 3, "label": "memcg"}, golden)
+    assert json_differences({"amean_ms": 3.69383843, "n": 4, "label": "memcg"}, golden)
+    assert json_differences({"amean_ms": 3.69383843, "n": 3, "label": "kswapd"}, golden)
+    assert json_differences({"amean_ms": None, "n": 3, "label": "memcg"}, golden)
