@@ -68,9 +68,9 @@ def input_file(path: str | Path, max_bytes: int | None = None) -> Path:
         status = path.stat()
         mode = status.st_mode
     except FileNotFoundError:
-        raise InputError(path, "no such file") from None
+        raise InputError(path, "no such file or directory") from None
     except NotADirectoryError:
-        raise InputError(path, "no such file (a parent is not a directory)") from None
+        raise InputError(path, "no such file or directory (a parent is a file)") from None
     except OSError as exc:
         raise InputError(path, exc.strerror or str(exc)) from None
     for test, kind in _KINDS:

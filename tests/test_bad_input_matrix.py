@@ -276,3 +276,17 @@ def test_a_50_megabyte_line(capsys, workspace, excerpt):
     grid.write_bytes(b"tau_us: [" + b"1" * (50 << 20) + b"]\n")
     err = refused(capsys, workspace, ["sweep", "throttle", "--grid", "G"], {"G": grid}, grid)
     assert "larger than" in err
+
+
+def test_swapped_arguments(capsys, workspace):
+    # The grid given as the model and the model as the grid: the grid's path is named.
+    grid = workspace / "grid.yaml"
+    grid.write_text("tau_us: [1000]\n")
+    template = ["sweep", "GRID", "--grid", "throttle", "--out", "OUT"]
+    assert "unknown sweep model" in refused(capsys, workspace, template, {"GRID": grid}, grid)
+    # A trace where a notebook belongs, and the notebook where its grid belongs.
+    trace = workspace / "trace.txt"
+    trace.write_text("not a notebook\n")
+    notebook = workspace / "nb.py"
+    template = ["sweep-notebook", "TRACE", "--grid", "NB", "--out", "OUT"]
+    refused(capsys, workspace, template, {"TRACE": trace, "NB": notebook}, notebook)
