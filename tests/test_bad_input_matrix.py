@@ -290,3 +290,27 @@ def test_swapped_arguments(capsys, workspace):
     notebook = workspace / "nb.py"
     template = ["sweep-notebook", "TRACE", "--grid", "NB", "--out", "OUT"]
     refused(capsys, workspace, template, {"TRACE": trace, "NB": notebook}, notebook)
+
+
+@pytest.mark.parametrize(
+    ("side", "data", "command", "where"),
+    [
+        ("mmlab.json", b'{"config": \n', "report", ":2: not JSON"),
+        ("mmlab.json", b"[1, 2]\n", "report", ": not a JSON object"),
+        ("ftrace-stutterp.start", b"\x00\x01binary", "stalls", ":1 (byte offset 0)"),
+        ("kernel.version", b"Linux version \xff\xfe", "model shrinker", ":1 (byte offset"),
+    ],
+)
+def test_a_damaged_side_file_inside_a_run(capsys, run_tree, side, data, command, where):
+    # The files beside a trace (capture metadata, start time, kernel version) are read
+    # with the same checks as the trace itself.
+    path = run_tree / "iter-0" / side
+    path.write_bytes(data)
+    template = {
+        "report": ["report", "RUN", "--out", "OUT"],
+        "stalls": ["stalls", "ITER"],
+        "model shrinker": ["model", "shrinker", "ITER"],
+    }[command]
+    values = {"RUN": run_tree, "ITER": run_tree / "iter-0"}
+    err = refused(capsys, run_tree.parents[1], template, values, path)
+    assert f"{path}{where}" in err

@@ -41,6 +41,7 @@ import polars as pl
 from scipy import stats
 
 from analysis.errors import InputError
+from analysis.ingest.textfile import read_text
 from analysis.stats.describe import nearest_rank
 
 __all__ = [
@@ -289,7 +290,7 @@ def capturing_generation(invocations: pl.DataFrame, trace: Path | None = None) -
     mainline rule (G1 or G3) that reproduces more ``total_scan`` values."""
     version_file = trace.parent / "kernel.version" if trace is not None else None
     if version_file is not None and version_file.is_file():
-        found = re.search(r"Linux version (\d+)\.(\d+)", version_file.read_text())
+        found = re.search(r"Linux version (\d+)\.(\d+)", read_text(version_file))
         if found:
             major, minor = int(found[1]), int(found[2])
             return ("G3" if (major, minor) >= (5, 13) else "G1"), f"Linux {major}.{minor}"

@@ -91,6 +91,7 @@ from analysis.ingest.ftrace.layout import (
     scan_lines,
 )
 from analysis.ingest.ftrace.tokenizer import GFP_LITERAL, event_frame, event_schema, tokenize
+from analysis.ingest.textfile import read_text
 
 __all__ = [
     "Accounting",
@@ -382,7 +383,7 @@ def epoch_offset_ns(path: Path, first_ts: int | None, counter_clock: bool) -> in
     start = start_file(path)
     if start is None or counter_clock:
         return None
-    lines = [line for line in start.read_text().splitlines() if line.strip()]
+    lines = [line for line in read_text(start).splitlines() if line.strip()]
     try:
         epoch = _parse_clock(lines[0].split()[-1], epoch=True)
         clock = _parse_clock(lines[1], epoch=False) if len(lines) > 1 else first_ts
