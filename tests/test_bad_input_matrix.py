@@ -314,3 +314,17 @@ def test_a_damaged_side_file_inside_a_run(capsys, run_tree, side, data, command,
     values = {"RUN": run_tree, "ITER": run_tree / "iter-0"}
     err = refused(capsys, run_tree.parents[1], template, values, path)
     assert f"{path}{where}" in err
+
+
+@pytest.mark.parametrize("kind", ["fifo", "/dev/zero", "missing", "random parquet"])
+def test_a_bad_path_inside_a_sweep_grid(capsys, workspace, kind):
+    if kind == "random parquet":
+        path = workspace / "calls.parquet"
+        path.write_bytes(b"PAR1" + random.Random(3).randbytes(1000))
+    else:
+        path = _special(workspace, kind)
+    grid = workspace / "grid.yaml"
+    grid.write_text(f"trace: [{path}]\n")
+    template = ["sweep", "shrinker", "--grid", "GRID", "--out", "OUT"]
+    err = refused(capsys, workspace, template, {"GRID": grid, "PATH": path}, grid)
+    assert str(path) in err

@@ -40,7 +40,7 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
-from analysis.errors import InputError
+from analysis.errors import InputError, input_file
 from analysis.ingest.textfile import read_text
 from analysis.stats.describe import nearest_rank
 
@@ -543,7 +543,11 @@ def _cached_invocations(trace: str) -> pl.DataFrame:
     # A .parquet is a table of calls as load_invocations returns them (saved, or joined
     # from several traces); anything else is a trace.
     if trace.endswith(".parquet"):
-        return _checked(pl.read_parquet(trace), trace)
+        try:
+            calls = pl.read_parquet(input_file(trace))
+        except (pl.exceptions.PolarsError, OSError) as exc:
+            raise InputError(trace, f"not a readable Parquet table ({exc})") from None
+        return _checked(calls, trace)
     return load_invocations(Path(trace))
 
 
