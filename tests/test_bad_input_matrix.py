@@ -328,3 +328,12 @@ def test_a_bad_path_inside_a_sweep_grid(capsys, workspace, kind):
     template = ["sweep", "shrinker", "--grid", "GRID", "--out", "OUT"]
     err = refused(capsys, workspace, template, {"GRID": grid, "PATH": path}, grid)
     assert str(path) in err
+
+
+@pytest.mark.parametrize("command", ["stalls", "report", "model throttle"])
+def test_a_fifo_in_place_of_a_runs_trace_is_named_not_skipped(capsys, run_tree, command):
+    trace = run_tree / "iter-0" / "ftrace-stutterp.zst"
+    trace.unlink()
+    os.mkfifo(trace)
+    err = refused(capsys, run_tree.parents[1], DIR_COMMANDS[command], {"RUN": run_tree}, trace)
+    assert "FIFO" in err
