@@ -61,7 +61,7 @@ import numpy as np
 import polars as pl
 
 from analysis.capture.cgroup import find_memory_hierarchy
-from analysis.errors import InputError
+from analysis.errors import InputError, input_file
 from analysis.ingest.compressed import iter_blocks
 from analysis.ingest.ftrace.cache import (
     DEFAULT_CACHE,
@@ -95,6 +95,7 @@ from analysis.ingest.ftrace.layout import (
     scan_lines,
 )
 from analysis.ingest.ftrace.tokenizer import GFP_LITERAL, event_frame, event_schema, tokenize
+from analysis.ingest.textfile import read_text
 
 __all__ = [
     "Accounting",
@@ -387,7 +388,7 @@ def epoch_offset_ns(path: Path, first_ts: int | None, counter_clock: bool) -> in
     start = start_file(path)
     if start is None or counter_clock:
         return None
-    lines = [line for line in start.read_text().splitlines() if line.strip()]
+    lines = [line for line in read_text(start).splitlines() if line.strip()]
     try:
         epoch = _parse_clock(lines[0].split()[-1], epoch=True)
         clock = _parse_clock(lines[1], epoch=False) if len(lines) > 1 else first_ts
@@ -575,9 +576,7 @@ def read(
     trace-cmd ``trace.dat`` is read through ``trace-cmd report``; a ``perf.data`` is refused
     with the ``perf script`` command that converts it.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(path, "no such file" if not path.exists() else "not a regular file")
+    path = input_file(path)
     cache = Path(cache_dir) if cache_dir is not None else DEFAULT_CACHE
     binary = _binary_trace(path)
     if binary == "perf.data":
