@@ -133,6 +133,8 @@ def _throttle_lines(a: TraceAnalysis) -> list[str]:
             f"{hz.distinct_delays} distinct delays)"
         )
         out.append(f"  checked against {config}: {hz.verdict}")
+        if conflict := hz.conflict():
+            out.append(f"  {conflict}")
     return out
 
 
