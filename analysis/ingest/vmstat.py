@@ -43,6 +43,7 @@ __all__ = [
     "CounterReset",
     "Samples",
     "canonical",
+    "check_order",
     "counter_deltas",
     "holds_snapshots",
     "is_gauge",
@@ -351,6 +352,21 @@ def pair(before: Samples, after: Samples) -> Samples:
         raise InputError(after.source, f"is {after.kind} but {before.source} is {before.kind}")
     frame = pl.concat([before.frame, after.frame], how="diagonal_relaxed")
     return Samples(f"{before.source} → {after.source}", before.kind, "snapshot pair", frame)
+
+
+def check_order(samples: Samples, first: str | Path, second: str | Path) -> None:
+    """A snapshot pair given the wrong way round is one question, not a line per counter:
+    InputError when most counters that changed went down from ``first`` to ``second``
+    (a real counter reset hits one or two counters, a swap all of them)."""
+    deltas, resets = counter_deltas(samples)
+    counters = [c for c in deltas.columns if c not in {"interval", "epoch_s", "dt_s"}]
+    changed = len(resets) + sum(int(deltas[c].fill_null(0).ne(0).any()) for c in counters)
+    if resets and len(resets) * 2 > changed:
+        raise InputError(
+            second,
+            f"{len(resets)} of {changed} counters that changed went down since {first}: "
+            f"was {second} taken before {first}? (give the earlier snapshot first)",
+        )
 
 
 def counter_deltas(samples: Samples) -> tuple[pl.DataFrame, tuple[CounterReset, ...]]:
