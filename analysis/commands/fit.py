@@ -69,6 +69,7 @@ def _check_selection(source: Path, events, args: argparse.Namespace) -> None:
 def run(args: argparse.Namespace) -> int:
     from analysis.report.fit import format_fits, group_json
     from analysis.report.json_output import dumps
+    from analysis.report.trace_analysis import unparsed_note
     from analysis.stats.families import FAMILIES
     from analysis.stats.fit import fit_throttle_groups
 
@@ -93,13 +94,22 @@ def run(args: argparse.Namespace) -> int:
                 bootstrap=args.bootstrap,
                 seed=args.seed,
             )
-            out.append((analysis.source, groups))
+            out.append((analysis, groups))
     if args.json:
-        records = [{"source": src, **group_json(g)} for src, groups in out for g in groups]
+        records = [
+            {
+                "source": a.source,
+                "unparsed": a.unparsed,
+                "unparsed_lines": a.unparsed_lines,
+                **group_json(g),
+            }
+            for a, groups in out
+            for g in groups
+        ]
         print(dumps(records))
         return 0
-    for src, groups in out:
-        print(f"== {src}")
+    for analysis, groups in out:
+        print(f"== {analysis.source}{unparsed_note(analysis).replace(';', ' --', 1)}")
         print(format_fits(groups))
         print()
     return 0

@@ -313,8 +313,8 @@ def _iterations(run_dir: Path, name: str) -> tuple[Iteration, ...]:
             f"iterations {have} but no iter-{missing[0]}: an iteration is missing "
             "(copy it, or point mmlab at each iter-N directory alone)",
         )
-    complete = set(_complete(run_dir, [p for _, p in found]))
-    return tuple(Iteration(name, i, _checked(p)) for i, p in found if p in complete)
+    complete = set(_complete(run_dir, [_checked(p) for _, p in found]))
+    return tuple(Iteration(name, i, p) for i, p in found if p in complete)
 
 
 def _run_names(run_dirs: list[Path]) -> list[str]:
@@ -336,8 +336,8 @@ def find_runs(path: str | Path) -> tuple[Run, ...]:
         raise InputError(root, "not a directory")
     if _ITER.fullmatch(root.name):
         run_dir = root.parent
-        _complete(root, [root])
-        iteration = Iteration(run_dir.name, int(root.name[5:]), _checked(root))
+        _complete(root, [_checked(root)])
+        iteration = Iteration(run_dir.name, int(root.name[5:]), root)
         return (Run(run_dir.name, run_dir, (iteration,)),)
     run_dirs = sorted(
         {p.parent for p in root.rglob("iter-*") if p.is_dir() and _ITER.fullmatch(p.name)}

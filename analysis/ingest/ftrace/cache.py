@@ -35,7 +35,8 @@ __all__ = [
     "write_frames",
 ]
 
-CACHE_VERSION = "1"
+# 2: lines with a non-integer integer field are unparsed, not events with a null.
+CACHE_VERSION = "2"
 DEFAULT_CACHE = Path("build") / "ingest"
 
 

@@ -35,7 +35,7 @@ from analysis.ingest.ftrace.layout import (
 )
 from analysis.ingest.ftrace.tokenizer import field_plan
 
-__all__ = ["BlockColumns", "emit_columns"]
+__all__ = ["BlockColumns", "emit_columns", "field_failures"]
 
 _INT, _FLAGS = 0, 2  # field_plan kinds (1 = plain string)
 
@@ -233,6 +233,30 @@ class BlockColumns:
             text = view_series(self.views[at : at + 4 * n], ok, self.data).alias(name)
             columns.append(text.str.split("|") if plan.kinds[c] == _FLAGS else text)
         return columns
+
+
+def field_failures(names: list[str], ids: np.ndarray, tokens: tuple) -> np.ndarray:
+    """Per event line (``ids[k]`` indexes ``names``): True when a field its event prints as
+    an integer has a value that is not one (``nr_reclaimed=GARBAGE@@``). Such a line is
+    not an event with a null field but an unparsed line (the reader counts it, with its
+    line number): a null would read as "not printed by this kernel" and the event would
+    count in every total. ``tokens`` are :func:`~.tokenizer.tokenize`'s, per line."""
+    first, count, _sig, _ks, _ke, kh, vs, _ve, _ival, iok = tokens
+    bad = np.zeros(ids.size, bool)
+    if not count.sum():
+        return bad
+    row = np.repeat(np.arange(ids.size), count)
+    # Token t of line k is first[k] + (its position in the line).
+    tok = np.repeat(first - (np.cumsum(count) - count), count) + np.arange(row.size)
+    failed = ~iok[tok] & (vs[tok] >= 0)
+    rows, keys = row[failed], kh[tok[failed]]
+    for j, name in enumerate(names):
+        if name not in KNOWN_EVENTS or not rows.size:
+            continue
+        plan = field_plan(name)
+        int_keys = plan.hashes[plan.kinds[plan.columns] == _INT]
+        bad[rows[(ids[rows] == j) & np.isin(keys, int_keys)]] = True
+    return bad
 
 
 def _offsets(sizes) -> np.ndarray:
