@@ -235,6 +235,23 @@ class BlockColumns:
         return columns
 
 
+@njit(nogil=True, cache=True)
+def _failed_lines(ids, first, count, kh, vs, iok, int_hash, int_off):
+    """Line ``k`` has a token with a value (``vs >= 0``) that did not parse as an integer
+    (``iok`` false) under a key among its event's integer keys
+    ``int_hash[int_off[e]:int_off[e + 1]]``."""
+    bad = np.zeros(ids.size, np.bool_)
+    for k in range(ids.size):
+        lo, hi = int_off[ids[k]], int_off[ids[k] + 1]
+        for t in range(first[k], first[k] + count[k]):
+            if iok[t] or vs[t] < 0 or bad[k]:
+                continue
+            for i in range(lo, hi):
+                if int_hash[i] == kh[t]:
+                    bad[k] = True
+    return bad
+
+
 def field_failures(names: list[str], ids: np.ndarray, tokens: tuple) -> np.ndarray:
     """Per event line (``ids[k]`` indexes ``names``): True when a field its event prints as
     an integer has a value that is not one (``nr_reclaimed=GARBAGE@@``). Such a line is
@@ -242,21 +259,16 @@ def field_failures(names: list[str], ids: np.ndarray, tokens: tuple) -> np.ndarr
     line number): a null would read as "not printed by this kernel" and the event would
     count in every total. ``tokens`` are :func:`~.tokenizer.tokenize`'s, per line."""
     first, count, _sig, _ks, _ke, kh, vs, _ve, _ival, iok = tokens
-    bad = np.zeros(ids.size, bool)
-    if not count.sum():
-        return bad
-    row = np.repeat(np.arange(ids.size), count)
-    # Token t of line k is first[k] + (its position in the line).
-    tok = np.repeat(first - (np.cumsum(count) - count), count) + np.arange(row.size)
-    failed = ~iok[tok] & (vs[tok] >= 0)
-    rows, keys = row[failed], kh[tok[failed]]
-    for j, name in enumerate(names):
-        if name not in KNOWN_EVENTS or not rows.size:
-            continue
-        plan = field_plan(name)
-        int_keys = plan.hashes[plan.kinds[plan.columns] == _INT]
-        bad[rows[(ids[rows] == j) & np.isin(keys, int_keys)]] = True
-    return bad
+    keys = []
+    for name in names:
+        plan = field_plan(name) if name in KNOWN_EVENTS else None
+        keys.append(
+            np.zeros(0, np.uint64)
+            if plan is None
+            else plan.hashes[plan.kinds[plan.columns] == _INT]
+        )
+    int_off = _offsets([k.size for k in keys])
+    return _failed_lines(ids, first, count, kh, vs, iok, _concat(keys, np.uint64), int_off)
 
 
 def _offsets(sizes) -> np.ndarray:
