@@ -441,9 +441,8 @@ def misaligned_labels(samples: Samples) -> Misaligned | None:
             )
     if not found:
         return None
-    reason = (
-        "vmstat names misaligned with values (as RHEL 8 4.18.0-184 prints them): "
-        + "; ".join(found)
+    reason = "vmstat names misaligned with values (as RHEL 8 4.18.0-184 prints them): " + "; ".join(
+        found
     )
     return Misaligned(_node_stat_names(list(frame.columns)), reason)
 
