@@ -6,6 +6,7 @@ here; SIGKILL is a real SIGKILL of a real child process.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -229,6 +230,56 @@ def test_a_step_that_cannot_be_undone_refuses_and_keeps_the_journal(tmp_path):
     with pytest.raises(InputError, match=r"cannot undo sysctl vm.dirty_ratio.*--recover"):
         replay(tmp_path / "journal", print, "boot-1", proc_sys=tmp_path / "sys")
     assert (tmp_path / "journal").exists()
+
+
+KILLED_IN_WORKLOAD = """
+import os, subprocess, sys
+from pathlib import Path
+from analysis.capture.journal import Journal
+tmp = Path(sys.argv[1])
+jr = Journal(tmp / "journal", os.getpid(), "boot-1", proc_sys=tmp / "sys")
+jr.start()
+cg, inst = tmp / "memory" / f"mmlab-{os.getpid()}", tmp / "instances" / f"mmlab-{os.getpid()}"
+jr.cgroup(1, cg)
+cg.mkdir(parents=True)
+# Not on our stdout: the test reads it to its end, which would wait for the orphans.
+quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "start_new_session": True}
+workers = [subprocess.Popen(["sleep", "600"], **quiet) for _ in range(2)]
+(cg / "cgroup.procs").write_text("".join(f"{w.pid}\\n" for w in workers))
+jr.instance(inst)
+inst.mkdir(parents=True)
+print(cg, flush=True)
+os.kill(os.getpid(), 9)
+"""
+
+
+def test_sigkill_mid_workload_leaves_nothing_once_replayed(tmp_path, kernel):
+    """The dead capture's workers (now orphans) are killed: its cgroup proves they are its."""
+    proc = subprocess.run(
+        [sys.executable, "-c", KILLED_IN_WORKLOAD, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    cg = Path(proc.stdout.strip())
+    kernel.append(cg / "cgroup.procs")
+    orphans = [int(p) for p in (cg / "cgroup.procs").read_text().split()]
+    lines: list[str] = []
+    try:
+        assert len(orphans) == 2 and all(Path(f"/proc/{p}").exists() for p in orphans)
+        replay(tmp_path / "journal", lines.append, "boot-1", proc_sys=tmp_path / "sys")
+    finally:  # never leave a sleep behind, whatever failed (and never kill a reused pid)
+        for pid in orphans:
+            with contextlib.suppress(OSError):
+                if Path(f"/proc/{pid}/cmdline").read_bytes() == b"sleep\x00600\x00":
+                    os.kill(pid, signal.SIGKILL)
+    assert not cg.exists() and not list((tmp_path / "instances").iterdir())
+    for pid in orphans:  # gone, or a zombie its new parent has not reaped yet
+        stat = Path(f"/proc/{pid}/stat")
+        assert not stat.exists() or stat.read_text().split()[2] == "Z"
+    killed = next(ln for ln in lines if "removed memory cgroup" in ln)
+    assert all(str(p) in killed for p in orphans)
 
 
 def test_orphaned_workers_are_killed_and_every_leftover_reported_as_removed(tmp_path, kernel):
