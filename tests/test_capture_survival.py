@@ -353,3 +353,19 @@ def test_recover_replays_the_journal_then_removes_leftovers(tmp_path, monkeypatc
     assert (tmp_path / "sys" / "vm" / "dirty_ratio").read_text() == "20"
     assert cli.main(["capture", "--recover"]) == 0
     assert capsys.readouterr().out == "mmlab capture: nothing to recover\n"
+
+
+def test_the_benchmark_capture_takes_the_same_lock_and_naming(tmp_path, monkeypatch):
+    """make bench's own capture: refused while a capture holds the machine lock, before
+    it creates anything."""
+    from benchmarks import ftrace_capture
+
+    lock = tmp_path / "capture.lock"
+    pre = fake_pre(tmp_path)
+    monkeypatch.setattr(ftrace_capture, "preflight_machine", lambda: pre)
+    monkeypatch.setattr(ftrace_capture, "machine_lock", lambda: machine_lock(lock))
+    out = tmp_path / "work" / "capture.trace"
+    with machine_lock(lock), pytest.raises(InputError, match="another mmlab capture"):
+        ftrace_capture.record(out, target_bytes=1)
+    assert not out.parent.exists()
+    assert not list((tmp_path / "memory").iterdir())
