@@ -26,7 +26,7 @@ AB_RUNS := data/stutterp-aa2 data/stutterp-ab-dirty5
 # Debian packages the paper needs (pdflatex + booktabs, fonts, latexmk; pdftotext/pdftoppm).
 LATEX_PACKAGES := texlive-latex-recommended texlive-fonts-recommended latexmk poppler-utils
 
-.PHONY: all setup test lint format bench lock clean paper latex
+.PHONY: all setup test lint format bench lock clean paper latex browser
 
 all: $(BUILD)/report.txt $(EXECUTED) paper
 	@echo "== done: $(BUILD)/report.txt, $(BUILD)/notebooks/, $(PAPER_OUT)/main.pdf =="
@@ -74,6 +74,19 @@ latex:
 		else \
 			echo "The paper needs LaTeX. Run: sudo apt-get install --no-install-recommends" \
 				"$(LATEX_PACKAGES)" >&2; exit 1; \
+		fi; \
+	fi
+
+# Chromium from Debian for the notebook test that checks every chart draws with no network.
+browser:
+	@if ! command -v chromium >/dev/null; then \
+		if [ "$$(id -u)" = 0 ]; then \
+			echo "== installing chromium =="; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+				--no-install-recommends chromium >/dev/null; \
+		else \
+			echo "The notebook chart test needs Chromium. Run: sudo apt-get install" \
+				"--no-install-recommends chromium" >&2; exit 1; \
 		fi; \
 	fi
 

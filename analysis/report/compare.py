@@ -91,6 +91,9 @@ def _block(table: pl.DataFrame, r: RowComparison) -> list[str]:
     new = mmtests_summary(runs_of(table, r.row, r.kernel), r.higher_is_better)
     deciding = DECIDING_ROW[r.metric]
     for label, value in base.items():
+        if label not in new:  # the new kernel's runs have one sample each: no quantiles
+            lines.append(f"{label:<12}{_num(value)} (   0.00%){_num(None)} ({'-':>8})")
+            continue
         pct = change_pct(value, new[label], LOWER if label in _ALWAYS_LOWER else better)
         cell = f"{pct:7.2f}%" if pct is not None and math.isfinite(pct) else f"{'-':>8}"
         marked = label == deciding and r.verdict in (IMPROVED, REGRESSED)
