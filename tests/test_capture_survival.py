@@ -369,3 +369,23 @@ def test_the_benchmark_capture_takes_the_same_lock_and_naming(tmp_path, monkeypa
         ftrace_capture.record(out, target_bytes=1)
     assert not out.parent.exists()
     assert not list((tmp_path / "memory").iterdir())
+
+
+def test_an_undo_that_fails_keeps_the_journal_and_says_so(tmp_path, monkeypatch):
+    """A restore that cannot finish is one InputError naming the journal, which stays for
+    --recover (not a traceback, not "state restored")."""
+    monkeypatch.setattr(run, "check_machine", lambda cfg: None)
+    monkeypatch.setattr(run, "preflight", lambda cfg: fake_pre(tmp_path))
+    monkeypatch.setattr(run, "machine_lock", lambda: machine_lock(tmp_path / "lock"))
+    monkeypatch.setattr(journal, "JOURNAL_PATH", tmp_path / "journal")
+    monkeypatch.setattr(journal, "boot_id", lambda: "boot-1")
+
+    def dies(cfg, pre, restorer, progress, tick, jr, stale):
+        restorer.push("sysctls", lambda: (_ for _ in ()).throw(OSError("EBUSY")))
+        raise Interrupted(signal.SIGHUP)
+
+    monkeypatch.setattr(run, "_capture", dies)
+    cfg = CaptureConfig(out=tmp_path / "out", run="x", workers=(3,), limit_mb=64)
+    with pytest.raises(InputError, match=r"restore incomplete: sysctls: OSError: EBUSY.*--recover"):
+        run.capture(cfg)
+    assert (tmp_path / "journal").exists()

@@ -686,9 +686,20 @@ def capture(
             exc.incomplete = cut[0].parent if cut else None
             raise
         finally:
-            restorer.run()
+            _restore(restorer)
             jr.finish()
     return metas
+
+
+def _restore(restorer: Restorer) -> None:
+    """Run the undo actions; what fails is one clear error pointing at the journal, which
+    is kept (the caller's ``jr.finish()`` is not reached) for ``--recover`` to retry."""
+    try:
+        restorer.run()
+    except RuntimeError as exc:
+        raise InputError(
+            journal.JOURNAL_PATH, f"{exc}; kept for mmlab capture --recover to finish"
+        ) from None
 
 
 def _capture(cfg, pre, restorer, progress, tick, jr, stale) -> list[dict]:
