@@ -34,6 +34,7 @@ from analysis.capture.run import (
 )
 from analysis.capture.tracefs import TraceInstance
 from analysis.errors import InputError
+from analysis.ingest import mmtests
 
 
 @pytest.fixture
@@ -389,3 +390,47 @@ def test_an_undo_that_fails_keeps_the_journal_and_says_so(tmp_path, monkeypatch)
     with pytest.raises(InputError, match=r"restore incomplete: sysctls: OSError: EBUSY.*--recover"):
         run.capture(cfg)
     assert (tmp_path / "journal").exists()
+
+
+def test_an_interrupted_iteration_keeps_its_marker_and_is_named(tmp_path, monkeypatch):
+    """The real capture_iteration on a fake instance and cgroup: SIGTERM during the first
+    worker count leaves iter-0 marked incomplete (no mmlab.json), and capture() names it."""
+    inst = tmp_path / "instance"
+    inst.mkdir()
+    for name in ("trace", "tracing_on"):
+        (inst / name).write_text("")
+    os.mkfifo(inst / "trace_pipe")
+    cg = tmp_path / "memory" / "mmlab-1"
+    cg.mkdir(parents=True)
+    (cg / "memory.stat").write_text("cache 0\n")
+    (cg / "memory.oom_control").write_text("oom_kill_disable 0\nunder_oom 0\noom_kill 0\n")
+    (cg / "memory.failcnt").write_text("0\n")
+    cfg = CaptureConfig(out=tmp_path / "out", run="x", workers=(3,), limit_mb=64, interval_s=0.1)
+
+    def launcher(self, spec, duration_s):
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(1)
+
+    monkeypatch.setattr(run.Session, "run_launcher", launcher)
+    session = run.Session(
+        cfg, MemCgroup(1, cg), TraceInstance(inst), tmp_path, [], Progress(), lambda p: None
+    )
+    plans = run.plans_for(cfg, 20)
+    with pytest.raises(Interrupted), raise_on_signals():
+        run.capture_iteration(session, plans, 0, {})
+    it = cfg.out / "x" / "iter-0"
+    assert (it / mmtests.INCOMPLETE).exists() and not (it / "mmlab.json").exists()
+    assert (inst / "tracing_on").read_text() == "0"  # tracing stopped on the way out
+
+    def interrupted(cfg_, pre, restorer, progress, tick, jr, stale):
+        raise Interrupted(signal.SIGTERM)
+
+    monkeypatch.setattr(run, "check_machine", lambda c: None)
+    monkeypatch.setattr(run, "preflight", lambda c: fake_pre(tmp_path / "machine"))
+    monkeypatch.setattr(run, "machine_lock", lambda: machine_lock(tmp_path / "lock"))
+    monkeypatch.setattr(journal, "JOURNAL_PATH", tmp_path / "journal")
+    monkeypatch.setattr(journal, "boot_id", lambda: "boot-1")
+    monkeypatch.setattr(run, "_capture", interrupted)
+    with pytest.raises(Interrupted) as info:
+        run.capture(cfg)
+    assert info.value.incomplete == it
