@@ -7,12 +7,21 @@ Read from ``mmlab.json`` (written by ``mmlab capture``), else from the plain mmt
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from analysis.ingest.mmtests import Iteration, Machine, Run
+from analysis.ingest.textfile import read_text
 
-__all__ = ["Provenance", "format_provenance", "iteration_provenance", "run_differences"]
+__all__ = [
+    "Provenance",
+    "capture_settings",
+    "format_provenance",
+    "iteration_provenance",
+    "run_differences",
+    "setting_differences",
+]
 
 
 @dataclass(frozen=True)
@@ -126,3 +135,99 @@ def format_provenance(rows: Sequence[Provenance]) -> str:
                     for r, v in zip(mine, values, strict=True)
                 ]
     return "\n".join(out) + "\n"
+
+
+# mmlab.json keys that say where a capture went or what it measured, not what it ran under;
+# config.sets is left out because the sysctls it set are compared as they were in effect.
+_NOT_SETTINGS = frozenset(
+    {
+        "config.out",
+        "config.run",
+        "config.command_line",
+        "config.sets",
+        "config.iterations",
+        "system.hostname",
+        "system.cpu.model",
+        "system.cpu.logical_cpus",
+        "system.memory.mem_total_kib",
+        "system.memory.mem_available_kib",
+        "system.config_hz",
+        "system.kconfig_available",
+    }
+)
+# Memory cgroup files that set a limit or policy (v1 and v2); the rest are usage counters.
+_CGROUP_SETTING = re.compile(
+    r"memory\.((\w+\.)*limit_in_bytes|swappiness|use_hierarchy|move_charge_at_immigrate"
+    r"|max|high|low|min|swap\.max|oom\.group)"
+)
+_KCONFIG_LINE = re.compile(r"^(CONFIG_\w+)=(.*)$|^# (CONFIG_\w+) is not set$")
+
+
+def _flat(prefix: str, value: object) -> dict[str, str]:
+    if isinstance(value, dict):
+        return {
+            k: v for key, sub in value.items() for k, v in _flat(f"{prefix}.{key}", sub).items()
+        }
+    if isinstance(value, list):
+        return {prefix: " ".join(str(v) for v in value)}
+    return {prefix: str(value)}
+
+
+def _bytes(name: str, value: str) -> str:
+    """A ``*_bytes`` setting in MiB, as the capture's README states sizes."""
+    if "bytes" in name.rsplit(".", 1)[-1] and value.isdigit() and int(value) >= 1 << 20:
+        return f"{int(value) / 1048576:.1f} MiB"
+    return value
+
+
+def _kconfig(iteration: Iteration) -> dict[str, str]:
+    """Every ``CONFIG_*`` option of the first ``kconfig-*`` file (``n`` when not set)."""
+    for path in sorted(iteration.path.glob("kconfig-*")):
+        options = {}
+        for line in read_text(path).splitlines():
+            if m := _KCONFIG_LINE.match(line):
+                options[m[1] or m[3]] = m[2] if m[1] else "n"
+        return options
+    return {}
+
+
+def capture_settings(iteration: Iteration) -> dict[str, str]:
+    """What ``iteration`` ran under, as ``name → value``: the vm sysctls in effect
+    (mmlab.json's ``sysctls_vm_before`` with ``sysctl_changes`` applied), ``mmlab
+    capture``'s options (``config.*``), the workload's sizing (``plan[workers].*``),
+    kernel build, THP and swap (``system.*``), the memory cgroup's limits (``cgroup.*``),
+    the trace setup and every kconfig option. Machine, memory, CONFIG_HZ and the cgroup
+    limit are :class:`Provenance` fields (:func:`run_differences`), not repeated here.
+    A plain mmtests tree (no mmlab.json) has its kconfig only."""
+    meta = iteration.metadata
+    sysctls = dict(meta.get("sysctls_vm_before", {}))
+    sysctls |= {name: change["to"] for name, change in meta.get("sysctl_changes", {}).items()}
+    settings = {**sysctls, **_flat("config", meta.get("config", {}))}
+    settings |= _flat("system", meta.get("system", {}))
+    cgroup = meta.get("cgroup", {})
+    settings |= {f"cgroup.{k}": str(v) for k, v in cgroup.items() if _CGROUP_SETTING.fullmatch(k)}
+    trace = meta.get("trace", {})
+    for key in ("clock", "events_enabled", "buffer_size_kb_per_cpu"):
+        if key in trace:
+            settings |= _flat(f"trace.{key}", trace[key])
+    for phase in meta.get("phases", []):
+        settings |= _flat(f"plan[{phase.get('workers', '')}]", phase.get("plan", {}))
+    settings = {k: _bytes(k, v) for k, v in settings.items() if k not in _NOT_SETTINGS}
+    return settings | _kconfig(iteration)
+
+
+def setting_differences(runs: Sequence[Run]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """``(setting, value per run)`` of every :func:`capture_settings` entry whose values
+    differ between ``runs`` (values of one run's iterations joined by ``, ``; ``-`` where
+    a run did not record it): the sysctl an A/B changed, and any the experimenter did not
+    mean to change."""
+    per_run = [[capture_settings(it) for it in run.iterations] for run in runs]
+    names = dict.fromkeys(name for its in per_run for s in its for name in s)
+    out = []
+    for name in names:
+        values = tuple(
+            ", ".join(dict.fromkeys(s.get(name, "-") for s in its)) or "-" for its in per_run
+        )
+        if len(set(values)) > 1:
+            out.append((name, values))
+    return tuple(out)
