@@ -12,14 +12,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "report",
         help="plain-text report for a patch cover letter: BASE NEW [...] or every run in DATA",
-        description="Sections in cover-letter order: latency, vmstat Ops, throttling, "
-        "stalls; capture provenance and lost-event warnings first. 80 columns, no ANSI.",
+        description="A summary first (what differed between the runs, the latency "
+        "verdicts), then in cover-letter order: latency, vmstat Ops, throttling, stalls, "
+        "aggregated over iterations. 80 columns, no ANSI.",
     )
     p.add_argument("runs", nargs="*", type=Path, metavar="RUN", help="run directories, base first")
     p.add_argument(
         "--data", type=Path, default=Path("data"), help="every run under DATA (no RUN given)"
     )
     p.add_argument("--out", type=Path, help="write the report here (default: stdout)")
+    p.add_argument(
+        "--detail",
+        action="store_true",
+        help="also each run's provenance and every traced iteration's analysis (--json has them)",
+    )
     p.add_argument("--json", action="store_true", help="JSON instead of text")
     p.set_defaults(func=run)
 
@@ -30,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     from analysis.report.json_output import dumps
 
     paths = args.runs or [args.data]
-    text = dumps(report_json(paths)) + "\n" if args.json else build_report(paths)
+    text = dumps(report_json(paths)) + "\n" if args.json else build_report(paths, args.detail)
     if args.out is None:
         print(text, end="")
     else:

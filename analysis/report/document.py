@@ -15,28 +15,46 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from analysis.ingest.mmtests import Run, find_runs, unique_runs
 from analysis.metrics.compare import compare_runs
 from analysis.metrics.throttle_runs import run_throttle_table
 from analysis.metrics.trace_analysis import TraceAnalysis, analyse_iteration
 from analysis.report.ops import comparison_json, format_comparison
-from analysis.report.provenance import format_provenance, iteration_provenance, run_differences
+from analysis.report.provenance import (
+    Provenance,
+    format_provenance,
+    iteration_provenance,
+    run_differences,
+    setting_differences,
+)
+from analysis.report.summary import format_settings, format_summary
 from analysis.report.text import fit
-from analysis.report.throttle import format_run_throttle
+from analysis.report.throttle import format_run_stalls, format_run_throttle
 from analysis.report.trace_analysis import analysis_json, format_analysis
 
+if TYPE_CHECKING:
+    import polars as pl
+
+    from analysis.stats.significance import RowComparison
+
 __all__ = [
+    "DETAIL_FIRST",
+    "DETAIL_LAST",
     "SECTIONS",
     "TEST_TREES",
     "ReportData",
     "build_report",
     "capture_runs",
+    "captures_section",
+    "iteration_section",
     "latency_section",
     "report_json",
     "report_runs",
     "report_sections",
     "stalls_section",
+    "summary_section",
     "throttle_section",
     "vmstat_section",
 ]
@@ -58,28 +76,47 @@ class ReportData:
             for analysis in analyse_iteration(it)
         )
 
+    @cached_property
+    def provenance(self) -> tuple[Provenance, ...]:
+        """Capture context of every iteration of every run."""
+        return tuple(iteration_provenance(run, it) for run in self.runs for it in run.iterations)
+
+    @cached_property
+    def settings(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        """Every capture setting whose values differ between the runs (``setting_differences``)."""
+        return setting_differences(self.runs)
+
+    @cached_property
+    def latency(self) -> tuple[pl.DataFrame, tuple[RowComparison, ...]] | str:
+        """The workload's latency rows (``benchmarks.load_runs``) and every new run's
+        comparison with the first (``compare_table``), computed once for the summary and
+        the latency section; a sentence saying why when there is nothing to compare."""
+        from statsmodels.tools.sm_exceptions import ConvergenceWarning
+
+        from analysis.ingest import benchmarks
+        from analysis.stats.significance import compare_table
+
+        if len(self.runs) < 2:
+            return "One run: no latency comparison (give BASE and NEW).\n"
+        table = benchmarks.load_runs([run.path for run in self.runs]).table
+        kernels = list(dict.fromkeys(table["kernel"]))
+        if len(kernels) < 2:
+            return "No workload latency logs in at least two runs.\n"
+        with warnings.catch_warnings():
+            # statsmodels warns before returning NaN for huge effects; needed_runs handles it.
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            return table, tuple(compare_table(table, kernels[0], kernels[1:]))
+
 
 def latency_section(data: ReportData) -> str:
     """The workload's latency logs per run against the first run, with run-level
     significance (as ``mmlab compare``: Harrell–Davis median decides, permutation test
     over iterations, Benjamini–Hochberg q-values)."""
-    from statsmodels.tools.sm_exceptions import ConvergenceWarning
-
-    from analysis.ingest import benchmarks
     from analysis.report.compare import format_mmtests
-    from analysis.stats.significance import compare_table
 
-    if len(data.runs) < 2:
-        return "One run: no latency comparison (give BASE and NEW).\n"
-    table = benchmarks.load_runs([run.path for run in data.runs]).table
-    kernels = list(dict.fromkeys(table["kernel"]))
-    if len(kernels) < 2:
-        return "No workload latency logs in at least two runs.\n"
-    with warnings.catch_warnings():
-        # statsmodels warns before returning NaN for huge effects; needed_runs handles it.
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        results = compare_table(table, kernels[0], kernels[1:])
-    return format_mmtests(table, results)
+    if isinstance(data.latency, str):
+        return data.latency
+    return format_mmtests(*data.latency)
 
 
 def vmstat_section(data: ReportData) -> str:
@@ -103,6 +140,15 @@ def throttle_fits_section(data: ReportData) -> str:
 
 
 def stalls_section(data: ReportData) -> str:
+    """Reclaim stalls per run and context, aggregated over its traced iterations."""
+    from analysis.metrics.stall_runs import iteration_stalls, run_stall_table
+
+    return format_run_stalls(
+        run_stall_table([(run.name, i, iteration_stalls(a.reclaim)) for run, i, a in data.analyses])
+    )
+
+
+def iteration_section(data: ReportData) -> str:
     """Reclaim stalls, throttling, daemons, shrinkers and LRU of every traced iteration."""
     parts = [
         f"-- {run.name} iter-{index} --\n{format_analysis(analysis)}"
@@ -111,12 +157,36 @@ def stalls_section(data: ReportData) -> str:
     return "\n".join(parts) if parts else "No ftrace captures.\n"
 
 
+def summary_section(data: ReportData) -> str:
+    """What differed between the runs and the latency verdicts (:mod:`analysis.report.summary`)."""
+    latency = data.latency if isinstance(data.latency, str) else data.latency[1]
+    lost = sum(a.lost_events for _, _, a in data.analyses)
+    return format_summary(data.provenance, data.settings, latency, lost)
+
+
+def captures_section(data: ReportData) -> str:
+    """Each run's provenance and every setting that differed (``--detail``)."""
+    text = format_provenance(data.provenance)
+    if data.settings:
+        runs = [run.name for run in data.runs]
+        text += "\nSettings that differ:\n" + "\n".join(format_settings(runs, data.settings))
+        text += "\n"
+    return text
+
+
 SECTIONS: tuple[tuple[str, Callable[[ReportData], str]], ...] = (
     ("Workload latency", latency_section),
     ("Reclaim Ops from /proc/vmstat", vmstat_section),
     ("Reclaim throttling per reason", throttle_section),
     ("Throttle delay fits", throttle_fits_section),
     ("Reclaim stalls from ftrace", stalls_section),
+)
+# With ``--detail``: the full provenance first, every traced iteration last.
+DETAIL_FIRST: tuple[tuple[str, Callable[[ReportData], str]], ...] = (
+    ("Captures", captures_section),
+)
+DETAIL_LAST: tuple[tuple[str, Callable[[ReportData], str]], ...] = (
+    ("Every traced iteration", iteration_section),
 )
 
 
@@ -153,26 +223,31 @@ def _differ_text(differ: Sequence[str]) -> str:
     )
 
 
-def report_sections(data: ReportData) -> list[tuple[str, str]]:
-    """``(title, text)`` of the provenance, the warnings and every entry of ``SECTIONS``."""
-    provenance = [iteration_provenance(run, it) for run in data.runs for it in run.iterations]
-    differ = run_differences(provenance)
+def report_sections(data: ReportData, detail: bool = False) -> list[tuple[str, str]]:
+    """``(title, text)`` of the summary, any provenance warning, the lost-event warnings
+    and every entry of ``SECTIONS``; with ``detail`` also ``DETAIL_FIRST`` and
+    ``DETAIL_LAST``."""
+    differ = run_differences(data.provenance)
     first = [("Runs differ in more than the kernel", _differ_text(differ))] if differ else []
+    lost = any(a.lost_events for _, _, a in data.analyses)
     return [
+        ("Summary", summary_section(data)),
         *first,
-        ("Captures", format_provenance(provenance)),
-        ("Warnings", _warnings(data)),
+        *(((title, section(data)) for title, section in DETAIL_FIRST) if detail else ()),
+        *([("Warnings", _warnings(data))] if lost else []),
         *((title, section(data)) for title, section in SECTIONS),
+        *(((title, section(data)) for title, section in DETAIL_LAST) if detail else ()),
     ]
 
 
-def build_report(paths: Sequence[Path]) -> str:
+def build_report(paths: Sequence[Path], detail: bool = False) -> str:
     """The report of the capture runs under ``paths`` (each as :func:`capture_runs`; the
-    first run found is the base of every comparison), 80 columns."""
+    first run found is the base of every comparison), 80 columns; ``detail`` adds the
+    full provenance and every traced iteration's analysis."""
     runs = report_runs(paths)
     names = " vs ".join(run.name for run in runs)
     parts = [f"mmlab report: {names}\n"]
-    for title, text in report_sections(ReportData(runs)):
+    for title, text in report_sections(ReportData(runs), detail):
         parts.append(f"== {title} ==\n\n{text}")
     return fit("\n".join(parts))
 
@@ -193,7 +268,7 @@ def report_json(paths: Sequence[Path]) -> dict:
     from analysis.report.throttle_fits import run_fit_json, run_fits
 
     data = ReportData(report_runs(paths))
-    provenance = [iteration_provenance(run, it) for run in data.runs for it in run.iterations]
+    provenance = data.provenance
     throttle = run_throttle_table(
         [(run.name, index, a.throttle) for run, index, a in data.analyses]
     )
@@ -205,6 +280,7 @@ def report_json(paths: Sequence[Path]) -> dict:
         ],
         "provenance": provenance,
         "runs_differ": run_differences(provenance),
+        "settings_differ": [{"setting": k, "values": list(v)} for k, v in data.settings],
         "vmstat": comparison_json(compare_runs(data.runs)),
         "throttle": throttle,
         "throttle_fits": [run_fit_json(f) for f in run_fits(data)],

@@ -1,47 +1,124 @@
-"""80-column table of throttling per run (``run_throttle_table`` of metrics.throttle_runs)."""
+"""80-column tables of throttling and reclaim stalls per run, aggregated over iterations
+(``run_throttle_table`` of metrics.throttle_runs, ``run_stall_table`` of
+metrics.stall_runs), with the paper's digits (:data:`THROTTLE_DIGITS`, :data:`STALL_DIGITS`)
+so that the report and the paper print the same numbers."""
 
 from __future__ import annotations
 
 import polars as pl
 
-__all__ = ["format_run_throttle"]
+from analysis.report.table import Column, plus_minus, render
+
+__all__ = ["STALL_DIGITS", "THROTTLE_DIGITS", "format_run_stalls", "format_run_throttle"]
+
+# Decimals per quantity, shared with the paper's tables (report/paper/build.py).
+THROTTLE_DIGITS = {"events": 0, "timeout share": 1, "zero share": 1, "mean delay ms": 1}
+STALL_DIGITS = {"count": 0, "summed s": 1, "median ms": 2, "tail ms": 1, "max ms": 0}
 
 
-def _pm(mean: float | None, sd: float | None, scale: float = 1.0, digits: int = 1) -> str:
-    if mean is None:
-        return "-"
-    text = f"{mean * scale:.{digits}f}"
-    return text if sd is None else f"{text} ± {sd * scale:.{digits}f}"
+def _per_run(table: pl.DataFrame, rows_of) -> list[str]:
+    out: list[str] = []
+    for (run,), rows in table.group_by("run", maintain_order=True):
+        out += [f"{run} ({rows['iterations'][0]} iterations)", *rows_of(rows), ""]
+    return out
 
 
 def format_run_throttle(table: pl.DataFrame) -> str:
-    """One block per run: events per iteration and timeout share (mean ± sd over
+    """One table per run: events per iteration and timeout share (mean ± sd over
     iterations), zero share and mean recorded delay; a note on what the shares mean."""
     if table.is_empty():
         return "No throttle events in any trace.\n"
-    out: list[str] = []
-    for (run,), rows in table.group_by("run", maintain_order=True):
-        n = rows["iterations"][0]
-        out += [
-            f"{run} ({n} iterations; mean ± sd over iterations)",
-            f"{'reason':<16}{'timeout':>8} {'context':<8}{'events/iter':>16}{'timeout %':>14}"
-            f"{'zero %':>8}{'mean ms':>9}",
-        ]
+    d = THROTTLE_DIGITS
+    columns = [
+        Column("reason", left=True),
+        Column("timeout ms"),
+        Column("context", left=True),
+        Column("events/iter"),
+        Column("timeout %"),
+        Column("zero %"),
+        Column("mean ms"),
+    ]
+
+    def rows_of(rows: pl.DataFrame) -> list[str]:
+        cells = []
         for r in rows.iter_rows(named=True):
-            reason = r["reason"].removeprefix("VMSCAN_THROTTLE_").removeprefix("writeback_")
-            lower = ">=" if (r["timeout_share_mean"] or 0) > 0 else ""
-            mean_ms = "-" if r["mean_usec_mean"] is None else f"{r['mean_usec_mean'] / 1000:.2f}"
-            out.append(
-                f"{reason[:15]:<16}{r['usec_timeout'] / 1000:>6g}ms {r['context'][:8]:<8}"
-                f"{_pm(r['events_mean'], r['events_sd'], digits=0):>16}"
-                f"{_pm(r['timeout_share_mean'], r['timeout_share_sd'], 100):>14}"
-                f"{_pm(r['zero_share_mean'], None, 100):>8}{lower + mean_ms:>9}"
+            share = r["timeout_share_mean"]
+            sd = r["timeout_share_sd"]
+            mean_ms = r["mean_usec_mean"]
+            mean = plus_minus(None if mean_ms is None else mean_ms / 1000, None, d["mean delay ms"])
+            cells.append(
+                [
+                    r["reason"].removeprefix("VMSCAN_THROTTLE_"),
+                    f"{r['usec_timeout'] / 1000:g}",
+                    r["context"],
+                    plus_minus(r["events_mean"], r["events_sd"], d["events"]),
+                    plus_minus(
+                        None if share is None else 100 * share,
+                        None if sd is None else 100 * sd,
+                        d["timeout share"],
+                    ),
+                    plus_minus(100 * (r["zero_share_mean"] or 0), None, d["zero share"]),
+                    (">=" if (share or 0) > 0 else "") + mean,
+                ]
             )
-        out.append("")
-    out.append(
-        "timeout % = share of sleeps that ran to the timeout (right-censored: the wait\n"
-        "was at least the timeout); zero % = woken within the first jiffy; mean ms is\n"
-        "of recorded delays, a lower bound (>=) when any sleep hit the timeout. Shares\n"
-        "are averaged over iterations with events; sd needs 2 or more of them."
+        return render(columns, cells)
+
+    return (
+        "\n".join(
+            [
+                "mm_vmscan_throttled, mean ± sd over iterations.",
+                "",
+                *_per_run(table, rows_of),
+                "timeout % = share of sleeps that ran to the timeout (right-censored: the wait",
+                "was at least the timeout); zero % = woken within the first jiffy; mean ms is",
+                "of recorded delays, a lower bound (>=) when any sleep hit the timeout. Shares",
+                "are averaged over iterations with events; sd needs 2 or more of them.",
+            ]
+        )
+        + "\n"
     )
-    return "\n".join(out) + "\n"
+
+
+def format_run_stalls(table: pl.DataFrame) -> str:
+    """One table per run: per reclaim context, stalls and summed stall time per iteration
+    and the iterations' median and p99 stall (mean ± sd over iterations), max of all."""
+    if table.is_empty():
+        return "No closed reclaim stalls in any trace.\n"
+    d = STALL_DIGITS
+    columns = [
+        Column("context", left=True),
+        Column("stalls/iter"),
+        Column("stalled s/iter"),
+        Column("median ms"),
+        Column("p99 ms"),
+        Column("max ms"),
+    ]
+
+    def rows_of(rows: pl.DataFrame) -> list[str]:
+        return render(
+            columns,
+            [
+                [
+                    r["context"],
+                    plus_minus(r["stalls_mean"], r["stalls_sd"], d["count"]),
+                    plus_minus(r["stalled_s_mean"], r["stalled_s_sd"], d["summed s"]),
+                    plus_minus(r["median_ms_mean"], r["median_ms_sd"], d["median ms"]),
+                    plus_minus(r["p99_ms_mean"], r["p99_ms_sd"], d["tail ms"]),
+                    plus_minus(r["max_ms"], None, d["max ms"]),
+                ]
+                for r in rows.iter_rows(named=True)
+            ],
+        )
+
+    return (
+        "\n".join(
+            [
+                "Reclaim stalls (mm_vmscan_*_reclaim_begin to _end of one task), mean ± sd over",
+                "iterations of each iteration's count, summed time and nearest-rank quantiles;",
+                "max over all iterations. Contexts without a closed stall are left out.",
+                "",
+                *_per_run(table, rows_of),
+            ]
+        ).rstrip("\n")
+        + "\n"
+    )

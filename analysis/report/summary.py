@@ -1,0 +1,143 @@
+"""The report's opening summary (at most :data:`MAX_LINES` lines): what the runs had in
+common, every capture setting and provenance field that differed between them, the
+latency verdicts (the ``compare_table`` results the latency section prints), and lost
+trace events.
+
+A setting that differed is a possible cause of any change below; the reader sees it
+before any number. Only :data:`MAX_SETTINGS` settings fit; ``--detail`` lists all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from analysis.report.compare import DECIDING_ROW
+from analysis.report.provenance import Provenance, run_differences
+from analysis.report.table import Column, change_digits, estimate_digits, render, sig
+
+if TYPE_CHECKING:
+    from analysis.stats.bootstrap import Interval
+    from analysis.stats.significance import RowComparison
+
+__all__ = ["MAX_LINES", "MAX_SETTINGS", "format_settings", "format_summary", "verdict_lines"]
+
+MAX_LINES = 25
+MAX_SETTINGS = 8
+
+
+def _common(rows: Sequence[Provenance]) -> str:
+    """Kernel, CONFIG_HZ, machine, memory and memcg where every iteration of every run agrees."""
+    fields = (
+        ("kernel", {r.kernel or "unknown" for r in rows}),
+        ("CONFIG_HZ", {str(r.config_hz or "unknown") for r in rows}),
+        ("", {r.machine or "machine not recorded" for r in rows}),
+        (
+            "",
+            {
+                f"{r.memory_kib / 1048576:.1f} GiB" if r.memory_kib else "memory unknown"
+                for r in rows
+            },
+        ),
+        ("memcg", {r.cgroup or "not recorded" for r in rows}),
+    )
+    same = [f"{label} {v}".strip() for label, (v, *more) in fields if not more]
+    return "All runs: " + "; ".join(same) + "." if same else ""
+
+
+def format_settings(
+    runs: Sequence[str], differ: Sequence[tuple[str, tuple[str, ...]]], limit: int | None = None
+) -> list[str]:
+    """The table of settings that differ (one column per run), the first ``limit`` only."""
+    shown = differ if limit is None else differ[:limit]
+    columns = [Column("setting", left=True), *(Column(run, left=True) for run in runs)]
+    lines = render(columns, [[name, *values] for name, values in shown], indent=2)
+    if len(shown) < len(differ):
+        lines.append(f"  ... and {len(differ) - len(shown)} more (--detail lists them)")
+    return lines
+
+
+def _estimate(iv: Interval | None) -> str:
+    if iv is None:
+        return "-"
+    return f"{iv.estimate:.{estimate_digits(iv.estimate)}f}"
+
+
+def _change(r: RowComparison) -> str:
+    """new/base − 1 in % with its 95 % CI, the paper's digits."""
+    if r.change is None:
+        return "-"
+    text = f"{r.change:+.{change_digits(r.change)}f}%"
+    if r.change_ci:
+        low, high = r.change_ci
+        text += f" [{low:+.{change_digits(low)}f}, {high:+.{change_digits(high)}f}]"
+    return text
+
+
+def verdict_lines(results: Sequence[RowComparison]) -> list[str]:
+    """One line per latency row and new run: the deciding statistic of base and new, the
+    change with its CI, q and the verdict (``compare_table``'s, not recomputed)."""
+    if not results:
+        return ["No latency rows to compare."]
+    r0 = results[0]
+    news = list(dict.fromkeys(r.kernel for r in results))
+    columns = [
+        Column("row", left=True),
+        Column("unit", left=True),
+        Column(r0.base),
+        Column(news[0] if len(news) == 1 else "new"),
+        Column("new/base-1 [95% CI]"),
+        Column("q"),
+        Column("verdict", left=True),
+    ]
+    rows = [
+        [
+            r.row if len(news) == 1 else f"{r.row} {r.kernel}",
+            r.unit,
+            _estimate(r.base_estimate),
+            _estimate(r.estimate),
+            _change(r),
+            sig(r.q),
+            r.verdict,
+        ]
+        for r in results
+    ]
+    head = (
+        f"Verdicts: {DECIDING_ROW[r0.metric]} of each run, permutation test over runs, "
+        "Benjamini-Hochberg q:"
+    )
+    return [head, *render(columns, rows, indent=2)]
+
+
+def format_summary(
+    provenance: Sequence[Provenance],
+    settings: Sequence[tuple[str, tuple[str, ...]]],
+    latency: Sequence[RowComparison] | str,
+    lost_events: int,
+) -> str:
+    """The summary: common provenance, what differed, verdicts, lost events."""
+    runs = list(dict.fromkeys(r.run for r in provenance))
+    iterations = ", ".join(
+        f"{run} {sum(r.run == run for r in provenance)} iterations" for run in runs
+    )
+    lines = [f"Runs: {iterations}; base {runs[0]}." if runs else "No runs."]
+    if common := _common(provenance):
+        lines.append(common)
+    differ = list(run_differences(provenance))
+    kernels = {run: sorted({r.kernel for r in provenance if r.run == run}) for run in runs}
+    if len({tuple(k) for k in kernels.values()}) > 1:
+        differ.insert(0, "kernel: " + "; ".join(f"{r} {', '.join(k)}" for r, k in kernels.items()))
+    if differ or settings:
+        lines.append("Differed between the runs (capture records):")
+        lines += [f"  {line}" for line in differ]
+        if settings:
+            lines += format_settings(runs, settings, MAX_SETTINGS)
+    else:
+        lines.append("No setting differed between the runs but the kernel.")
+    lines += [latency.rstrip("\n")] if isinstance(latency, str) else verdict_lines(latency)
+    lines.append(
+        f"WARNING: {lost_events} lost trace events (see Warnings)."
+        if lost_events
+        else "No lost trace events."
+    )
+    return "\n".join(lines) + "\n"
