@@ -22,6 +22,7 @@ __all__ = [
     "format_comparison",
     "format_intervals",
     "format_ops",
+    "ops_digits",
     "ops_json",
     "run_json",
 ]
@@ -77,9 +78,18 @@ def format_ops(report: OpsReport) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+def ops_digits(unit: str) -> int:
+    """Decimals of an Ops mean and sd, the same in the report and the paper: 1 for % and
+    pages/s, 0 for counts (pages, KiB, events), whose sd over iterations is in the
+    hundreds or more."""
+    return 1 if unit in {"%", "pages/s"} else 0
+
+
 def format_comparison(cmp: Comparison) -> str:
-    """Runs side by side: mean over iterations (% change vs the first run, positive =
-    better as in mmtests), and ± sample standard deviation on the line below.
+    """Runs side by side: mean over iterations, the % change vs the first run (positive
+    = better as in mmtests) and which way is better; ± sample standard deviation on the
+    line below. Rows without a value in any iteration, or zero in all, are named once
+    below the table with the reason.
 
     Two runs fit 80 columns; with more, each further run gets its own block beside the
     first run, as one would paste them pairwise into a reply."""
@@ -90,7 +100,14 @@ def format_comparison(cmp: Comparison) -> str:
     zero = [
         label for k, label in enumerate(labels) if all(rep.rows[k].value == 0 for rep in reports)
     ]
-    shown = [(k, label) for k, label in enumerate(labels) if label not in absent | set(zero)]
+    # No value in any iteration of any run: the first iteration's note says why.
+    undefined = {
+        label: reports[0].rows[k].note
+        for k, label in enumerate(labels)
+        if label not in absent and all(rep.rows[k].value is None for rep in reports)
+    }
+    hidden = absent | set(zero) | set(undefined)
+    shown = [(k, label) for k, label in enumerate(labels) if label not in hidden]
     notes = Footnotes()
     blocks = [cmp.runs] if len(cmp.runs) <= 2 else [(cmp.runs[0], r) for r in cmp.runs[1:]]
     lines: list[str] = []
@@ -98,22 +115,23 @@ def format_comparison(cmp: Comparison) -> str:
         lines += [*_block(cmp, runs, shown, notes), ""]
     lines += [
         *wrapped(
-            "Mean over iterations (% change vs first run; positive = better, as in "
-            "mmtests), ± sample sd (n-1) below. Pages unless stated. No significance "
-            "test here: a change within the ± spread of either run is not evidence of "
-            "a difference.",
+            "Mean over iterations, ± sample sd (n-1) below; % change vs the first run, "
+            "positive = better in the direction shown (as in mmtests). Pages unless "
+            "stated. No significance test here: a change within the ± spread of either "
+            "run is not evidence of a difference.",
             indent="",
         ),
         *notes.lines(),
     ]
     lines.append(_page_line({rep.page_bytes for rep in reports}))
-    lines += wrapped(f"Zero in every iteration: {', '.join(zero)}." if zero else "")
+    by_reason: dict[str, list[str]] = {}
+    for label, why in undefined.items():
+        by_reason.setdefault(why, []).append(label)
+    for why, names in by_reason.items():
+        lines += wrapped(f"Omitted, no value in any iteration ({why}): {', '.join(names)}.")
+    lines += wrapped(f"Omitted, zero in every iteration: {', '.join(zero)}." if zero else "")
     lines += wrapped(f"Not in this kernel's vmstat: {', '.join(sorted(absent))}." if absent else "")
     return "\n".join(lines) + "\n"
-
-
-def _sd(value: float | None) -> str:
-    return "" if value is None else f"\n±{value:.6g}"
 
 
 def _block(
@@ -121,26 +139,38 @@ def _block(
 ) -> list[str]:
     """The table lines of ``runs`` (a subset of ``cmp.runs``, first run first)."""
     reports = [cmp.reports[cmp.runs.index(run)] for run in runs]
-    rows = [["Iterations", *(cell for r in reports for cell in ("", str(len(r))))]]
+    rows = [["Iterations", *(str(len(r)) for r in reports), "", ""]]
     for k, label in shown:
         cells = [cmp.row(label, run) for run in runs]
         why = next(
             (rep.rows[k].note for reps in reports for rep in reps if rep.rows[k].value is None), ""
         )
-        with_sd = any(c.sd for c in cells)
+        digits = ops_digits(cells[0].unit)
         row = [display_label(label, cells[0].unit)]
-        for cell in cells:
+        for i, cell in enumerate(cells):
+            mean = num(cell.mean, digits)
+            sd = "" if cell.sd is None else f"\n±{cell.sd:.{digits}f}"
+            row.append(mean + (sd if any(c.sd is not None for c in cells) else ""))
+            if i == 0:
+                continue
             # A cell without a mean carries the footnote in its % slot.
             if cell.mean is None:
-                change = notes.mark(why)
+                row.append(notes.mark(why))
             elif cell.change_pct is None:
-                change = notes.mark(_NO_CHANGE)
+                row.append(notes.mark(_NO_CHANGE))
             else:
-                change = f"({pct(cell.change_pct, width=7)})"
-            row += [num(cell.mean, width=12) + (_sd(cell.sd) if with_sd else ""), change]
+                row.append(f"({pct(cell.change_pct, width=7)})")
+        if cells[0].mean is None:
+            row[1] += " " + notes.mark(why)
+        row.append(cells[0].better)
         rows.append(row)
-    columns = [_LABEL, *(col for _ in runs for col in (_MEAN, _CHANGE))]
-    return render(columns, rows, spans=[("", 1), *((run, 2) for run in runs)])
+    columns = [
+        _LABEL,
+        *(Column(run, _MEAN.width) for run in runs),
+        Column("change", _CHANGE.width),
+        Column("better", left=True),
+    ]
+    return render(columns, rows)
 
 
 def format_intervals(series: pl.DataFrame) -> str:

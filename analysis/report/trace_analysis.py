@@ -271,7 +271,10 @@ def format_analysis(a: TraceAnalysis) -> str:
     )
     out += _frame_lines(
         "Shrinkers (objects)",
-        a.shrinker.sort("scanned_objects", descending=True).head(12),
+        # The symbol without its +offset/size (kallsyms' %pS), so no cut lands mid-symbol.
+        a.shrinker.sort("scanned_objects", descending=True)
+        .head(12)
+        .with_columns(pl.col("shrinker").str.replace(r"\+0x[0-9a-f]+/0x[0-9a-f]+", "")),
         [
             ("shrinker", "shrinker", 22),
             ("context", "ctx", 7),

@@ -30,10 +30,11 @@ from analysis.metrics.stall_runs import TAIL_QUANTILE, iteration_stalls, run_sta
 from analysis.metrics.throttle_runs import run_throttle_table
 from analysis.outputs import staged_dir
 from analysis.report.document import ReportData
-from analysis.report.ops import display_label
+from analysis.report.ops import display_label, ops_digits
 from analysis.report.paper import comparison, figures, fits, shrinker, timeout
 from analysis.report.paper.latex import defined_macros, escape, macros_tex, pm, table_tex
 from analysis.report.provenance import iteration_provenance
+from analysis.report.throttle import STALL_DIGITS, THROTTLE_DIGITS
 
 __all__ = ["NEEDS_TRACES", "SECTION_HOOKS", "PaperInputs", "build_inputs", "paper_values"]
 
@@ -77,27 +78,30 @@ def _common(values: list[str]) -> str:
 
 def _throttle_cells(r: dict) -> dict[str, str]:
     """LaTeX cells of one :func:`run_throttle_table` row (table columns and macros)."""
-    sd = r["timeout_share_sd"]
+    sd, d = r["timeout_share_sd"], THROTTLE_DIGITS
     return {
         "reason": escape(r["reason"].removeprefix("VMSCAN_THROTTLE_")),
         "context": escape(r["context"]),
         "timeout ms": f"{r['usec_timeout'] / 1000:g}",
-        "events": pm(r["events_mean"], r["events_sd"], 0),
-        "timeout share": pm(100 * r["timeout_share_mean"], None if sd is None else 100 * sd, 1),
-        "zero share": f"{100 * r['zero_share_mean']:.1f}",
-        "mean delay ms": f"{r['mean_usec_mean'] / 1000:.1f}",
+        "events": pm(r["events_mean"], r["events_sd"], d["events"]),
+        "timeout share": pm(
+            100 * r["timeout_share_mean"], None if sd is None else 100 * sd, d["timeout share"]
+        ),
+        "zero share": f"{100 * r['zero_share_mean']:.{d['zero share']}f}",
+        "mean delay ms": f"{r['mean_usec_mean'] / 1000:.{d['mean delay ms']}f}",
     }
 
 
 def _stall_cells(r: dict) -> dict[str, str]:
     """LaTeX cells of one :func:`run_stall_table` row (table columns and macros)."""
+    d = STALL_DIGITS
     return {
         "context": escape(r["context"]),
-        "count": pm(r["stalls_mean"], r["stalls_sd"], 0),
-        "summed s": pm(r["stalled_s_mean"], r["stalled_s_sd"], 1),
-        "median ms": pm(r["median_ms_mean"], r["median_ms_sd"], 2),
-        "tail ms": pm(r["p99_ms_mean"], r["p99_ms_sd"], 1),
-        "max ms": f"{r['max_ms']:.0f}",
+        "count": pm(r["stalls_mean"], r["stalls_sd"], d["count"]),
+        "summed s": pm(r["stalled_s_mean"], r["stalled_s_sd"], d["summed s"]),
+        "median ms": pm(r["median_ms_mean"], r["median_ms_sd"], d["median ms"]),
+        "tail ms": pm(r["p99_ms_mean"], r["p99_ms_sd"], d["tail ms"]),
+        "max ms": f"{r['max_ms']:.{d['max ms']}f}",
     }
 
 
@@ -164,7 +168,7 @@ def ops_table(cmp: Comparison) -> str:
         cells = [cmp.row(label, run) for run in cmp.runs]
         if all(c.mean in (None, 0) for c in cells):
             continue
-        digits = 1 if cells[0].unit in {"%", "pages/s"} else 0
+        digits = ops_digits(cells[0].unit)
         name = escape(display_label(label, cells[0].unit))
         rows.append([name, *(pm(c.mean, c.sd, digits) for c in cells)])
     return table_tex(

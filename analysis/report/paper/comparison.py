@@ -33,6 +33,7 @@ from analysis.report.compare import DECIDING_ROW
 from analysis.report.document import ReportData
 from analysis.report.paper import figures
 from analysis.report.paper.latex import escape, macro_name, macros_tex, pm, table_tex
+from analysis.report.table import change_digits, estimate_digits
 from analysis.stats import validation_compare
 from analysis.stats.bootstrap import run_statistics
 from analysis.stats.rules import mmtests_2018
@@ -140,7 +141,7 @@ def _g(value: float | None, digits: int = 3) -> str:
 def _estimate(value: float | None) -> str:
     if value is None:
         return "--"
-    return pm(value, None, 0 if abs(value) >= 1000 else 2 if abs(value) < 100 else 1)
+    return pm(value, None, estimate_digits(value))
 
 
 def _change(r: RowComparison) -> tuple[str, str, str]:
@@ -149,7 +150,7 @@ def _change(r: RowComparison) -> tuple[str, str, str]:
         return "--", "--", "--"
     low, high = r.change_ci if r.change_ci else (None, None)
     return tuple(  # type: ignore[return-value]
-        "--" if v is None else f"\\ensuremath{{{v:+.{1 if abs(v) >= 10 else 2}f}}}"
+        "--" if v is None else f"\\ensuremath{{{v:+.{change_digits(v)}f}}}"
         for v in (r.change, low, high)
     )
 
