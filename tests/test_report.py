@@ -13,15 +13,14 @@ import pytest
 
 from analysis.cli import main
 from analysis.metrics.throttle_runs import run_throttle_table
-from analysis.report.document import ReportData, capture_runs, vmstat_section
+from analysis.report.document import ReportData, build_report, capture_runs, vmstat_section
 from analysis.report.text import fit, shorten_middle
 from analysis.stats.significance import needed_runs
 from tests.conftest import DATA, throttled_lines
 from tests.test_golden import GOLDEN, RUNS, assert_json_matches
 
 ORDER = [
-    "== Captures ==",
-    "== Warnings ==",
+    "== Summary ==",
     "== Workload latency ==",
     "== Reclaim Ops from /proc/vmstat ==",
     "== Reclaim throttling per reason ==",
@@ -29,12 +28,22 @@ ORDER = [
 ]
 
 
+# The bundled A/B pair `make` reports on (Makefile AB_RUNS).
+AB_RUNS = (DATA / "stutterp-aa2", DATA / "stutterp-ab-dirty5")
+
+
 @pytest.fixture(scope="module")
 def report(tmp_path_factory) -> str:
-    """``mmlab report --data data`` (every bundled run), built once for these tests."""
+    """``mmlab report --data data --detail`` (every bundled run), built once for these tests."""
     out = tmp_path_factory.mktemp("report") / "report.txt"
-    assert main(["report", "--data", str(DATA), "--out", str(out)]) == 0
+    assert main(["report", "--data", str(DATA), "--detail", "--out", str(out)]) == 0
     return out.read_text()
+
+
+@pytest.fixture(scope="module")
+def ab_report() -> str:
+    """``build/report.txt``: the bundled A/B pair without ``--detail``."""
+    return build_report(AB_RUNS)
 
 
 def test_report_covers_every_run_and_iteration(report):
@@ -42,6 +51,8 @@ def test_report_covers_every_run_and_iteration(report):
     assert "mmtests-ci" not in report
     positions = [report.index(title) for title in ORDER]
     assert positions == sorted(positions)
+    # --detail restores the full provenance and every traced iteration.
+    assert report.index("== Captures ==") < report.index("== Workload latency ==")
     for run in runs:
         for it in run.iterations:
             assert f"-- {run.name} iter-{it.index} --" in report
@@ -49,14 +60,66 @@ def test_report_covers_every_run_and_iteration(report):
     assert "\x1b" not in report
 
 
+def test_ab_report_is_short_and_its_summary_says_what_changed_and_was_found(ab_report):
+    """Issue 20: build/report.txt was 1,426 lines, 88 % per-iteration dumps, and never
+    showed the one setting that differed (vm.dirty_ratio 20 vs 5, the runs' mmlab.json)."""
+    lines = ab_report.splitlines()
+    assert len(lines) <= 200
+    assert max(len(line) for line in lines) <= 80
+    head = "\n".join(lines[:25])
+    dirty = next(line for line in lines[:25] if line.strip().startswith("vm.dirty_ratio"))
+    assert dirty.split() == ["vm.dirty_ratio", "20", "5"]
+    # The verdict rows are compare_table's: the latency section's paragraph says the same.
+    for row in ("mmap-8", "elapsed"):
+        verdict = next(line for line in lines[:25] if line.strip().startswith(row + " "))
+        assert verdict.rstrip().endswith("no change shown")
+    assert "q 0.312" in ab_report and " 0.312 no change shown" in head
+    assert "-2.97% [-7.40, +1.66]" in head and "HD-50 new/base−1 -2.97% [-7.40," in ab_report
+    # Per-iteration detail only with --detail; one stall table per run instead.
+    assert "iter-0 --" not in ab_report and "Every traced iteration" not in ab_report
+    stalls = ab_report[ab_report.index("== Reclaim stalls") :]
+    assert stalls.count("stalls/iter") == 2
+    # No row of zeros or dashes; the omitted ones named once below the Ops table.
+    ops = ab_report[ab_report.index("== Reclaim Ops") : ab_report.index("== Reclaim throttling")]
+    assert "Kswapd efficiency %" not in ops.split("Omitted")[0]
+    assert "Omitted, no value in any iteration (nothing scanned): Kswapd efficiency %" in ops
+    assert "lower" in ops and "higher" in ops  # direction of better per row
+
+
+def test_setting_differences_read_mmlab_json_and_kconfig(tmp_path):
+    """Every sysctl in effect, capture option and kconfig option that differs is found;
+    identical ones are not (values set by hand in a copy of one bundled iteration)."""
+    from analysis.ingest.mmtests import find_runs
+    from analysis.report.provenance import setting_differences
+
+    base = tmp_path / "a" / "r1"
+    shutil.copytree(AB_RUNS[0] / "dirty20-a2" / "iter-0", base / "iter-0")
+    new = tmp_path / "b" / "r2" / "iter-0"
+    shutil.copytree(base / "iter-0", new)
+    meta = json.loads((new / "mmlab.json").read_text())
+    meta["sysctl_changes"]["vm.swappiness"] = {"from": "60", "to": "10"}
+    meta["config"]["limit_mb"] = 512
+    (new / "mmlab.json").write_text(json.dumps(meta))
+    (kconfig,) = new.glob("kconfig-*")
+    kconfig.unlink()
+    (new / "kconfig-x.txt").write_text("CONFIG_HZ=250\nCONFIG_LRU_GEN=y\n")
+    runs = (*find_runs(tmp_path / "a"), *find_runs(tmp_path / "b"))
+    differ = dict(setting_differences(runs))
+    assert differ["vm.swappiness"] == ("60", "10")
+    assert differ["config.limit_mb"] == ("256", "512")
+    assert differ["CONFIG_LRU_GEN"] == ("n", "y")  # "# CONFIG_LRU_GEN is not set" in A
+    assert "vm.dirty_ratio" not in differ and "CONFIG_HZ" not in differ
+
+
 def test_report_provenance(report):
     names = [run.name for run in capture_runs(DATA)]
     assert report.startswith(f"mmlab report: {' vs '.join(names)}\n")
     # The bundled captures' mmlab.json: kernel 6.18.44, CONFIG_HZ 250, cgroup v1 at 256 MiB.
+    assert "kernel 6.18.44-fc-v669" in report[: report.index("== Workload")]
     assert "  kernel     6.18.44-fc-v669" in report
     assert "  CONFIG_HZ  250" in report
     assert "  memcg      v1, limit 256 MiB" in report
-    assert "No lost trace events." in report
+    assert "No lost trace events." in report[: report.index("== Workload")]
     # The latency section is mmlab compare's: the probe's mmap latency per worker count.
     latency = report[report.index("== Workload latency") : report.index("== Reclaim Ops")]
     assert f"Comparison of HD-50 (run-level estimate), base {names[0]}." in latency
@@ -109,7 +172,7 @@ def test_throttle_section_matches_the_raw_trace_text(report):
         hit = [x for x in lines if "usect_delayed=100000 " in x and "usec_timeout=100000" in x]
         shares.append(100 * len(hit) / len(lines))
     section = report[report.index("== Reclaim throttling") : report.index("== Throttle delay")]
-    block = section[section.index("dirty5 (3 iterations") :]
+    block = section[section.index("\ndirty5 (3 iterations") :]
     row = next(line for line in block.splitlines() if line.startswith("WRITEBACK"))
     events = f"{statistics.mean(counts):.0f} ± {statistics.stdev(counts):.0f}"
     timeout = f"{statistics.mean(shares):.1f} ± {statistics.stdev(shares):.1f}"
@@ -174,7 +237,7 @@ def test_the_bundled_runs_come_from_two_machines_and_the_report_says_so(report):
     on an AMD EPYC VM (their mmlab.json): comparing all of them says so first; the A/B
     pair the golden report compares ran on one machine and says nothing."""
     assert report.index("== Runs differ in more than the kernel ==") < report.index("== Captures")
-    differ = report[: report.index("== Captures")]
+    differ = report[report.index("== Runs differ") : report.index("== Captures")]
     assert "Intel(R) Xeon(R) Processor" in differ and "AMD EPYC" in differ
     assert "Runs differ" not in (GOLDEN / "report.txt").read_text()
 
@@ -200,5 +263,7 @@ def test_runs_from_different_machines_say_so_first(monkeypatch):
     assert run_differences([iteration_provenance(r, it) for r in same for it in r.iterations]) == ()
     monkeypatch.setattr(document, "SECTIONS", ())
     text = document.build_report([DATA / "stutterp-dirty20", other])
-    assert text.index("== Runs differ in more than the kernel ==") < text.index("== Captures ==")
+    assert text.index("== Summary ==") < text.index("== Runs differ in more than the kernel ==")
+    summary = text[: text.index("== Runs differ")]
+    assert "  machine: dirty20 vm, AMD EPYC" in summary and "POWER8" in summary
     assert "WARNING: these runs were not captured alike" in text

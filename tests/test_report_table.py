@@ -117,7 +117,10 @@ def test_comparison_of_three_runs_in_pairwise_blocks():
     assert not any(ANSI.search(line) for line in lines)
     # Two blocks, each headed by the first run and one other.
     heads = [line.split() for line in lines if line.strip().startswith("dirty20")]
-    assert heads == [["dirty20", "dirty5"], ["dirty20", "dirty5-again"]]
+    assert heads == [
+        ["dirty20", "dirty5", "change", "better"],
+        ["dirty20", "dirty5-again", "change", "better"],
+    ]
     # "nothing scanned" marks cells in both blocks but is one footnote; no reason twice.
     notes = [line.split(" ", 1)[1] for line in lines if line.startswith("[")]
     assert notes.count("nothing scanned") == 1 and len(notes) == len(set(notes))
@@ -126,7 +129,7 @@ def test_comparison_of_three_runs_in_pairwise_blocks():
     faults = [line for line in lines if line.startswith("Minor Faults")]
     assert len(faults) == 2 and faults[0] == faults[1]
     change = 100 - 2038349.00 * 100 / 2915172.00
-    assert faults[0].endswith(f"2038349.00 ({change:7.2f}%)")
+    assert faults[0].endswith(f"2038349 ({change:7.2f}%) lower")
 
 
 @pytest.mark.parametrize("module", [table, json_output], ids=lambda m: m.__name__)

@@ -218,11 +218,17 @@ def capture_settings(iteration: Iteration) -> dict[str, str]:
 
 def setting_differences(runs: Sequence[Run]) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """``(setting, value per run)`` of every :func:`capture_settings` entry whose values
-    differ between ``runs`` (values of one run's iterations joined by ``, ``; ``-`` where
-    a run did not record it): the sysctl an A/B changed, and any the experimenter did not
-    mean to change."""
+    differ between ``runs`` (values of one run's iterations joined by ``, ``; ``-`` for an
+    iteration that did not record it), among the settings every run recorded: the sysctl
+    an A/B changed, and any the experimenter did not mean to change."""
     per_run = [[capture_settings(it) for it in run.iterations] for run in runs]
-    names = dict.fromkeys(name for its in per_run for s in its for name in s)
+    # A setting counts where every run recorded it: a plain mmtests tree records no sysctls.
+    recorded = [{name for s in its for name in s} for its in per_run]
+    names = [
+        name
+        for name in dict.fromkeys(n for r in recorded for n in r)
+        if all(name in r for r in recorded)
+    ]
     out = []
     for name in names:
         values = tuple(

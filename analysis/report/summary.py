@@ -1,4 +1,5 @@
-"""The report's opening summary (at most :data:`MAX_LINES` lines): what the runs had in
+"""The report's opening summary, about 25 lines (:data:`MAX_SETTINGS` settings and
+:data:`MAX_VERDICTS` verdicts at most; long values wrap): what the runs had in
 common, every capture setting and provenance field that differed between them, the
 latency verdicts (the ``compare_table`` results the latency section prints), and lost
 trace events.
@@ -15,15 +16,22 @@ from typing import TYPE_CHECKING
 from analysis.report.compare import DECIDING_ROW
 from analysis.report.provenance import Provenance, run_differences
 from analysis.report.table import Column, change_digits, estimate_digits, render, sig
+from analysis.stats.significance import NOT_COMPARED
 
 if TYPE_CHECKING:
     from analysis.stats.bootstrap import Interval
     from analysis.stats.significance import RowComparison
 
-__all__ = ["MAX_LINES", "MAX_SETTINGS", "format_settings", "format_summary", "verdict_lines"]
+__all__ = [
+    "MAX_SETTINGS",
+    "MAX_VERDICTS",
+    "format_settings",
+    "format_summary",
+    "verdict_lines",
+]
 
-MAX_LINES = 25
 MAX_SETTINGS = 8
+MAX_VERDICTS = 6
 
 
 def _common(rows: Sequence[Provenance]) -> str:
@@ -75,11 +83,14 @@ def _change(r: RowComparison) -> str:
 
 
 def verdict_lines(results: Sequence[RowComparison]) -> list[str]:
-    """One line per latency row and new run: the deciding statistic of base and new, the
-    change with its CI, q and the verdict (``compare_table``'s, not recomputed)."""
-    if not results:
-        return ["No latency rows to compare."]
-    r0 = results[0]
+    """One line per compared latency row and new run (the first :data:`MAX_VERDICTS`): the
+    deciding statistic of base and new, the change with its CI, q and the verdict
+    (``compare_table``'s, not recomputed); rows not compared are counted, not listed."""
+    compared = [r for r in results if r.verdict != NOT_COMPARED]
+    if not compared:
+        return [f"No latency row could be compared ({len(results)} rows; see Workload latency)."]
+    left = len(results) - len(compared[:MAX_VERDICTS])
+    results, r0 = compared[:MAX_VERDICTS], compared[0]
     news = list(dict.fromkeys(r.kernel for r in results))
     columns = [
         Column("row", left=True),
@@ -106,7 +117,8 @@ def verdict_lines(results: Sequence[RowComparison]) -> list[str]:
         f"Verdicts: {DECIDING_ROW[r0.metric]} of each run, permutation test over runs, "
         "Benjamini-Hochberg q:"
     )
-    return [head, *render(columns, rows, indent=2)]
+    more = [f"  {left} more rows, not compared or not shown: see Workload latency."] if left else []
+    return [head, *render(columns, rows, indent=2), *more]
 
 
 def format_summary(
