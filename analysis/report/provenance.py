@@ -223,12 +223,9 @@ def setting_differences(runs: Sequence[Run]) -> tuple[tuple[str, tuple[str, ...]
     an A/B changed, and any the experimenter did not mean to change."""
     per_run = [[capture_settings(it) for it in run.iterations] for run in runs]
     # A setting counts where every run recorded it: a plain mmtests tree records no sysctls.
-    recorded = [{name for s in its for name in s} for its in per_run]
-    names = [
-        name
-        for name in dict.fromkeys(n for r in recorded for n in r)
-        if all(name in r for r in recorded)
-    ]
+    # In capture_settings' order (sysctls first), not a set's: the report must not vary.
+    recorded = [dict.fromkeys(name for s in its for name in s) for its in per_run]
+    names = [name for name in recorded[0] if all(name in r for r in recorded)] if runs else []
     out = []
     for name in names:
         values = tuple(
