@@ -41,6 +41,11 @@ def build_parser() -> argparse.ArgumentParser:
         description="Linux memory-reclaim experiments: capture, ingest, statistics.",
     )
     parser.add_argument("--version", action="version", version=f"mmlab {__version__}")
+    parser.add_argument(
+        "--include-incomplete",
+        action="store_true",
+        help="use iterations a capture did not finish (left out otherwise, with a note)",
+    )
     subparsers = parser.add_subparsers(dest="command", required=True)
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(subparsers)
@@ -50,6 +55,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.include_incomplete:
+        # An environment variable, so notebooks and worker processes see it too.
+        from analysis.ingest.mmtests import INCLUDE_INCOMPLETE
+
+        os.environ[INCLUDE_INCOMPLETE] = "1"
     try:
         status = int(args.func(args) or 0)
         sys.stdout.flush()  # here, so that a closed pipe is seen by the handler below

@@ -2,25 +2,37 @@
 
 A private tracefs instance (never the shared top-level buffer) records every vmscan and
 compaction event, including ``mm_vmscan_lru_isolate`` for volume, while a file writer
-(``dd``) and an anonymous-memory hog run inside a memory cgroup v1 with a hard limit, so
+(``dd``) and an anonymous-memory hog run inside a memory cgroup with a hard limit, so
 only that cgroup is under pressure. ``trace_pipe`` is streamed to disk until the file
 reaches the requested size. The instance uses the ``mono`` trace clock, so the ``.start``
 file can hold both the epoch (line 1) and the trace clock at that instant (line 2).
-Instance and cgroup are removed afterwards, whatever happens.
+Instance and cgroup are removed afterwards, whatever happens: like ``mmlab capture`` it
+holds the machine lock, first removes what dead captures left, names its instance, cgroup and
+scratch directory ``mmlab-<pid>`` / ``.mmlab-work-<pid>`` (so a killed benchmark's leftovers
+are removed by the next capture or ``mmlab capture --recover``) and unwinds on SIGINT,
+SIGTERM, SIGHUP and SIGQUIT.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-TRACEFS = Path("/sys/kernel/tracing")
-MEMCG = Path("/sys/fs/cgroup/memory")
+from analysis.capture.cgroup import MemCgroup
+from analysis.capture.run import (
+    WORK_PREFIX,
+    machine_lock,
+    preflight_machine,
+    raise_on_signals,
+    recover,
+)
+
 EVENTS = ("vmscan", "compaction")
 
 # Anonymous hog: keeps ~500 MB resident and re-touches it, so reclaim must keep
@@ -41,27 +53,32 @@ def _write(path: Path, value: str) -> None:
 
 def record(out: Path, *, target_bytes: int, limit_mb: int = 768, timeout_s: float = 900) -> Path:
     """Record ``trace_pipe`` text to ``out`` until it holds ``target_bytes``; return ``out``."""
-    name = f"mmlab_bench_{os.getpid()}"
-    instance = TRACEFS / "instances" / name
-    cgroup = MEMCG / name
-    scratch = Path("/work/tmp") / name
+    pre = preflight_machine()
+    with raise_on_signals(), machine_lock():
+        recover(pre, [out.parent])
+        return _record(pre, out, target_bytes, limit_mb, timeout_s)
+
+
+def _record(pre: dict, out: Path, target_bytes: int, limit_mb: int, timeout_s: float) -> Path:
+    name = f"mmlab-{os.getpid()}"
+    instance = pre["tracefs"] / "instances" / name
+    scratch = out.parent / f"{WORK_PREFIX}{os.getpid()}"
     out.parent.mkdir(parents=True, exist_ok=True)
+    cg = MemCgroup.create(pre["cgroup_version"], pre["cgroup_root"], name, limit_mb << 20)
     instance.mkdir()
-    cgroup.mkdir()
     procs: list[subprocess.Popen] = []
     try:
         _write(instance / "buffer_size_kb", "65536")
         _write(instance / "trace_clock", "mono")
         for system in EVENTS:
             _write(instance / "events" / system / "enable", "1")
-        _write(cgroup / "memory.limit_in_bytes", f"{limit_mb}M")
         # Line 1 epoch seconds, line 2 the mono trace clock (ns) at the same instant.
         start = out.with_name(out.name + ".start")
         start.write_text(f"{time.time():.6f}\n{time.clock_gettime_ns(time.CLOCK_MONOTONIC)}\n")
         with out.open("wb") as sink:
             reader = subprocess.Popen(["cat", str(instance / "trace_pipe")], stdout=sink)
             procs.append(reader)
-            join = f"echo $$ > {cgroup / 'cgroup.procs'} && exec "
+            join = f"echo $$ > {cg.procs_file} && exec "
             procs.append(subprocess.Popen(["sh", "-c", join + f"{sys.executable} -c '{HOG}'"]))
             time.sleep(2)
             writer = (
@@ -80,21 +97,10 @@ def record(out: Path, *, target_bytes: int, limit_mb: int = 768, timeout_s: floa
             with contextlib.suppress(ProcessLookupError):
                 proc.send_signal(signal.SIGKILL)
             proc.wait()
-        # dd and its shell may outlive the killed wrapper: end what is left in the cgroup.
-        for pid in (cgroup / "cgroup.procs").read_text().split():
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(int(pid), signal.SIGKILL)
-        for _ in range(50):
-            try:
-                cgroup.rmdir()
-                break
-            except OSError:
-                time.sleep(0.1)
+        # dd and its shell may outlive the killed wrapper: remove kills what is left.
+        cg.remove()
         instance.rmdir()
-        with contextlib.suppress(FileNotFoundError):
-            (scratch / "x").unlink()
-        with contextlib.suppress(OSError):
-            scratch.rmdir()
+        shutil.rmtree(scratch, ignore_errors=True)
     return out
 
 

@@ -106,8 +106,12 @@ def ingest_json(mmlab: Cli, path: Path) -> dict:
 
 def stalls_json(mmlab: Cli, path: Path) -> list:
     rc, out, err = mmlab("stalls", str(path), "--json")
-    assert (rc, err) == (0, "")
-    return strict_json(out)
+    assert rc == 0
+    # Nothing on stderr but the count of unparsed lines (issue 17), which the JSON repeats.
+    result = strict_json(out)
+    notes = [f"mmlab: {path}: {r['unparsed']:,} unparsed lines" for r in result if r["unparsed"]]
+    assert [ln.split(" (first")[0] for ln in err.splitlines()] == notes
+    return result
 
 
 def without_source(value):
@@ -541,3 +545,30 @@ def test_negative_level_is_data_not_damage(mmlab, tmp_path):
     after.write_text(AFTER)
     metrics = vmstat_rows(mmlab, "vmstat", str(before), str(after))["metrics"]
     assert (metrics["Kswapd pages scanned"], metrics["Kswapd efficiency %"]) == (20.0, 50.0)
+
+
+def test_a_corrupt_field_is_an_unparsed_line_every_analysis_counts(mmlab, tmp_path, excerpt):
+    """Issue 17: ``nr_reclaimed=GARBAGE@@`` was an event with a null field and "0 unparsed
+    lines"; with half the lines garbage, stalls and fit said nothing."""
+    lines = excerpt.split(b"\n")
+    hit = [i for i, ln in enumerate(lines) if b"mm_vmscan_memcg_reclaim_end: nr_reclaimed=" in ln]
+    damaged = hit[::2]
+    for i in damaged:
+        lines[i] = lines[i].split(b"nr_reclaimed=")[0] + b"nr_reclaimed=GARBAGE@@"
+    path = tmp_path / "trace.txt"
+    path.write_bytes(b"\n".join(lines))
+    numbers = [i + 1 for i in damaged]
+    acc = ingest_json(mmlab, path)
+    assert acc["unparsed"] == len(damaged) > 50
+    assert acc["unparsed_samples"]["field value not a number"]["lines"] == numbers[:20]
+    assert acc["events"]["mm_vmscan_memcg_reclaim_end"] == len(hit) - len(damaged)
+    rc, out, err = mmlab("stalls", str(path))
+    assert rc == 0
+    shown = ", ".join(map(str, numbers[:10]))
+    assert f"{len(damaged)} unparsed lines: {shown}, ..." in out
+    assert f"{len(damaged)} unparsed lines (first at line {numbers[0]})" in err
+    rc, out, err = mmlab("stalls", str(path), "--json")
+    (result,) = strict_json(out)
+    assert (result["unparsed"], result["unparsed_lines"]) == (len(damaged), numbers[:10])
+    rc, out, err = mmlab("fit", str(path), "--bootstrap", "0", "--family", "weibull")
+    assert rc == 0 and f"{len(damaged)} unparsed lines: {shown}" in out

@@ -126,7 +126,7 @@ def test_out_cannot_be_created(capsys, tmp_path, where):
     out = blocker / "out" if where == "under a file" else blocker
     rc, err = capture_cli(capsys, out, "--workers", "3", "--limit-mb", "256")
     assert rc == 2
-    reason = "cannot be created: Not a directory" if out != blocker else "is not a directory"
+    reason = "cannot be created: " if out != blocker else "is not a directory"
     assert f"mmlab capture: {out}: " in err and reason in err
 
 

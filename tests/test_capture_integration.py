@@ -10,7 +10,7 @@ import pytest
 
 from analysis.capture import sysctl
 from analysis.capture.cgroup import find_memory_hierarchy
-from analysis.capture.run import LOCK_PATH, CaptureConfig, capture
+from analysis.capture.run import CaptureConfig, capture, lock_holder
 from analysis.ingest.textfile import read_text
 
 TRACEFS = Path("/sys/kernel/tracing")
@@ -23,9 +23,9 @@ def _why_not() -> str | None:
         return f"no tracefs at {TRACEFS}"
     if find_memory_hierarchy(Path("/proc/mounts").read_text()) is None:
         return "no memory cgroup controller mounted"
-    if LOCK_PATH.exists() and LOCK_PATH.read_text().strip():
+    if holder := lock_holder():
         # Running alongside would change its sysctls and mix our reclaim into its vmstat.
-        return f"another mmlab capture (pid {LOCK_PATH.read_text().strip()}) is running"
+        return f"another mmlab capture (pid {holder}) is running"
     return None
 
 

@@ -20,7 +20,6 @@ from analysis.capture.run import (
     Restorer,
     machine_lock,
     raise_on_signals,
-    remove_stale,
 )
 from analysis.capture.sysctl import SysctlChanger
 from analysis.capture.tracefs import (
@@ -90,20 +89,6 @@ def test_preflight_rejects_unknown_events_before_any_change(tmp_path, monkeypatc
     cfg = CaptureConfig(out=tmp_path / "out", run="x", events_include=("vmscan/mm_nope",))
     with pytest.raises(InputError, match=r"--events.*vmscan/mm_nope"):
         run.preflight(cfg)
-
-
-def test_remove_stale_leftovers_of_dead_captures_only(tmp_path):
-    instances, cgroups = tmp_path / "instances", tmp_path / "memory"
-    for d in ("mmlab-11", "mmlab-22", "other", "mmlab-x"):
-        (instances / d).mkdir(parents=True)
-    (cgroups / "mmlab-33").mkdir(parents=True)
-    (cgroups / "mmlab-33" / "cgroup.procs").write_text("4242\n")  # not empty: rmdir fails
-    lines = remove_stale([instances, cgroups], alive=lambda pid: pid == 22)
-    assert sorted(p.name for p in instances.iterdir()) == ["mmlab-22", "mmlab-x", "other"]
-    assert (cgroups / "mmlab-33").is_dir()
-    assert lines[0].startswith(f"removed {instances / 'mmlab-11'}")
-    assert lines[1].startswith(f"left {cgroups / 'mmlab-33'}") and "pid 33" in lines[1]
-    assert len(lines) == 2
 
 
 def test_configure_then_restore_returns_every_setting(tmp_path):

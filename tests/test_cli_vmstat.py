@@ -74,3 +74,39 @@ def test_user_errors_are_one_line_exit_2(tmp_path, content, expect):
 def test_missing_file_is_a_user_error(tmp_path, capsys):
     assert main(["vmstat", str(tmp_path / "nope")]) == 2
     assert "nope" in capsys.readouterr().err
+
+
+def _real_snapshots(tmp_path):
+    """/proc/vmstat before and after iteration 0 of data/stutterp-dirty20 (a real 6.18
+    kernel), each written as a plain /proc/vmstat file."""
+    from analysis.ingest import vmstat
+    from tests.conftest import DATA
+
+    samples = vmstat.read(DATA / "stutterp-dirty20" / "dirty20" / "iter-0" / "tests-sysstate")
+    paths = []
+    for i, name in enumerate(("before", "after")):
+        row = samples.frame.drop("epoch_s").row(i, named=True)
+        paths.append(tmp_path / name)
+        paths[-1].write_text("".join(f"{k} {v}\n" for k, v in row.items() if v is not None))
+    return paths
+
+
+def test_swapped_snapshots_are_one_question(tmp_path, capsys):
+    """Issue 17: AFTER BEFORE gave 25 "counter went down" lines; now one line, exit 2."""
+    before, after = _real_snapshots(tmp_path)
+    assert main(["vmstat", str(before), str(after), "--json"]) == 0
+    capsys.readouterr()
+    assert main(["vmstat", str(after), str(before)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1
+    assert f"was {before} taken before {after}?" in captured.err
+
+
+def test_a_second_directory_is_refused(tmp_path, capsys):
+    """Issue 17: `vmstat DIR DIR` silently ignored the second path."""
+    from tests.conftest import DATA
+
+    runs = [str(DATA / "stutterp-dirty20"), str(DATA / "stutterp-dirty5")]
+    assert main(["vmstat", *runs]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "use mmlab compare-vmstat" in err

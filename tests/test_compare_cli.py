@@ -182,3 +182,18 @@ def test_equivalence_needs_the_whole_tost_interval_inside_delta(tmp_path, capsys
     (narrow,) = _json(capsys, path, "--delta", "0.01")
     assert wide["verdict"] == "equivalent" and "90% CI of change within ±5%" in wide["reason"]
     assert narrow["verdict"] == "no change shown"
+
+
+@pytest.mark.parametrize("value", ["inf", "-inf", "Infinity"])
+@pytest.mark.parametrize("fmt", [[], ["--json"]])
+def test_an_infinite_value_is_refused_with_file_and_line(tmp_path, capsys, value, fmt):
+    """Issue 17: inf gave p 0, q 0 and -100 % in text and a traceback with --json."""
+    table = tmp_path / "t.csv"
+    lines = ["kernel,row,run,value,unit"]
+    lines += [f"{k},lat,{r},{v},us" for k in "ab" for r in range(3) for v in (1.0, 2.0)]
+    lines.insert(5, f"b,lat,0,{value},us")
+    table.write_text("\n".join(lines) + "\n")
+    assert main(["compare", str(table), *fmt]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == f"mmlab compare: {table}:6: value {float(value)} is not finite\n"

@@ -79,3 +79,25 @@ def test_few_sleeps_in_few_bins_get_every_parametric_p(tmp_path, capsys):
     best = group["models"][0]["aic"]
     tested = [m for m in group["models"] if m["aic"] - best <= 4.0]
     assert len(tested) > 4 and all(0 < m["g2_p"] <= 1 for m in tested)
+
+
+def test_an_hz_the_delays_contradict_is_refused_as_stalls_reports_it(seeds_dir, capsys):
+    """Issue 17: the seed's delays are all multiples of 4000 us (HZ 250); --hz 1000 fitted
+    silently. stalls and fit share HzEstimate.conflict."""
+    assert main(["fit", str(seeds_dir / SEED), "--hz", "1000", *FAST]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "CONFIG_HZ=1000 conflicts with the throttle delays" in err and "4000 us" in err
+    assert main(["stalls", str(seeds_dir / SEED), "--hz", "1000"]) == 0
+    assert "CONFIG_HZ=1000 conflicts with the throttle delays" in capsys.readouterr().out
+    # The right HZ agrees: fit runs.
+    kswapd = ["--label", "2=kswapd", "--context", "kswapd"]
+    assert main(["fit", str(seeds_dir / SEED), "--hz", "250", *kswapd, *FAST]) == 0
+
+
+def test_a_reason_that_selects_nothing_lists_what_exists(seeds_dir, capsys):
+    """Issue 17: --reason NOSUCH exited 0 with "no throttle delays"."""
+    assert main(["fit", str(seeds_dir / SEED), "--reason", "NOSUCH", *FAST]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--reason NOSUCH selects no delays" in err
+    assert "VMSCAN_THROTTLE_WRITEBACK" in err and "group 2" in err

@@ -73,7 +73,9 @@ def test_the_snapshots_are_read_from_the_gz_beside_a_status_only_file(run_dir):
     assert report.source.endswith("tests-sysstate.gz")
     assert report.value("Minor Faults") == deltas["pgfault"] - deltas["pgmajfault"]
     assert report.value("Sector Writes") == deltas["pgpgout"]
-    assert report.value("Page reclaim immediate") == deltas["nr_vmscan_immediate_reclaim"]
+    # This kernel prints node-stat names one slot off (tests/test_vmstat_misaligned.py):
+    # the row is blank with that reason, not the delta printed under the name.
+    assert report.value("Page reclaim immediate") is None
     zones = sum(v for k, v in deltas.items() if k.startswith("allocstall_"))
     assert report.value("Allocation stalls") == zones
     # mmtests' overwrite agrees here only because every zone stalled 0 times.

@@ -3,6 +3,7 @@ traces, and the LaTeX builds (CI installs LaTeX with `make latex`)."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import statistics
@@ -89,3 +90,26 @@ def test_paper_builds_with_the_generated_numbers(inputs):
     assert "Reclaim throttling under a memory cgroup limit" in text
     assert built.macros["base run"] in text and built.macros["kernel"] in text
     assert "??" not in text  # no unresolved reference
+
+
+def test_an_mmtests_tree_without_ftrace_builds_what_applies(tmp_path, capsys):
+    """Issue 17: ``mmlab paper`` on a plain mmtests tree ended in a traceback. The real
+    ppc64le trees have usemem logs and vmstat but no ftrace: the Ops table and the latency
+    comparison are built, every trace section is one sentence, and stderr says which."""
+    from analysis.cli import main
+
+    ci = DATA / "mmtests-ci" / "work"
+    runs = [str(ci / "log.ltccip8.2020-06-12_1807"), str(ci / "log.ltccip8.2020-06-03_1400")]
+    assert main(["paper", *runs, "--out", str(tmp_path), "--json"]) == 0
+    out, err = capsys.readouterr()
+    left = ["throttle", "stalls", "fits", "shrinker-replay", "timeout-model"]
+    assert json.loads(out)["left_out"] == left
+    assert (
+        err == f"mmlab paper: no ftrace captures in these runs: left out {', '.join(left)}"
+        " (each written as a sentence saying so)\n"
+    )
+    for name in ("fits", "shrinker-replay", "timeout-model"):
+        assert "no ftrace captures" in (tmp_path / "sections" / f"{name}.tex").read_text()
+    assert "no ftrace captures" in (tmp_path / "tables" / "throttle.tex").read_text()
+    assert "\\begin{tabular}" in (tmp_path / "tables" / "ops.tex").read_text()
+    assert "user-1" in (tmp_path / "tables" / "comparison.tex").read_text()

@@ -167,3 +167,38 @@ def test_needed_runs_for_a_huge_effect_is_the_permutation_floor():
     base = np.array([231.62, 216.02, 207.37, 216.83, 221.54, 206.30])
     new = np.array([573.70, 558.66, 559.55])
     assert needed_runs(base, new, 0.05) == 4
+
+
+def test_the_bundled_runs_come_from_two_machines_and_the_report_says_so(report):
+    """The A/B captures (stutterp-aa*, -ab-*) ran on an Intel VM, the dirty20/dirty5 pair
+    on an AMD EPYC VM (their mmlab.json): comparing all of them says so first; the A/B
+    pair the golden report compares ran on one machine and says nothing."""
+    assert report.index("== Runs differ in more than the kernel ==") < report.index("== Captures")
+    differ = report[: report.index("== Captures")]
+    assert "Intel(R) Xeon(R) Processor" in differ and "AMD EPYC" in differ
+    assert "Runs differ" not in (GOLDEN / "report.txt").read_text()
+
+
+def test_runs_from_different_machines_say_so_first(monkeypatch):
+    """Issue 17: runs of 2 and 160 CPUs, 23.5 and 994.9 GiB were compared without a word.
+    The values are the bundled trees' own: mmlab.json of the 6.18 capture, lscpu.txt and
+    meminfo of the ppc64le mmtests tree."""
+    from analysis.report import document
+    from analysis.report.provenance import iteration_provenance, run_differences
+
+    other = DATA / "mmtests-ci" / "work" / "log.ltccip8.2020-06-12_1807"
+    runs = document.report_runs([DATA / "stutterp-dirty20", other])
+    rows = [iteration_provenance(run, it) for run in runs for it in run.iterations]
+    differ = dict(line.split(": ", 1) for line in run_differences(rows))
+    assert set(differ) == {"machine", "memory", "CONFIG_HZ", "memcg", "tests"}
+    assert "2 CPUs" in differ["machine"] and "160 CPUs" in differ["machine"]
+    assert differ["memory"] == "dirty20 23.5 GiB; usemem-stress-numa-compact 994.9 GiB"
+    # Same machine, same config two days apart: nothing to say.
+    same = document.report_runs(
+        [DATA / "mmtests-ci" / "work" / "log.ltccip8.2020-06-14_0656", other]
+    )
+    assert run_differences([iteration_provenance(r, it) for r in same for it in r.iterations]) == ()
+    monkeypatch.setattr(document, "SECTIONS", ())
+    text = document.build_report([DATA / "stutterp-dirty20", other])
+    assert text.index("== Runs differ in more than the kernel ==") < text.index("== Captures ==")
+    assert "WARNING: these runs were not captured alike" in text

@@ -33,7 +33,15 @@ def plane(params: dict[str, object]) -> dict[str, float]:
 
 
 plane.parameters = ("x", "y")
-REGISTRY = {"plane": "tests.test_sweep:plane"}
+
+
+def lines_in(params: dict[str, object]) -> dict[str, float]:
+    """A test-local model reading its input: the number of lines of the file ``src``."""
+    CALLS.append(dict(params))
+    return {"lines": float(len(Path(str(params["src"])).read_text().splitlines()))}
+
+
+REGISTRY = {"plane": "tests.test_sweep:plane", "lines": "tests.test_sweep:lines_in"}
 
 
 def grid(tmp_path, text: str):
@@ -105,6 +113,21 @@ def test_sweep_table_and_resume(tmp_path):
     assert (second.computed, second.resumed) == (2, 4)
     assert CALLS == [{"x": 4, "y": 10}, {"x": 4, "y": 20}]
     assert pl.read_parquet(second.table)["z"].to_list() == [11, 21, 14, 24, 26, 36]
+
+
+def test_a_replaced_input_or_a_new_mmlab_computes_the_point_again(tmp_path, monkeypatch):
+    """Issue 17: a capture replaced at the same path gave the old point back."""
+    src, out = tmp_path / "capture.txt", tmp_path / "out"
+    g = grid(tmp_path, f"src: {src}\n")
+    src.write_text("a\nb\n")
+    assert pl.read_parquet(s.sweep("lines", g, out, registry=REGISTRY).table)["lines"][0] == 2
+    assert s.sweep("lines", g, out, registry=REGISTRY).computed == 0  # unchanged: resumed
+    src.write_text("a\nb\nc\n")
+    again = s.sweep("lines", g, out, registry=REGISTRY)
+    assert again.computed == 1
+    assert pl.read_parquet(again.table)["lines"][0] == 3
+    monkeypatch.setattr(s, "__version__", "99.0")
+    assert s.sweep("lines", g, out, registry=REGISTRY).computed == 1
 
 
 def test_a_failing_point_leaves_whole_points_and_no_table(tmp_path):

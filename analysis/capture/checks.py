@@ -15,7 +15,14 @@ from analysis.capture.metadata import memory_info
 from analysis.capture.plan import MIB, PhasePlan, PlanParams, max_limit_bytes, phase_plan
 from analysis.errors import InputError
 
-__all__ = ["check_arguments", "check_machine", "check_out", "dirty_ratio_for", "plans_for"]
+__all__ = [
+    "check_arguments",
+    "check_machine",
+    "check_out",
+    "dirty_ratio_for",
+    "make_out",
+    "plans_for",
+]
 
 # stutterp's smallest worker set (plan.split_workers).
 MIN_WORKERS = 3
@@ -76,7 +83,9 @@ def _is_run(path: Path) -> bool:
 
 def check_out(out: Path, run: str) -> None:
     """``OUT/RUN`` must be new; ``OUT`` may hold other runs only (mmtests keeps runs side
-    by side for comparison) and must be creatable. Creates ``OUT``."""
+    by side for comparison) and must be creatable: its nearest existing ancestor is a
+    writable directory. Creates nothing (:func:`make_out` does, under the machine lock, so
+    a refused capture leaves no OUT behind)."""
     if not run or run in {".", ".."} or "/" in run:
         raise InputError("--run", f"must be a plain directory name, got {run!r}")
     if out.exists() and not out.is_dir():
@@ -91,12 +100,24 @@ def check_out(out: Path, run: str) -> None:
                 f"is not empty and holds more than capture runs ({', '.join(other[:3])}); "
                 "give a new or empty directory",
             )
+    existing = next(p for p in (out.absolute(), *out.absolute().parents) if p.exists())
+    if not existing.is_dir():
+        raise InputError(out, f"cannot be created: {existing} is not a directory")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise InputError(
+            out,
+            "is not writable"
+            if existing == out.absolute()
+            else f"cannot be created: {existing} is not writable",
+        )
+
+
+def make_out(out: Path) -> None:
+    """Create ``OUT`` (checked by :func:`check_out`)."""
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise InputError(out, f"cannot be created: {exc.strerror}") from None
-    if not os.access(out, os.W_OK | os.X_OK):
-        raise InputError(out, "is not writable")
 
 
 def dirty_ratio_for(sets: tuple[tuple[str, str], ...], proc_sys: Path = Path("/proc/sys")) -> int:

@@ -1,9 +1,12 @@
 """Orchestrate ``mmlab capture``: preflight, per-iteration capture, and signal-safe restore.
 
 Everything changed on the machine (sysctls, the tracefs instance's settings and the
-instance itself, the memory cgroup and its processes, the writers' files) is registered on
-a :class:`Restorer` the moment it is changed; the restorer runs on normal exit, on any
-exception, and on SIGINT/SIGTERM (turned into :class:`Interrupted` so ``finally`` runs).
+instance itself, the memory cgroup and its processes, the writers' files) is written to the
+on-disk :mod:`~analysis.capture.journal` before it is changed and registered on a
+:class:`Restorer` as it is changed (signals deferred in between, so no signal falls between
+a change and its undo); the restorer runs on normal exit, on any exception, and on SIGINT,
+SIGTERM, SIGHUP and SIGQUIT (turned into :class:`Interrupted` so ``finally`` runs). After
+SIGKILL the journal is replayed by the next capture or ``mmlab capture --recover``.
 """
 
 from __future__ import annotations
@@ -24,24 +27,32 @@ from pathlib import Path
 import zstandard
 
 from analysis import __version__
-from analysis.capture import metadata, sysctl, tracefs
+from analysis.capture import journal, metadata, sysctl, tracefs
 from analysis.capture.cgroup import MemCgroup, find_memory_hierarchy
-from analysis.capture.checks import check_machine, plans_for
+from analysis.capture.checks import check_machine, make_out, plans_for
 from analysis.capture.monitor import Monitor
 from analysis.capture.plan import MIB, PhasePlan
 from analysis.errors import InputError
+from analysis.ingest.mmtests import INCOMPLETE
 
 __all__ = [
     "LOCK_PATH",
+    "SIGNALS",
+    "WORK_PREFIX",
     "CaptureConfig",
     "Interrupted",
     "Progress",
     "Restorer",
     "capture",
     "fs_type",
+    "lock_holder",
     "machine_lock",
+    "preflight",
+    "preflight_machine",
     "raise_on_signals",
+    "recover",
     "remove_stale",
+    "signals_deferred",
 ]
 
 TEST = "stutterp"
@@ -50,10 +61,16 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 NO_WRITEBACK_FS = {"tmpfs", "ramfs"}
 # One capture per machine: see machine_lock.
 LOCK_PATH = Path("/run/lock/mmlab-capture.lock")
+# Signals that end a capture with its state restored: Ctrl-C, kill, a dropped ssh session
+# (SIGHUP) and Ctrl-\ (SIGQUIT). SIGKILL cannot be caught: the journal covers it.
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+# The writers' files of capture PID: OUT/.mmlab-work-PID (removed with a dead PID's leftovers).
+WORK_PREFIX = ".mmlab-work-"
 
 
 class Interrupted(BaseException):
-    """SIGTERM or SIGINT arrived; raised in the main thread so cleanup runs in ``finally``.
+    """One of :data:`SIGNALS` arrived; raised in the main thread so cleanup runs in
+    ``finally``. ``incomplete`` names the iteration directory it cut short, if any.
 
     ``args == (signum,)`` so it pickles (see :mod:`analysis.errors`); ``str`` is the name.
     """
@@ -61,24 +78,56 @@ class Interrupted(BaseException):
     def __init__(self, signum: int) -> None:
         super().__init__(signum)
         self.signum = signum
+        self.incomplete: Path | None = None
 
     def __str__(self) -> str:
         return signal.Signals(self.signum).name
 
 
+@dataclass
+class _Deferral:
+    """Signals that arrived inside :func:`signals_deferred` blocks, raised on leaving them."""
+
+    depth: int = 0
+    pending: list[int] = field(default_factory=list)
+
+
+_DEFERRAL = _Deferral()
+
+
+def _raise_interrupted(signum, frame) -> None:
+    if _DEFERRAL.depth:
+        _DEFERRAL.pending.append(signum)
+        return
+    raise Interrupted(signum)
+
+
 @contextlib.contextmanager
-def raise_on_signals(signums=(signal.SIGINT, signal.SIGTERM)) -> Iterator[None]:
+def raise_on_signals(signums=SIGNALS) -> Iterator[None]:
     """Turn the given signals into :class:`Interrupted` inside the block; restore handlers after."""
-
-    def handler(signum, frame):
-        raise Interrupted(signum)
-
-    previous = {s: signal.signal(s, handler) for s in signums}
+    previous = {s: signal.signal(s, _raise_interrupted) for s in signums}
     try:
         yield
     finally:
         for s, h in previous.items():
             signal.signal(s, h)
+
+
+@contextlib.contextmanager
+def signals_deferred() -> Iterator[None]:
+    """Hold back :class:`Interrupted` until the block ends (a change and the registration of
+    its undo happen together or not at all). Done in the Python handler, not with
+    ``pthread_sigmask``: the kernel may deliver a signal to another thread (the progress
+    display's), whose mask the main thread cannot set."""
+    _DEFERRAL.depth += 1
+    try:
+        yield
+    finally:
+        _DEFERRAL.depth -= 1
+        if not _DEFERRAL.depth and _DEFERRAL.pending:
+            signum = _DEFERRAL.pending[0]
+            _DEFERRAL.pending.clear()
+            raise Interrupted(signum)
 
 
 @dataclass
@@ -96,7 +145,7 @@ class Restorer:
         self.actions.append((name, action))
 
     def run(self) -> None:
-        ignored = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
+        ignored = {s: signal.signal(s, signal.SIG_IGN) for s in SIGNALS}
         try:
             while self.actions:
                 name, action = self.actions.pop()
@@ -202,27 +251,33 @@ def fs_type(path: Path, mounts_text: str) -> str:
     return kind
 
 
-def preflight(cfg: CaptureConfig) -> dict[str, object]:
-    """Check root, tracefs, memory controller and a disk filesystem; clear errors otherwise.
-
-    (The arguments were checked by :func:`~analysis.capture.checks.check_machine`.)
-    """
+def preflight_machine() -> dict[str, object]:
+    """Root, tracefs and the memory controller (what :func:`recover` needs); clear errors."""
     if os.geteuid() != 0:
         raise InputError("mmlab capture", "must run as root (tracefs and cgroups need it)")
-    mounts = Path("/proc/mounts").read_text()
-    kind = fs_type(cfg.out, mounts)
-    if kind in NO_WRITEBACK_FS:
-        raise InputError(cfg.out, f"is on {kind}: file writers need a disk filesystem")
-    hierarchy = find_memory_hierarchy(mounts)
+    hierarchy = find_memory_hierarchy(Path("/proc/mounts").read_text())
     if hierarchy is None:
         raise InputError("/proc/mounts", "no memory cgroup controller mounted (v2 or v1)")
     tfs = tracefs.ensure_tracefs()
+    return {"tracefs": tfs, "cgroup_version": hierarchy[0], "cgroup_root": hierarchy[1]}
+
+
+def preflight(cfg: CaptureConfig) -> dict[str, object]:
+    """:func:`preflight_machine`, a disk filesystem for OUT and known ``--events``.
+
+    (The arguments were checked by :func:`~analysis.capture.checks.check_machine`.)
+    """
+    pre = preflight_machine()
+    kind = fs_type(cfg.out, Path("/proc/mounts").read_text())
+    if kind in NO_WRITEBACK_FS:
+        raise InputError(cfg.out, f"is on {kind}: file writers need a disk filesystem")
+    tfs = pre["tracefs"]
     unknown = tracefs.unknown_events(tfs / "events", cfg.events_include)
     if unknown:
         raise InputError(
             "--events", f"not events of this kernel: {', '.join(unknown)} (see {tfs}/events)"
         )
-    return {"tracefs": tfs, "cgroup_version": hierarchy[0], "cgroup_root": hierarchy[1], "fs": kind}
+    return {**pre, "fs": kind}
 
 
 def launch(cg: MemCgroup, spec: dict, spec_path: Path) -> subprocess.Popen:
@@ -350,6 +405,10 @@ def capture_iteration(
     it_dir = cfg.out / cfg.run / f"iter-{iteration}"
     logs = it_dir / TEST / "logs"
     logs.mkdir(parents=True, exist_ok=True)
+    (it_dir / INCOMPLETE).write_text(
+        f"capture pid {os.getpid()} began this iteration at {time.time():.0f} (epoch s) and "
+        "has not finished it; analyses leave it out (mmtests.find_runs)\n"
+    )
     (it_dir / "kernel.version").write_text(Path("/proc/version").read_text())
     kconfig = metadata.kconfig_text()
     if kconfig is not None:
@@ -469,6 +528,7 @@ def capture_iteration(
         "workload_rc": rc,
     }
     (it_dir / "mmlab.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
+    (it_dir / INCOMPLETE).unlink()
     return meta
 
 
@@ -480,7 +540,7 @@ def machine_lock(path: Path = LOCK_PATH) -> Iterator[None]:
     save/set/restore pairs leave a changed value behind (A saves 20 sets 19, B saves 19 sets
     18, A restores 20, B restores 19), and /proc/vmstat deltas would mix both workloads'
     reclaim. The file holds the holder's pid for the message; the kernel drops the lock when
-    the holder exits, however it exits.
+    the holder exits, however it exits, and the next holder overwrites a dead one's pid.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a+") as f:
@@ -501,71 +561,179 @@ def machine_lock(path: Path = LOCK_PATH) -> Iterator[None]:
             f.truncate(0)
 
 
+def lock_holder(path: Path = LOCK_PATH) -> str | None:
+    """The pid (as written) of the capture holding ``path``, or None when no capture runs.
+
+    A pid left in the file by a holder that was SIGKILLed (the kernel dropped its flock) is
+    cleared here, so the file never names a capture that is gone.
+    """
+    if not path.exists():
+        return None
+    with open(path, "a+") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.seek(0)
+            return f.read().strip() or "unknown"
+        f.truncate(0)
+    return None
+
+
 def _alive(pid: int) -> bool:
     return Path(f"/proc/{pid}").exists()
 
 
-def remove_stale(parents: list[Path], alive: Callable[[int], bool] = _alive) -> list[str]:
-    """Remove the ``mmlab-<pid>`` trace instances and memory cgroups under ``parents`` that
-    a capture killed without cleanup left behind (SIGKILL, a restart of its container): a
-    left instance keeps tracing into its buffer, a left cgroup keeps its limit. Called
-    under :func:`machine_lock`, so no running capture owns them; a cgroup that still holds
-    tasks is left alone. Returns one line per leftover found, saying what was done."""
+def _dead_leftovers(parent: Path, prefix: str, alive: Callable[[int], bool]) -> list[Path]:
+    """Directories ``<prefix><pid>`` under ``parent`` whose pid no longer runs."""
+    return [
+        p
+        for p in sorted(parent.glob(f"{prefix}*"))
+        if (pid := p.name.removeprefix(prefix)).isdigit() and not alive(int(pid)) and p.is_dir()
+    ]
+
+
+def remove_stale(
+    instances: Path,
+    cgroups: tuple[int, Path],
+    work_parents: list[Path],
+    report: Callable[[str], None],
+    alive: Callable[[int], bool] = _alive,
+) -> list[str]:
+    """Remove what captures (or ``make bench``) that no longer run left, found by name: the
+    ``mmlab-<pid>`` trace instances under ``instances`` (they keep tracing into their
+    buffer) and memory cgroups under ``cgroups`` (version, root) (their workers keep running
+    and would pollute this capture's vmstat deltas: the cgroup proves they are a capture's,
+    so they are killed), and ``.mmlab-work-<pid>`` directories under ``work_parents``.
+    Called under :func:`machine_lock`, so no running capture owns them. Each removal is
+    passed to ``report`` as it happens and returned; one that fails is an InputError (the
+    capture refuses to run beside it)."""
+    version, root = cgroups
+    found = (
+        [("instance", p) for p in _dead_leftovers(instances, "mmlab-", alive)]
+        + [("cgroup", p) for p in _dead_leftovers(root, "mmlab-", alive)]
+        + [("work_dir", p) for w in work_parents for p in _dead_leftovers(w, WORK_PREFIX, alive)]
+    )
     done = []
-    for parent in parents:
-        for path in sorted(parent.glob("mmlab-*")):
-            pid = path.name.removeprefix("mmlab-")
-            if not pid.isdigit() or alive(int(pid)) or not path.is_dir():
-                continue
-            try:
-                path.rmdir()
-                done.append(f"removed {path}, left by a capture that no longer runs")
-            except OSError as exc:
-                done.append(f"left {path}: {exc.strerror} (left by pid {pid}; remove by hand)")
+    for kind, path in found:
+        pid = path.name.rpartition("-")[2]
+        try:
+            line = journal.undo({"kind": kind, "path": str(path), "version": version})
+        except (OSError, TimeoutError) as exc:
+            raise InputError(
+                path,
+                f"left by capture pid {pid}, which no longer runs, and cannot be removed "
+                f"({exc}); remove it by hand",
+            ) from None
+        if line:
+            done.append(f"mmlab capture: {line}, left by capture pid {pid} (no longer runs)")
+            report(done[-1])
     return done
 
 
-def capture(cfg: CaptureConfig, tick: Callable[[Progress], None] = lambda p: None) -> list[dict]:
-    """Run the whole capture (one at a time per machine); returns each mmlab.json content."""
+def _to_stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def recover(
+    pre: dict[str, object],
+    work_parents: list[Path],
+    report: Callable[[str], None] = _to_stderr,
+) -> list[str]:
+    """Undo what dead captures left (call under :func:`machine_lock`): replay the journal
+    (:func:`analysis.capture.journal.replay`: ``--set`` sysctls back to their originals),
+    then :func:`remove_stale`. ``pre`` is :func:`preflight`'s answer. Returns the lines
+    reported, one per thing undone."""
+    lines: list[str] = []
+
+    def say(line: str) -> None:
+        lines.append(line)
+        report(line)
+
+    journal.replay(journal.JOURNAL_PATH, say, journal.boot_id(), sysctl.PROC_SYS)
+    remove_stale(
+        pre["tracefs"] / "instances",
+        (pre["cgroup_version"], pre["cgroup_root"]),
+        work_parents,
+        say,
+    )
+    return lines
+
+
+def capture(
+    cfg: CaptureConfig,
+    tick: Callable[[Progress], None] = lambda p: None,
+    report: Callable[[str], None] = _to_stderr,
+) -> list[dict]:
+    """Run the whole capture (one at a time per machine); returns each mmlab.json content.
+
+    What dead captures left is undone first (:func:`recover`, each step passed to
+    ``report``); OUT is created only once the machine lock is held.
+    """
     progress = Progress(iterations=cfg.iterations)
     check_machine(cfg)
     pre = preflight(cfg)
     restorer = Restorer()
     metas: list[dict] = []
-    with machine_lock(), raise_on_signals():
+    with raise_on_signals(), machine_lock():
+        stale = recover(pre, [cfg.out], report)
+        make_out(cfg.out)
+        jr = journal.Journal(journal.JOURNAL_PATH, os.getpid(), journal.boot_id())
+        jr.start()
         try:
-            metas = _capture(cfg, pre, restorer, progress, tick)
+            metas = _capture(cfg, pre, restorer, progress, tick, jr, stale)
+        except Interrupted as exc:
+            cut = sorted((cfg.out / cfg.run).glob(f"iter-*/{INCOMPLETE}"))
+            exc.incomplete = cut[0].parent if cut else None
+            raise
         finally:
-            restorer.run()
+            _restore(restorer)
+            jr.finish()
     return metas
 
 
-def _capture(cfg, pre, restorer, progress, tick) -> list[dict]:
-    stale = remove_stale([pre["tracefs"] / "instances", pre["cgroup_root"]])
+def _restore(restorer: Restorer) -> None:
+    """Run the undo actions; what fails is one clear error pointing at the journal, which
+    is kept (the caller's ``jr.finish()`` is not reached) for ``--recover`` to retry."""
+    try:
+        restorer.run()
+    except RuntimeError as exc:
+        raise InputError(
+            journal.JOURNAL_PATH, f"{exc}; kept for mmlab capture --recover to finish"
+        ) from None
+
+
+def _capture(cfg, pre, restorer, progress, tick, jr, stale) -> list[dict]:
     vm_before = sysctl.read_tree("vm")
-    changer = sysctl.SysctlChanger()
+    changer = sysctl.SysctlChanger(before_first_change=jr.sysctl)
     restorer.push("sysctls", changer.restore)
     for name, value in cfg.sets:
-        changer.set(name, value)
+        with signals_deferred():
+            changer.set(name, value)
     dirty_ratio = int(Path("/proc/sys/vm/dirty_ratio").read_text())
     plans = plans_for(cfg, dirty_ratio)
 
     name = f"mmlab-{os.getpid()}"
-    cg = MemCgroup.create(pre["cgroup_version"], pre["cgroup_root"], name, cfg.limit_mb * MIB)
-    restorer.push("cgroup", cg.remove)
-    inst = tracefs.TraceInstance.create(pre["tracefs"], name)
-    restorer.push("trace instance", inst.remove)
-    restorer.push("trace settings", inst.restore)
+    with signals_deferred():
+        jr.cgroup(pre["cgroup_version"], pre["cgroup_root"] / name)
+        cg = MemCgroup.create(pre["cgroup_version"], pre["cgroup_root"], name, cfg.limit_mb * MIB)
+        restorer.push("cgroup", cg.remove)
+    with signals_deferred():
+        jr.instance(pre["tracefs"] / "instances" / name)
+        inst = tracefs.TraceInstance.create(pre["tracefs"], name)
+        restorer.push("trace instance", inst.remove)
+        restorer.push("trace settings", inst.restore)
     trace_state_before = inst.state()
     events = tracefs.reclaim_event_set(inst.path / "events", cfg.events_include)
     inst.configure(events, cfg.buffer_kb)
     daemons = tracefs.reclaim_daemon_pids()
     if not cfg.system_wide:
         inst.follow(sorted(daemons))
-    work_dir = cfg.out / f".mmlab-work-{os.getpid()}"
-    work_dir.mkdir()
-    restorer.push("work dir", lambda: shutil.rmtree(work_dir, ignore_errors=True))
-    restorer.push("kill workers", cg.kill_all)
+    work_dir = cfg.out / f"{WORK_PREFIX}{os.getpid()}"
+    with signals_deferred():
+        jr.work_dir(work_dir)
+        work_dir.mkdir()
+        restorer.push("work dir", lambda: shutil.rmtree(work_dir, ignore_errors=True))
+        restorer.push("kill workers", cg.kill_all)
     session = Session(cfg, cg, inst, work_dir, events, progress, tick)
 
     progress.stage = "probe overhead"

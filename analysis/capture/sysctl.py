@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from analysis.errors import InputError
 
-__all__ = ["SysctlChanger", "parse_assignment", "read_tree"]
+__all__ = ["PROC_SYS", "SysctlChanger", "parse_assignment", "read_tree", "sysctl_path"]
 
 PROC_SYS = Path("/proc/sys")
 
@@ -45,16 +46,22 @@ def read_tree(prefix: str = "vm", root: Path = PROC_SYS) -> dict[str, str]:
 
 @dataclass
 class SysctlChanger:
-    """Sets sysctls and remembers each one's first value so :meth:`restore` undoes them all."""
+    """Sets sysctls and remembers each one's first value so :meth:`restore` undoes them all.
+
+    ``before_first_change(name)`` runs before a sysctl is first written: the capture's
+    on-disk journal records the original there, so a SIGKILL cannot lose it.
+    """
 
     root: Path = PROC_SYS
     saved: dict[str, str] = field(default_factory=dict)
+    before_first_change: Callable[[str], None] = lambda name: None
 
     def set(self, name: str, value: str) -> None:
         path = sysctl_path(name, self.root)
         if not path.is_file():
             raise InputError(path, f"no such sysctl {name}")
         if name not in self.saved:
+            self.before_first_change(name)
             self.saved[name] = path.read_text().strip()
         path.write_text(value)
 

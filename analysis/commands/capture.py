@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from analysis.errors import InputError
+
 __all__ = ["register"]
 
 
@@ -30,18 +32,25 @@ def register(subparsers) -> None:
             "inside a memory cgroup with a mandatory limit, tracing vmscan/compaction events "
             "in a private tracefs instance and sampling /proc/vmstat and the cgroup's "
             "memory.stat. Writes an mmtests-style tree OUT/RUN/iter-N/. Every setting changed "
-            "is restored on exit, error, SIGINT or SIGTERM."
+            "is restored on exit, error, SIGINT, SIGTERM, SIGHUP or SIGQUIT (exit 128+signal); "
+            "after SIGKILL, the next capture or --recover restores it from the on-disk journal "
+            "and removes what the dead capture left, saying so on stderr."
         ),
     )
-    p.add_argument("out", type=Path, help="output directory (on a disk filesystem)")
-    p.add_argument("--run", required=True, help="run name (mmtests column heading)")
+    p.add_argument("out", type=Path, nargs="?", help="output directory (on a disk filesystem)")
+    p.add_argument("--run", help="run name (mmtests column heading; required unless --recover)")
+    p.add_argument(
+        "--recover",
+        action="store_true",
+        help="only undo what captures that died (SIGKILL) left: restore --set sysctls from "
+        "the journal, kill and remove their cgroups, remove trace instances and work dirs",
+    )
     p.add_argument("--iterations", type=int, default=3)
     p.add_argument("--workers", type=_int_list, default=(4, 8, 16), help="e.g. 4,8,16")
     p.add_argument("--duration", type=float, default=10.0, help="seconds per worker count")
     p.add_argument(
         "--limit-mb",
         type=int,
-        required=True,
         help="memory cgroup limit in MiB (mandatory; at most half of MemAvailable)",
     )
     p.add_argument(
@@ -76,12 +85,29 @@ def _events(text: str) -> tuple[str, ...]:
     return tuple(e.strip() for e in text.split(",") if e.strip())
 
 
+def _recover(args: argparse.Namespace) -> int:
+    from analysis.capture.run import machine_lock, preflight_machine, recover
+
+    if args.out is not None or args.run is not None:
+        raise InputError("--recover", "takes no OUT or --run: it only undoes leftovers")
+    pre = preflight_machine()
+    with machine_lock():
+        done = recover(pre, [])
+    print("mmlab capture: recovered" if done else "mmlab capture: nothing to recover")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     from analysis.capture import sysctl
     from analysis.capture.run import CaptureConfig, Interrupted, capture
     from analysis.report.capture import format_capture
     from analysis.report.json_output import dumps
 
+    if args.recover:
+        return _recover(args)
+    for option, value in (("OUT", args.out), ("--run", args.run), ("--limit-mb", args.limit_mb)):
+        if value is None:
+            raise InputError(option, "is required (unless --recover)")
     cfg = CaptureConfig(
         out=args.out,
         run=args.run,
@@ -102,10 +128,11 @@ def run(args: argparse.Namespace) -> int:
     display = _Display()
     try:
         with display:
-            metas = capture(cfg, display.update)
+            metas = capture(cfg, display.update, display.report)
     except Interrupted as exc:
-        print(f"mmlab capture: interrupted by {exc}; state restored", file=sys.stderr)
-        return 130
+        cut = f"; {exc.incomplete} is incomplete (left out of analyses)" if exc.incomplete else ""
+        print(f"mmlab capture: interrupted by {exc}; state restored{cut}", file=sys.stderr)
+        return 128 + exc.signum
     print(dumps(metas) if args.json else format_capture(metas))
     return 0
 
@@ -127,6 +154,10 @@ class _Display:
 
     def __exit__(self, *exc) -> None:
         self.live.__exit__(*exc)
+
+    def report(self, line: str) -> None:
+        """Print ``line`` now, above the live line (a removal of a dead capture's leftover)."""
+        self.console.print(line, markup=False, highlight=False)
 
     def update(self, p) -> None:
         for m in p.messages[len(self.messages) :]:

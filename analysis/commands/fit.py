@@ -50,9 +50,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def _check_selection(source: Path, events, args: argparse.Namespace) -> None:
+    """``--reason`` / ``--context`` that select nothing where there are delays: an error
+    listing what there is (not "no throttle delays", which would be false)."""
+    from analysis.stats.fit import select_groups
+
+    present = select_groups(events)
+    if present.is_empty() or not select_groups(events, args.reason, args.context).is_empty():
+        return
+    reasons = ", ".join(sorted(present["reason"].unique().to_list()))
+    contexts = ", ".join(sorted(present["context"].unique().to_list()))
+    asked = " ".join(
+        f"{o} {v}" for o, v in (("--reason", args.reason), ("--context", args.context)) if v
+    )
+    raise InputError(source, f"{asked} selects no delays; reasons: {reasons}; contexts: {contexts}")
+
+
 def run(args: argparse.Namespace) -> int:
     from analysis.report.fit import format_fits, group_json
     from analysis.report.json_output import dumps
+    from analysis.report.trace_analysis import unparsed_note
     from analysis.stats.families import FAMILIES
     from analysis.stats.fit import fit_throttle_groups
 
@@ -64,6 +81,9 @@ def run(args: argparse.Namespace) -> int:
     for path in args.paths:
         for source in trace_sources(path):
             analysis = analyse_path(source, args)
+            if conflict := analysis.hz.conflict():
+                raise InputError(source, f"{conflict}; give the capturing kernel's --hz")
+            _check_selection(source, analysis.throttle_events, args)
             hz = analysis.hz.config_hz or analysis.hz.hz or args.hz
             groups = fit_throttle_groups(
                 analysis.throttle_events,
@@ -74,13 +94,22 @@ def run(args: argparse.Namespace) -> int:
                 bootstrap=args.bootstrap,
                 seed=args.seed,
             )
-            out.append((analysis.source, groups))
+            out.append((analysis, groups))
     if args.json:
-        records = [{"source": src, **group_json(g)} for src, groups in out for g in groups]
+        records = [
+            {
+                "source": a.source,
+                "unparsed": a.unparsed,
+                "unparsed_lines": a.unparsed_lines,
+                **group_json(g),
+            }
+            for a, groups in out
+            for g in groups
+        ]
         print(dumps(records))
         return 0
-    for src, groups in out:
-        print(f"== {src}")
+    for analysis, groups in out:
+        print(f"== {analysis.source}{unparsed_note(analysis).replace(';', ' --', 1)}")
         print(format_fits(groups))
         print()
     return 0

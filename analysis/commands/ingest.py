@@ -93,9 +93,11 @@ def run(args: argparse.Namespace) -> int:
         bar, update = _progress(files[0])
         if bar is not None:
             with bar:
-                trace = ftrace.read(files[0], cache_dir=args.out, progress=update)
+                trace = ftrace.read(
+                    files[0], cache_dir=args.out, progress=update, note_unparsed=False
+                )
         else:
-            trace = ftrace.read(files[0], cache_dir=args.out)
+            trace = ftrace.read(files[0], cache_dir=args.out, note_unparsed=False)
         results = [trace.accounting.to_json()]
     else:
         results = ftrace.ingest(files, cache_dir=args.out, scheduler=args.scheduler)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 __all__ = ["register"]
@@ -29,6 +30,12 @@ def run(args: argparse.Namespace) -> int:
     from analysis.report.paper.build import build_inputs
 
     inputs = build_inputs(ReportData(report_runs(args.runs or [args.data])), args.out)
+    if inputs.left_out:
+        print(
+            f"mmlab paper: no ftrace captures in these runs: left out {', '.join(inputs.left_out)}"
+            " (each written as a sentence saying so)",
+            file=sys.stderr,
+        )
     if args.json:
         print(
             json.dumps(
@@ -36,6 +43,7 @@ def run(args: argparse.Namespace) -> int:
                     "macros": inputs.macros,
                     "section_macros": inputs.section_macros,
                     "files": [str(f) for f in inputs.files],
+                    "left_out": list(inputs.left_out),
                 }
             )
         )

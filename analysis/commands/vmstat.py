@@ -69,11 +69,18 @@ def run_vmstat(args: argparse.Namespace) -> int:
     from analysis.metrics.ops import Elapsed, interval_series, ops_report
     from analysis.report.ops import format_intervals, format_ops, ops_json
 
+    if args.path2 is not None and (args.path.is_dir() or args.path2.is_dir()):
+        raise InputError(
+            args.path2,
+            "PATH2 is the snapshot file taken after a snapshot file PATH; "
+            "to compare runs or directories use mmlab compare-vmstat",
+        )
     if args.path.is_dir():
         return _from_directory(args)
     samples = vmstat.read(args.path)
     if args.path2 is not None:
         samples = vmstat.pair(samples, vmstat.read(args.path2))
+        vmstat.check_order(samples, args.path, args.path2)
     elif len(samples) < 2:
         raise InputError(args.path, "one snapshot has no delta: give the snapshot after as PATH2")
     elapsed = Elapsed(args.elapsed, "command line") if args.elapsed else None

@@ -32,7 +32,8 @@ COLUMNS = tuple(SCHEMA)
 
 def validate(frame: pl.DataFrame, source: str | Path) -> pl.DataFrame:
     """``frame`` with the table's columns in order and types; InputError naming the
-    first line (1-based, header = line 1) whose row is unusable."""
+    first line (1-based, header = line 1) whose row is unusable (an empty name, an infinite
+    value, a second unit for a row)."""
     missing = [c for c in COLUMNS[:5] if c not in frame.columns]
     if missing:
         raise InputError(source, f"missing column(s) {', '.join(missing)}; need {COLUMNS}")
@@ -47,6 +48,12 @@ def validate(frame: pl.DataFrame, source: str | Path) -> pl.DataFrame:
         empty = cast.filter(pl.col(column).is_null() | (pl.col(column) == ""))
         if empty.height:
             raise InputError(source, f"empty {column}", line=int(empty["line"][0]))
+    # inf would pass every test as an extreme sample (p 0, -100 %); NaN is a missing
+    # sample, left out and counted in the notes (runs_of).
+    infinite = cast.filter(pl.col("value").is_infinite())
+    if infinite.height:
+        value = infinite["value"][0]
+        raise InputError(source, f"value {value} is not finite", line=int(infinite["line"][0]))
     first_unit = pl.col("unit").first().over("row", order_by="line")
     mixed = cast.filter(pl.col("unit") != first_unit).sort("line")
     if mixed.height:

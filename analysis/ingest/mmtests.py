@@ -14,6 +14,11 @@ Trees as mmtests leaves them on disk (see ``data/mmtests-ci``) are read as they 
   elapsed time from the proc-vmstat monitor's span (the source says so);
 - an empty ``iter-N`` directory, or iterations with a gap (``iter-0`` and ``iter-2``
   without ``iter-1``), are errors naming the directory;
+- an iteration that a capture did not finish (an ``mmlab-incomplete`` file in it, or no
+  ``mmlab.json`` where its run's other iterations have one: interrupted or killed while
+  writing) is left out, with a note on stderr, unless ``MMLAB_INCLUDE_INCOMPLETE=1``
+  (``mmlab --include-incomplete``): its trace may be truncated and its counters cover
+  part of the workload, so as a full run it would show a change that is not there;
 - run directories of the same name in different places (CI archives keep one
   ``work/log.<host>.<date>/<config>`` per run, all named after the config) are named
   ``<config>@<parent>`` so that comparisons keep them apart.
@@ -22,7 +27,9 @@ Trees as mmtests leaves them on disk (see ``data/mmtests-ci``) are read as they 
 from __future__ import annotations
 
 import json
+import os
 import re
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
@@ -34,6 +41,8 @@ from analysis.ingest.kconfig import config_hz, page_size
 from analysis.ingest.textfile import read_text
 
 __all__ = [
+    "INCLUDE_INCOMPLETE",
+    "INCOMPLETE",
     "Iteration",
     "Machine",
     "Run",
@@ -46,6 +55,10 @@ __all__ = [
 ]
 
 _ITER = re.compile(r"iter-(\d+)")
+# Written by mmlab capture when it begins an iteration, removed when the iteration is done.
+INCOMPLETE = "mmlab-incomplete"
+# Environment variable: "1" makes incomplete iterations count (set by --include-incomplete).
+INCLUDE_INCOMPLETE = "MMLAB_INCLUDE_INCOMPLETE"
 _BEGIN = re.compile(r"test begin :: (\S+) (\d+(?:\.\d+)?)")
 _END = re.compile(r"test end :: (\S+) (\d+(?:\.\d+)?)(?: (-?\d+))?")
 # mmtests writes /usr/bin/time's figures: "<s> user <s> system <elapsed> elapsed", where
@@ -265,6 +278,37 @@ def _checked(iteration: Path) -> Path:
     return iteration
 
 
+def _incomplete(iteration: Path, run_has_metadata: bool) -> str | None:
+    """Why ``iteration`` was not finished by its capture, or None if it was."""
+    if (iteration / INCOMPLETE).exists():
+        return "its capture was interrupted (mmlab-incomplete)"
+    if run_has_metadata and not (iteration / "mmlab.json").exists():
+        return "no mmlab.json where the run's other iterations have one (capture killed)"
+    return None
+
+
+def _complete(run_dir: Path, found: list[Path]) -> list[Path]:
+    """``found`` without the incomplete iterations (each named on stderr), unless
+    :data:`INCLUDE_INCOMPLETE` is set; an error when none is left."""
+    if os.environ.get(INCLUDE_INCOMPLETE) == "1":
+        return found
+    with_meta = any((p / "mmlab.json").exists() for p in found)
+    kept = []
+    for p in found:
+        if (why := _incomplete(p, with_meta)) is None:
+            kept.append(p)
+        else:
+            print(
+                f"mmlab: left out {p}: {why} (mmlab --include-incomplete uses it)",
+                file=sys.stderr,
+            )
+    if not kept:
+        raise InputError(
+            run_dir, "every iteration is incomplete (mmlab --include-incomplete uses them)"
+        )
+    return kept
+
+
 def _iterations(run_dir: Path, name: str) -> tuple[Iteration, ...]:
     found = sorted(
         (int(m[1]), p) for p in run_dir.iterdir() if p.is_dir() and (m := _ITER.fullmatch(p.name))
@@ -277,7 +321,8 @@ def _iterations(run_dir: Path, name: str) -> tuple[Iteration, ...]:
             f"iterations {have} but no iter-{missing[0]}: an iteration is missing "
             "(copy it, or point mmlab at each iter-N directory alone)",
         )
-    return tuple(Iteration(name, i, _checked(p)) for i, p in found)
+    complete = set(_complete(run_dir, [_checked(p) for _, p in found]))
+    return tuple(Iteration(name, i, p) for i, p in found if p in complete)
 
 
 def _run_names(run_dirs: list[Path]) -> list[str]:
@@ -299,7 +344,8 @@ def find_runs(path: str | Path) -> tuple[Run, ...]:
         raise InputError(root, "not a directory")
     if _ITER.fullmatch(root.name):
         run_dir = root.parent
-        iteration = Iteration(run_dir.name, int(root.name[5:]), _checked(root))
+        _complete(root, [_checked(root)])
+        iteration = Iteration(run_dir.name, int(root.name[5:]), root)
         return (Run(run_dir.name, run_dir, (iteration,)),)
     run_dirs = sorted(
         {p.parent for p in root.rglob("iter-*") if p.is_dir() and _ITER.fullmatch(p.name)}

@@ -41,11 +41,14 @@ from analysis.ingest.textfile import read_text
 
 __all__ = [
     "CounterReset",
+    "Misaligned",
     "Samples",
     "canonical",
+    "check_order",
     "counter_deltas",
     "holds_snapshots",
     "is_gauge",
+    "misaligned_labels",
     "pair",
     "parse",
     "read",
@@ -351,6 +354,97 @@ def pair(before: Samples, after: Samples) -> Samples:
         raise InputError(after.source, f"is {after.kind} but {before.source} is {before.kind}")
     frame = pl.concat([before.frame, after.frame], how="diagonal_relaxed")
     return Samples(f"{before.source} → {after.source}", before.kind, "snapshot pair", frame)
+
+
+def check_order(samples: Samples, first: str | Path, second: str | Path) -> None:
+    """A snapshot pair given the wrong way round is one question, not a line per counter:
+    InputError when most counters that changed went down from ``first`` to ``second``
+    (a real counter reset hits one or two counters, a swap all of them)."""
+    deltas, resets = counter_deltas(samples)
+    counters = [c for c in deltas.columns if c not in {"interval", "epoch_s", "dt_s"}]
+    changed = len(resets) + sum(int(deltas[c].fill_null(0).ne(0).any()) for c in counters)
+    if resets and len(resets) * 2 > changed:
+        raise InputError(
+            second,
+            f"{len(resets)} of {changed} counters that changed went down since {first}: "
+            f"was {second} taken before {first}? (give the earlier snapshot first)",
+        )
+
+
+@dataclass(frozen=True)
+class Misaligned:
+    """/proc/vmstat whose node-stat names are printed beside other items' values.
+
+    RHEL 8's 4.18.0-184 kernel (the real ppc64le trees in ``data/mmtests-ci``) prints
+    ``workingset_restore`` .. ``nr_kernel_misc_reclaimable`` one slot off: the value under
+    ``nr_file_pages`` is the dirty count, under ``nr_dirty`` the writeback count, under
+    ``nr_unstable`` the reclaim writes, so "Page writes by reclaim" read 4,027 where the
+    real delta is ~3.35 M (mmtests prints the same). Found by :func:`misaligned_labels`;
+    ``names`` are the node-stat items whose values cannot be trusted; ``reason`` says which
+    consistency check failed, with the numbers."""
+
+    names: frozenset[str]
+    reason: str
+
+
+# The first node_stat_item and the first item after the node stats (4.8+).
+_NODE_FIRST, _NODE_AFTER = "nr_inactive_anon", "nr_dirty_threshold"
+
+
+def _node_stat_names(names: list[str]) -> frozenset[str]:
+    """Node-stat items in printed order: from ``nr_inactive_anon`` to before
+    ``nr_dirty_threshold`` (every nr_*/workingset_* item when either is missing)."""
+    if _NODE_FIRST in names and _NODE_AFTER in names:
+        return frozenset(names[names.index(_NODE_FIRST) : names.index(_NODE_AFTER)])
+    return frozenset(n for n in names if n.startswith(("nr_", "workingset_")))
+
+
+def misaligned_labels(samples: Samples) -> Misaligned | None:
+    """Check counters that must agree in every /proc/vmstat sample; a :class:`Misaligned`
+    when they show names and values one slot apart, else None.
+
+    - ``nr_zone_write_pending`` (a zone item) counts dirty + writeback (+ unstable NFS
+      before 5.8) pages, which the node items ``nr_dirty``, ``nr_writeback`` and
+      ``nr_unstable`` count: misaligned when the values printed as ``nr_file_pages`` +
+      ``nr_dirty`` match it exactly in some sample where that sum does not, and the sum
+      never matches where they do not (either may miss by a few pages in a sample; on a
+      sound kernel the page cache alone is far above the pages under writeback);
+    - a gauge holding a counter's value: ``nr_unstable`` (NFS pages not yet committed, a
+      level kept under the dirty limit) above twice ``nr_dirty_threshold``.
+    """
+    frame = samples.frame
+    cols = set(frame.columns)
+    if samples.kind != PROC_VMSTAT or not {"nr_zone_write_pending", "nr_dirty"} <= cols:
+        return None
+    found = []
+    pending, dirty = frame["nr_zone_write_pending"], frame["nr_dirty"]
+    if {"nr_writeback", "nr_file_pages"} <= cols:
+        unstable = frame["nr_unstable"] if "nr_unstable" in cols else 0
+        straight = pending - dirty - frame["nr_writeback"] - unstable
+        shifted = pending - frame["nr_file_pages"] - dirty
+        # Zone and node items are folded from per-CPU deltas at different times, so either
+        # sum may miss by a few pages in a sample: only exact matches are evidence.
+        only_shifted = (shifted == 0) & (straight != 0)
+        if only_shifted.any() and not ((straight == 0) & (shifted != 0)).any():
+            i = int(only_shifted.arg_max())
+            found.append(
+                f"nr_zone_write_pending {pending[i]} = nr_file_pages {frame['nr_file_pages'][i]}"
+                f" + nr_dirty {dirty[i]}, not nr_dirty + nr_writeback"
+                f"{' + nr_unstable' if 'nr_unstable' in cols else ''}"
+            )
+    if {"nr_unstable", _NODE_AFTER} <= cols:
+        over = frame.filter(pl.col("nr_unstable") > 2 * pl.col(_NODE_AFTER))
+        if over.height:
+            found.append(
+                f"nr_unstable {over['nr_unstable'][0]} is above twice nr_dirty_threshold "
+                f"{over[_NODE_AFTER][0]}: a counter's value under a level's name"
+            )
+    if not found:
+        return None
+    reason = "vmstat names misaligned with values (as RHEL 8 4.18.0-184 prints them): " + "; ".join(
+        found
+    )
+    return Misaligned(_node_stat_names(list(frame.columns)), reason)
 
 
 def counter_deltas(samples: Samples) -> tuple[pl.DataFrame, tuple[CounterReset, ...]]:

@@ -46,7 +46,13 @@ from dataclasses import dataclass
 import polars as pl
 
 from analysis.ingest.mmtests import Iteration
-from analysis.ingest.vmstat import CounterReset, Samples, canonical, counter_deltas
+from analysis.ingest.vmstat import (
+    CounterReset,
+    Samples,
+    canonical,
+    counter_deltas,
+    misaligned_labels,
+)
 
 __all__ = [
     "ABSENT",
@@ -442,8 +448,14 @@ def ops_report(samples: Samples, elapsed: Elapsed | None = None) -> OpsReport:
     values = _evaluate(canon, pl.lit(elapsed.seconds, dtype=pl.Float64), OPS).row(0)
     cols = set(canon.columns)
     reset_names = {r.counter for r in resets}
+    # Counters printed under another item's name (checked on every sample, not only the
+    # ends): their rows are blank with the reason rather than another counter's number.
+    misaligned = misaligned_labels(samples)
+    untrusted = misaligned.names if misaligned else frozenset()
     rows = tuple(
-        OpsRow(
+        OpsRow(label=op.label, value=None, unit=op.unit, better=op.better, note=misaligned.reason)
+        if misaligned and set(op.needs) & untrusted
+        else OpsRow(
             op.label,
             v,
             op.unit,

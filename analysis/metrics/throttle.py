@@ -175,6 +175,18 @@ class HzEstimate:
     config_hz: int | None
     verdict: str
 
+    def conflict(self) -> str | None:
+        """Why CONFIG_HZ (kconfig or ``--hz``) cannot be the capturing kernel's, when the
+        delays say so; None otherwise. ``mmlab stalls`` prints it, ``mmlab fit`` refuses on
+        it: a fit quantised to the wrong jiffy is wrong without any sign."""
+        if self.verdict != "conflicts":
+            return None
+        return (
+            f"CONFIG_HZ={self.config_hz} conflicts with the throttle delays: all "
+            f"{self.distinct_delays} distinct non-zero delays are multiples of "
+            f"{self.jiffy_us} us (HZ {self.hz:g} by {self.method})"
+        )
+
 
 def _explains(hz: int, delays: list[int]) -> bool:
     jiffy = 1e6 / hz

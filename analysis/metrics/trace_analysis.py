@@ -26,6 +26,7 @@ from analysis.metrics import compaction, daemons, lru, pairing, shrinker, thrott
 from analysis.stats.describe import distribution_table
 
 __all__ = [
+    "UNPARSED_LINES_SHOWN",
     "TraceAnalysis",
     "analyse_file",
     "analyse_iteration",
@@ -37,6 +38,10 @@ __all__ = [
 ]
 
 
+# How many unparsed line numbers a report names (mmlab ingest lists them all).
+UNPARSED_LINES_SHOWN = 10
+
+
 @dataclass(frozen=True)
 class TraceAnalysis:
     """All derived frames and reports for one source (field docs in the producing modules)."""
@@ -44,6 +49,10 @@ class TraceAnalysis:
     source: str
     input_kind: str
     lost_events: int
+    # Lines the reader could not use (a corrupt field, a cut line, ...): count and the first
+    # line numbers, printed by every command that analyses the trace.
+    unparsed: int
+    unparsed_lines: tuple[int, ...]
     capture_s: float | None
     reclaim: Mapping[str, pairing.StallIntervals]
     throttle_events: pl.DataFrame
@@ -83,6 +92,18 @@ def capture_activity(trace) -> pl.DataFrame:
 def _lost_lines(trace) -> list[int]:
     accounting = getattr(trace, "accounting", None)
     return [int(entry.line) for entry in getattr(accounting, "lost_events", ())]
+
+
+def _unparsed(trace) -> tuple[int, tuple[int, ...]]:
+    """(count, first line numbers) of the lines the reader could not use: a trace's
+    unparsed lines, a mail histogram's unidentified ones."""
+    accounting = getattr(trace, "accounting", None)
+    by_reason = getattr(accounting, "unparsed_by_reason", None)
+    if by_reason is None:
+        lines = tuple(getattr(accounting, "unidentified_lines", ()))
+        return len(lines), lines[:UNPARSED_LINES_SHOWN]
+    lines = sorted(n for u in by_reason.values() for n in u.lines)
+    return int(accounting.unparsed), tuple(lines[:UNPARSED_LINES_SHOWN])
 
 
 def _labelled(trace, name: str, intervals: pl.DataFrame) -> pl.DataFrame:
@@ -145,10 +166,13 @@ def analyse_trace(
         )
     # Every table carries its source's lost-event count: any sum may be short by lost events.
     lost_col = pl.lit(lost, dtype=pl.Int64)
+    unparsed = _unparsed(trace)
     analysis = TraceAnalysis(
         source=str(trace.source),
         input_kind="histogram" if is_histogram else "trace",
         lost_events=lost,
+        unparsed=unparsed[0],
+        unparsed_lines=unparsed[1],
         capture_s=(end - start) / 1e9 if start is not None else None,
         reclaim=reclaim,
         throttle_events=t_events,

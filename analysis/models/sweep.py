@@ -11,10 +11,12 @@ or ``{start, stop, step}`` (stop included when reached; integers when start and 
 are). Points are the Cartesian product in the file's order.
 
 Resumable: each finished point is written at once, whole, to
-``OUT/.points/<id>.parquet`` (``id`` hashes the point's parameters), and a rerun skips
-points already there; ``OUT/<model>.parquet`` is written (atomically) only when every
-point of the grid is done. A bad grid, an unknown model or an unreachable scheduler stops
-the sweep before anything is written.
+``OUT/.points/<id>.parquet``, and a rerun skips points already there. ``id`` hashes the
+point's parameters, the content (SHA-256) of every file or directory a parameter names, and
+the mmlab version: a capture replaced at the same path, or a new mmlab, computes the point
+again instead of returning the old answer. ``OUT/<model>.parquet`` is written (atomically)
+only when every point of the grid is done. A bad grid, an unknown model or an unreachable
+scheduler stops the sweep before anything is written.
 
 On ``--scheduler`` the workers import the model themselves and open the paths the grid
 names, so they need this package and those files at the same paths; results come back
@@ -40,7 +42,9 @@ import polars as pl
 import yaml
 from threadpoolctl import threadpool_limits
 
+from analysis import __version__
 from analysis.errors import InputError, input_file
+from analysis.ingest.compressed import sha256_file
 from analysis.ingest.textfile import read_text
 
 __all__ = [
@@ -49,6 +53,7 @@ __all__ = [
     "SweepResult",
     "evaluate",
     "grid_points",
+    "input_digests",
     "load_grid",
     "point_id",
     "resolve",
@@ -145,9 +150,29 @@ def grid_points(grid: Mapping[str, Sequence[object]]) -> list[dict[str, object]]
     return [dict(zip(names, combo, strict=True)) for combo in itertools.product(*grid.values())]
 
 
-def point_id(point: Mapping[str, object]) -> str:
-    """A stable name for a point: the same parameters give the same id in any run."""
-    text = json.dumps(point, sort_keys=True, default=str)
+def _content_digest(path: Path) -> str:
+    """SHA-256 of a file's bytes, or of a directory's files (relative names and digests)."""
+    if path.is_file():
+        return sha256_file(path)
+    sha = hashlib.sha256()
+    for f in sorted(p for p in path.rglob("*") if p.is_file()):
+        sha.update(f"{f.relative_to(path)}\0{sha256_file(f)}\n".encode())
+    return sha.hexdigest()
+
+
+def input_digests(points: Sequence[Mapping[str, object]]) -> dict[str, str]:
+    """Content digest of every parameter value that names an existing file or directory
+    (each hashed once however many points name it)."""
+    named = {v for p in points for v in p.values() if isinstance(v, str) and Path(v).exists()}
+    return {v: _content_digest(Path(v)) for v in sorted(named)}
+
+
+def point_id(point: Mapping[str, object], digests: Mapping[str, str]) -> str:
+    """A stable name for a point: the same parameters, input contents (``digests`` from
+    :func:`input_digests`) and mmlab version give the same id in any run."""
+    inputs = {k: digests[v] for k, v in point.items() if isinstance(v, str) and v in digests}
+    key = {"point": point, "inputs": inputs, "mmlab": __version__}
+    text = json.dumps(key, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:20]
 
 
@@ -336,7 +361,8 @@ def sweep(
         )
     paths = _grid_paths(grid_path, model, grid, remote=scheduler is not None)
     points = grid_points(grid)
-    ids = [point_id(p) for p in points]
+    digests = input_digests(points)
+    ids = [point_id(p, digests) for p in points]
     parts = out_dir / POINTS_DIR
     todo = [p for p, i in zip(points, ids, strict=True) if not (parts / f"{i}.parquet").exists()]
     if todo and workers is None and scheduler is None:
@@ -349,7 +375,7 @@ def sweep(
         task = progress.add_task(f"sweep {name}", total=len(todo))
         for i, row in rows:
             parts.mkdir(parents=True, exist_ok=True)
-            _write_atomic(pl.DataFrame([row]), parts / f"{point_id(todo[i])}.parquet")
+            _write_atomic(pl.DataFrame([row]), parts / f"{point_id(todo[i], digests)}.parquet")
             progress.advance(task)
     table = pl.concat(
         [pl.read_parquet(parts / f"{i}.parquet") for i in ids], how="diagonal_relaxed"

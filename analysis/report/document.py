@@ -21,7 +21,7 @@ from analysis.metrics.compare import compare_runs
 from analysis.metrics.throttle_runs import run_throttle_table
 from analysis.metrics.trace_analysis import TraceAnalysis, analyse_iteration
 from analysis.report.ops import comparison_json, format_comparison
-from analysis.report.provenance import format_provenance, iteration_provenance
+from analysis.report.provenance import format_provenance, iteration_provenance, run_differences
 from analysis.report.text import fit
 from analysis.report.throttle import format_run_throttle
 from analysis.report.trace_analysis import analysis_json, format_analysis
@@ -145,10 +145,21 @@ def _warnings(data: ReportData) -> str:
     return "\n".join(lost) + "\n" if lost else "No lost trace events.\n"
 
 
+def _differ_text(differ: Sequence[str]) -> str:
+    lines = "\n".join(f"  {line}" for line in differ)
+    return (
+        "WARNING: these runs were not captured alike; a change below may come from\n"
+        f"these differences, not from the kernel:\n{lines}\n"
+    )
+
+
 def report_sections(data: ReportData) -> list[tuple[str, str]]:
     """``(title, text)`` of the provenance, the warnings and every entry of ``SECTIONS``."""
     provenance = [iteration_provenance(run, it) for run in data.runs for it in run.iterations]
+    differ = run_differences(provenance)
+    first = [("Runs differ in more than the kernel", _differ_text(differ))] if differ else []
     return [
+        *first,
         ("Captures", format_provenance(provenance)),
         ("Warnings", _warnings(data)),
         *((title, section(data)) for title, section in SECTIONS),
@@ -182,6 +193,7 @@ def report_json(paths: Sequence[Path]) -> dict:
     from analysis.report.throttle_fits import run_fit_json, run_fits
 
     data = ReportData(report_runs(paths))
+    provenance = [iteration_provenance(run, it) for run in data.runs for it in run.iterations]
     throttle = run_throttle_table(
         [(run.name, index, a.throttle) for run, index, a in data.analyses]
     )
@@ -191,7 +203,8 @@ def report_json(paths: Sequence[Path]) -> dict:
             {"name": run.name, "path": str(run.path), "iterations": len(run.iterations)}
             for run in data.runs
         ],
-        "provenance": [iteration_provenance(run, it) for run in data.runs for it in run.iterations],
+        "provenance": provenance,
+        "runs_differ": run_differences(provenance),
         "vmstat": comparison_json(compare_runs(data.runs)),
         "throttle": throttle,
         "throttle_fits": [run_fit_json(f) for f in run_fits(data)],

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from analysis.ingest.mmtests import Iteration, Machine, Run
 
-__all__ = ["Provenance", "format_provenance", "iteration_provenance"]
+__all__ = ["Provenance", "format_provenance", "iteration_provenance", "run_differences"]
 
 
 @dataclass(frozen=True)
@@ -71,6 +71,31 @@ def iteration_provenance(run: Run, iteration: Iteration) -> Provenance:
         cgroup=cg,
         tests=tuple(iteration.tests),
     )
+
+
+# What, besides the kernel under test, must match for a comparison of runs to mean anything.
+_COMPARED = (
+    ("machine", lambda r: r.machine or "not recorded"),
+    ("memory", lambda r: f"{r.memory_kib / 1048576:.1f} GiB" if r.memory_kib else "unknown"),
+    ("CONFIG_HZ", lambda r: str(r.config_hz) if r.config_hz else "unknown"),
+    ("memcg", lambda r: r.cgroup or "not recorded"),
+    ("tests", lambda r: " ".join(r.tests) or "none found"),
+)
+
+
+def run_differences(rows: Sequence[Provenance]) -> tuple[str, ...]:
+    """One line per provenance field (machine, memory, CONFIG_HZ, memcg, tests) whose
+    values differ between runs, naming each run's value(s): runs from machines of 80 and
+    160 CPUs are not a comparison of kernels, and the report says so before any number."""
+    runs = list(dict.fromkeys(r.run for r in rows))
+    out = []
+    for label, value in _COMPARED:
+        per_run = {run: sorted({value(r) for r in rows if r.run == run}) for run in runs}
+        if len({tuple(v) for v in per_run.values()}) > 1:
+            out.append(
+                f"{label}: " + "; ".join(f"{run} {', '.join(v)}" for run, v in per_run.items())
+            )
+    return tuple(out)
 
 
 def format_provenance(rows: Sequence[Provenance]) -> str:

@@ -15,7 +15,13 @@ from analysis.metrics.trace_rows import benchmark_times, mmtests_trace_rows
 from analysis.report.json_output import jsonable
 from analysis.report.table import Column, Footnotes, num, render
 
-__all__ = ["analysis_json", "format_analysis", "format_distributions", "format_uniq_c"]
+__all__ = [
+    "analysis_json",
+    "format_analysis",
+    "format_distributions",
+    "format_uniq_c",
+    "unparsed_note",
+]
 
 _REASON_PREFIX = "VMSCAN_THROTTLE_"
 
@@ -133,6 +139,8 @@ def _throttle_lines(a: TraceAnalysis) -> list[str]:
             f"{hz.distinct_delays} distinct delays)"
         )
         out.append(f"  checked against {config}: {hz.verdict}")
+        if conflict := hz.conflict():
+            out.append(f"  {conflict}")
     return out
 
 
@@ -221,6 +229,17 @@ def _mmtests_lines(a: TraceAnalysis) -> list[str]:
     return [title, *render(columns, cells, indent=2), *notes.lines()]
 
 
+def unparsed_note(a: TraceAnalysis) -> str:
+    """``; N unparsed lines (lines 2, 5)`` for a trace (every count, 0 too); empty for a
+    mail histogram."""
+    if a.input_kind != "trace":
+        return ""
+    if not a.unparsed:
+        return "; 0 unparsed lines"
+    more = ", ..." if a.unparsed > len(a.unparsed_lines) else ""
+    return f"; {a.unparsed:,} unparsed lines: {', '.join(map(str, a.unparsed_lines))}{more}"
+
+
 def format_analysis(a: TraceAnalysis) -> str:
     """The full text report of one source, 80 columns wide."""
     span = f", capture {a.capture_s:.3f} s" if a.capture_s is not None else ""
@@ -229,7 +248,7 @@ def format_analysis(a: TraceAnalysis) -> str:
         if a.lost_events
         else "no lost events"
     )
-    out = [f"{a.source} ({a.input_kind}{span}; {lost})", ""]
+    out = [f"{a.source} ({a.input_kind}{span}; {lost}{unparsed_note(a)})", ""]
     if a.histogram_groups:
         out += [*_histogram_group_lines(a), ""]
     if a.input_kind == "trace":
@@ -323,6 +342,8 @@ def analysis_json(a: TraceAnalysis) -> dict:
             "source": a.source,
             "input_kind": a.input_kind,
             "lost_events": a.lost_events,
+            "unparsed": a.unparsed,
+            "unparsed_lines": a.unparsed_lines,
             "capture_s": a.capture_s,
             "throttle": a.throttle,
             "hz": a.hz,

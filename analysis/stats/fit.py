@@ -65,6 +65,7 @@ __all__ = [
     "optimise",
     "refits",
     "search_bounds",
+    "select_groups",
 ]
 
 QUANTILES = (0.5, 0.9, 0.99)
@@ -806,6 +807,19 @@ def _fit_group(
     )
 
 
+def select_groups(
+    events: pl.DataFrame, reason: str | None = None, context: str | None = None
+) -> pl.DataFrame:
+    """Throttle event rows with a delay, of reasons containing ``reason`` and of ``context``
+    (each when given): the rows :func:`fit_throttle_groups` fits."""
+    known = events.filter(pl.col("delay_us").is_not_null())
+    if reason is not None:
+        known = known.filter(pl.col("reason").str.contains(reason, literal=True))
+    if context is not None:
+        known = known.filter(pl.col("context") == context)
+    return known
+
+
 def fit_throttle_groups(
     events: pl.DataFrame,
     jiffy_us: float | None,
@@ -819,11 +833,7 @@ def fit_throttle_groups(
     """Fit every (event, context, reason, timeout) group of
     :func:`analysis.metrics.throttle.throttle_events` rows (``count``-weighted); bad groups
     come back as :class:`GroupFailure` with the reason instead of raising."""
-    known = events.filter(pl.col("delay_us").is_not_null())
-    if reason is not None:
-        known = known.filter(pl.col("reason").str.contains(reason, literal=True))
-    if context is not None:
-        known = known.filter(pl.col("context") == context)
+    known = select_groups(events, reason, context)
     out: list[GroupFit | GroupFailure] = []
     keys = ("event", "context", "reason", "usec_timeout")
     for (ev, ctx, rsn, timeout), group in known.group_by(*keys, maintain_order=True):

@@ -36,7 +36,7 @@ from analysis.ingest.ftrace.layout import (
 )
 from analysis.ingest.ftrace.tokenizer import field_plan
 
-__all__ = ["BlockColumns", "emit_columns"]
+__all__ = ["BlockColumns", "emit_columns", "field_failures"]
 
 _INT, _FLAGS = 0, 2  # field_plan kinds (1 = plain string)
 
@@ -256,6 +256,42 @@ class BlockColumns:
             text = view_series(self.views[at : at + 4 * n], ok, self.data).alias(name)
             columns.append(text.str.split("|") if plan.kinds[c] == _FLAGS else text)
         return columns
+
+
+@njit(nogil=True, cache=True)
+def _failed_lines(ids, first, count, kh, vs, iok, int_hash, int_off):
+    """Line ``k`` has a token with a value (``vs >= 0``) that did not parse as an integer
+    (``iok`` false) under a key among its event's integer keys
+    ``int_hash[int_off[e]:int_off[e + 1]]``."""
+    bad = np.zeros(ids.size, np.bool_)
+    for k in range(ids.size):
+        lo, hi = int_off[ids[k]], int_off[ids[k] + 1]
+        for t in range(first[k], first[k] + count[k]):
+            if iok[t] or vs[t] < 0 or bad[k]:
+                continue
+            for i in range(lo, hi):
+                if int_hash[i] == kh[t]:
+                    bad[k] = True
+    return bad
+
+
+def field_failures(names: list[str], ids: np.ndarray, tokens: tuple) -> np.ndarray:
+    """Per event line (``ids[k]`` indexes ``names``): True when a field its event prints as
+    an integer has a value that is not one (``nr_reclaimed=GARBAGE@@``). Such a line is
+    not an event with a null field but an unparsed line (the reader counts it, with its
+    line number): a null would read as "not printed by this kernel" and the event would
+    count in every total. ``tokens`` are :func:`~.tokenizer.tokenize`'s, per line."""
+    first, count, _sig, _ks, _ke, kh, vs, _ve, _ival, iok = tokens
+    keys = []
+    for name in names:
+        plan = field_plan(name) if name in KNOWN_EVENTS else None
+        keys.append(
+            np.zeros(0, np.uint64)
+            if plan is None
+            else plan.hashes[plan.kinds[plan.columns] == _INT]
+        )
+    int_off = _offsets([k.size for k in keys])
+    return _failed_lines(ids, first, count, kh, vs, iok, _concat(keys, np.uint64), int_off)
 
 
 def _offsets(sizes) -> np.ndarray:

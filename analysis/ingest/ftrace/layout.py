@@ -69,6 +69,7 @@ REASONS = (
     "bad timestamp",
     "bad event name",
     "truncated final line",
+    "field value not a number",  # set by the reader (columns.field_failures)
 )
 R_LAYOUT, R_TIMESTAMP, R_EVENT = 1, 2, 3
 

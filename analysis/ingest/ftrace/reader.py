@@ -50,6 +50,7 @@ import os
 import queue
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -72,7 +73,7 @@ from analysis.ingest.ftrace.cache import (
     store,
     write_frames,
 )
-from analysis.ingest.ftrace.columns import BlockColumns
+from analysis.ingest.ftrace.columns import BlockColumns, field_failures
 from analysis.ingest.ftrace.events import SHRINK_SLAB
 from analysis.ingest.ftrace.layout import (
     BLANK,
@@ -288,6 +289,14 @@ def parse_block(data: bytes | bytearray, line_base: int, final: bool) -> tuple[_
         res.lost.append(
             LostEvents(int(out[k, CPU]), None if count < 0 else count, int(line_base + k + 1))
         )
+    rows = np.flatnonzero(kind == EVENT)
+    frames: dict[str, pl.DataFrame] = {}
+    events = _event_tokens(buf, out, hashes, ends, rows)
+    if events is not None and (bad := field_failures(events[1], events[0], events[3])).any():
+        kind[rows[bad]] = UNPARSED
+        out[rows[bad], REASON] = REASONS.index("field value not a number")
+        rows = rows[~bad]
+        events = _event_tokens(buf, out, hashes, ends, rows)
     for k in np.flatnonzero(kind == UNPARSED):
         entry = res.unparsed.setdefault(REASONS[out[k, REASON]], [0, [], []])
         entry[0] += 1
@@ -296,21 +305,11 @@ def parse_block(data: bytes | bytearray, line_base: int, final: bool) -> tuple[_
         if len(entry[2]) < SAMPLES:
             start = raw_lines[0][k]
             entry[2].append(_escape(bytes(raw[start : min(raw_lines[1][k], start + SAMPLE_BYTES)])))
-    rows = np.flatnonzero(kind == EVENT)
-    frames: dict[str, pl.DataFrame] = {}
-    if not len(rows):
+    if events is None:
         return res, frames
+    ids, names, (pstart, pend), tokens = events
     res.first_ts = int(out[rows[0], TS])
     res.counter_clock = bool(out[rows, COUNTER_CLOCK].any())
-    _, first, ids = np.unique(hashes[rows], return_index=True, return_inverse=True)
-    ids = ids.ravel()
-    names = [
-        bytes(buf[out[rows[i], NAME_START] : out[rows[i], NAME_END]]).decode("ascii", "replace")
-        for i in first
-    ]
-    mode = np.array([name in SHRINK_SLAB for name in names], np.int8)[ids]
-    pstart, pend = out[rows, PAYLOAD_START], ends[rows]
-    tokens = tokenize(buf, pstart, pend, mode, GFP_LITERAL)
     columns = BlockColumns(buf, out, rows, ids, names, line_base, (pstart, pend), tokens)
     first_tok, count, sig, *toks = tokens
     for j, name in enumerate(names):
@@ -324,6 +323,22 @@ def parse_block(data: bytes | bytearray, line_base: int, final: bool) -> tuple[_
             frames[name] = event_frame(name, buf, common, (*per_row, *toks))
         res.events[name] = common.height
     return res, frames
+
+
+def _event_tokens(buf, out, hashes, ends, rows):
+    """(event id per row, event names, payload spans, tokens) of the event lines ``rows``;
+    None when there are none."""
+    if not len(rows):
+        return None
+    _, first, ids = np.unique(hashes[rows], return_index=True, return_inverse=True)
+    ids = ids.ravel()
+    names = [
+        bytes(buf[out[rows[i], NAME_START] : out[rows[i], NAME_END]]).decode("ascii", "replace")
+        for i in first
+    ]
+    mode = np.array([name in SHRINK_SLAB for name in names], np.int8)[ids]
+    pstart, pend = out[rows, PAYLOAD_START], ends[rows]
+    return ids, names, (pstart, pend), tokenize(buf, pstart, pend, mode, GFP_LITERAL)
 
 
 def parse_text(text: str | bytes) -> tuple[Accounting, dict[str, pl.DataFrame]]:
@@ -568,13 +583,15 @@ def read(
     *,
     cache_dir: Path | None = None,
     progress: Callable[[int, int], None] | None = None,
+    note_unparsed: bool = True,
 ) -> Trace:
     """Ingest one capture (or reuse its cached dataset) and return it as a :class:`Trace`.
 
     ``cache_dir`` defaults to ``build/ingest``; ``progress(bytes, lines_so_far)`` is called
     per block. Damaged compressed input raises InputError with the byte offset. A binary
     trace-cmd ``trace.dat`` is read through ``trace-cmd report``; a ``perf.data`` is refused
-    with the ``perf script`` command that converts it.
+    with the ``perf script`` command that converts it. Unparsed lines are counted on
+    stderr (``note_unparsed``; ``mmlab ingest`` lists them instead).
     """
     path = input_file(path)
     cache = Path(cache_dir) if cache_dir is not None else DEFAULT_CACHE
@@ -608,7 +625,16 @@ def read(
 
     with path_lock(cache, path):
         directory = cached(cache, path) or store(cache, path, build)
-    return _load(path, directory)
+    trace = _load(path, directory)
+    if (acc := trace.accounting.unparsed) and note_unparsed:
+        # Every command that analyses a trace says so (stalls and fit also in their output).
+        first = sorted(n for u in trace.accounting.unparsed_by_reason.values() for n in u.lines)
+        print(
+            f"mmlab: {path}: {acc:,} unparsed lines (first at line {first[0]}); "
+            "mmlab ingest shows them",
+            file=sys.stderr,
+        )
+    return trace
 
 
 def _full_lines(accounting: Accounting) -> dict:

@@ -7,6 +7,11 @@
 Each entry of ``SECTION_HOOKS`` is a function of
 :class:`~analysis.report.document.ReportData` and the output folder that writes its own
 tables and figures there and returns the section's LaTeX, its numbers as macros it defines.
+
+Runs without ftrace captures (a plain mmtests tree) get what applies to them (macros, the
+Ops table, the latency comparison, the reclaim-rate figure); the trace tables and the
+sections in ``NEEDS_TRACES`` are written as one sentence saying that they need ftrace, so
+the paper still builds, and are listed in ``PaperInputs.left_out``.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from analysis.report.paper import comparison, figures, fits, shrinker, timeout
 from analysis.report.paper.latex import defined_macros, escape, macros_tex, pm, table_tex
 from analysis.report.provenance import iteration_provenance
 
-__all__ = ["SECTION_HOOKS", "PaperInputs", "build_inputs", "paper_values"]
+__all__ = ["NEEDS_TRACES", "SECTION_HOOKS", "PaperInputs", "build_inputs", "paper_values"]
 
 
 # name -> LaTeX of sections/<name>.tex (a hook may write tables/figures under ``out``);
@@ -41,6 +46,8 @@ SECTION_HOOKS: dict[str, Callable[[ReportData, Path], str]] = {
     "shrinker-replay": shrinker.section,
     "timeout-model": timeout.section,
 }
+# Hooks (and the tables named ``tables/<name>.tex``) computed from ftrace events only.
+NEEDS_TRACES = ("throttle", "stalls", "fits", "shrinker-replay", "timeout-model")
 
 
 @dataclass(frozen=True)
@@ -52,6 +59,7 @@ class PaperInputs:
     macros: dict[str, str]
     section_macros: dict[str, dict[str, str]]
     files: tuple[Path, ...]
+    left_out: tuple[str, ...] = ()
 
 
 def _iteration_stall_frames(data: ReportData) -> list[tuple[str, int, pl.DataFrame]]:
@@ -104,7 +112,8 @@ def _run_values(role: str, run: Run, data: ReportData, cmp: Comparison) -> dict[
         f"{role} duration s": f"{config.get('duration_s', 0):g}",
         f"{role} workers": ", ".join(str(w) for w in config.get("workers", [])),
     }
-    throttle = _throttle(data).filter(pl.col("run") == run.name)
+    throttle = _throttle(data)
+    throttle = throttle.filter(pl.col("run") == run.name) if throttle.height else throttle
     if throttle.height:
         t = _throttle_cells(throttle.sort("events_mean", descending=True).row(0, named=True))
         values |= {f"{role} throttle {k}": v for k, v in t.items()}
@@ -246,9 +255,14 @@ def _write(path: Path, text: str) -> Path:
     return path
 
 
+def _no_traces(name: str) -> str:
+    return f"\\emph{{No {escape(name)}: the runs given have no ftrace captures.}}\n"
+
+
 def build_inputs(data: ReportData, out: Path) -> PaperInputs:
-    """Write macros, tables, figures and hook sections for ``data``'s runs under ``out``:
-    all of them or, when anything fails, none (other files in ``out`` are kept)."""
+    """Write macros, tables, figures and hook sections for ``data``'s runs under ``out``
+    (without traces, see the module docstring): all of them or, when anything fails, none
+    (other files in ``out`` are kept)."""
     with staged_dir(out) as stage:
         inputs = _build_inputs(data, stage)
     return replace(inputs, files=tuple(out / f.relative_to(stage) for f in inputs.files))
@@ -257,17 +271,22 @@ def build_inputs(data: ReportData, out: Path) -> PaperInputs:
 def _build_inputs(data: ReportData, out: Path) -> PaperInputs:
     cmp = compare_runs(data.runs)
     values = paper_values(data, cmp)
+    left_out = () if data.analyses else NEEDS_TRACES
+    tables = {"ops": lambda: ops_table(cmp)}
+    tables["throttle"] = lambda: throttle_table(_throttle(data))
+    tables["stalls"] = lambda: stall_table(run_stall_table(_iteration_stall_frames(data)))
     files = [
         _write(out / "macros.tex", macros_tex(values)),
-        _write(out / "tables" / "ops.tex", ops_table(cmp)),
-        _write(out / "tables" / "throttle.tex", throttle_table(_throttle(data))),
-        _write(
-            out / "tables" / "stalls.tex",
-            stall_table(run_stall_table(_iteration_stall_frames(data))),
+        *(
+            _write(out / "tables" / f"{name}.tex", _no_traces(name) if name in left_out else tex())
+            for name, tex in tables.items()
         ),
         *_figures(data, out / "figures"),
     ]
-    sections = {name: hook(data, out) for name, hook in SECTION_HOOKS.items()}
+    sections = {
+        name: _no_traces(name) if name in left_out else hook(data, out)
+        for name, hook in SECTION_HOOKS.items()
+    }
     files += [_write(out / "sections" / f"{name}.tex", tex) for name, tex in sections.items()]
     section_macros = {name: defined_macros(tex) for name, tex in sections.items()}
-    return PaperInputs(values, section_macros, tuple(files))
+    return PaperInputs(values, section_macros, tuple(files), left_out)
