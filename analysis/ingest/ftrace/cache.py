@@ -35,9 +35,9 @@ __all__ = [
     "write_frames",
 ]
 
-# 2: the instance column, report -l lines, EVENTS DROPPED markers; lines with a
+# 2: the instance column, report -l lines, EVENTS DROPPED markers; 3: lines with a
 # non-integer integer field are unparsed, not events with a null.
-CACHE_VERSION = "2"
+CACHE_VERSION = "3"
 DEFAULT_CACHE = Path("build") / "ingest"
 
 

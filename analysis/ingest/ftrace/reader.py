@@ -590,8 +590,8 @@ def read(
     ``cache_dir`` defaults to ``build/ingest``; ``progress(bytes, lines_so_far)`` is called
     per block. Damaged compressed input raises InputError with the byte offset. A binary
     trace-cmd ``trace.dat`` is read through ``trace-cmd report``; a ``perf.data`` is refused
-    with the ``perf script`` command that converts it. Unparsed lines are counted on stderr
-    (``note_unparsed``; ``mmlab ingest`` lists them instead).
+    with the ``perf script`` command that converts it. Unparsed lines are counted on
+    stderr (``note_unparsed``; ``mmlab ingest`` lists them instead).
     """
     path = input_file(path)
     cache = Path(cache_dir) if cache_dir is not None else DEFAULT_CACHE
