@@ -267,3 +267,26 @@ def test_runs_from_different_machines_say_so_first(monkeypatch):
     summary = text[: text.index("== Runs differ")]
     assert "  machine: dirty20 vm, AMD EPYC" in summary and "POWER8" in summary
     assert "WARNING: these runs were not captured alike" in text
+
+
+def test_summary_verdicts_print_the_papers_numbers(ab_report):
+    """Issue 20: the report and the paper must print identical numbers for one quantity.
+    The paper's comparison macros of the same A/B pair (HD-50 rows) against the report's
+    verdict lines, digit for digit."""
+    import re
+
+    from analysis.report.paper import comparison
+
+    runs = tuple(run for path in AB_RUNS for run in capture_runs(path))
+    values = comparison.comparison_values(comparison.latency_comparison(ReportData(runs)))
+
+    def plain(key: str) -> str:
+        return re.sub(r"\\ensuremath|[${}]", "", values[key])
+
+    for row in ("mmap-8", "elapsed"):
+        key = f"cmp {row} p50"
+        line = next(x for x in ab_report.splitlines()[:25] if x.strip().startswith(row + " "))
+        change = f"{plain(key + ' change')}% [{plain(key + ' change low')}, "
+        change += f"{plain(key + ' change high')}]"
+        assert line.split()[2:4] == [plain(key + " base"), plain(key + " new")], line
+        assert change in line and line.split()[-4] == plain(key + " q"), line
