@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import polars as pl
 
@@ -37,10 +37,19 @@ _ALWAYS_LOWER = frozenset({"Stddev", "CoeffVar"})
 WIDTH = 80
 
 
-def _num(value: float | None) -> str:
+# Decimals of one value: mmtests' 4 (compare-mmtests.pl's own figures, which tests check
+# to 0.006), or a rule such as the paper's estimate_digits for the mail report.
+Digits = Callable[[float], int]
+
+
+def _mmtests_digits(value: float) -> int:
+    return 0 if abs(value) >= 1e7 else 4
+
+
+def _num(value: float | None, digits: Digits = _mmtests_digits) -> str:
     if value is None or not math.isfinite(value):
         return f"{'-':>12}"
-    return f"{value:12.0f}" if abs(value) >= 1e7 else f"{value:12.4f}"
+    return f"{value:12.{digits(value)}f}"
 
 
 def _ci(iv: Interval | None, unit: str = "") -> str:
@@ -80,7 +89,7 @@ def _paragraph(r: RowComparison) -> str:
     return textwrap.fill(text, WIDTH, initial_indent="  ", subsequent_indent="    ")
 
 
-def _block(table: pl.DataFrame, r: RowComparison) -> list[str]:
+def _block(table: pl.DataFrame, r: RowComparison, digits: Digits) -> list[str]:
     """One row (e.g. mmap-4) of the base and one new kernel: summary lines + verdict."""
     better = HIGHER if r.higher_is_better else LOWER
     lines = [f"{r.row} ({r.unit}; {better} is better)"]
@@ -92,12 +101,12 @@ def _block(table: pl.DataFrame, r: RowComparison) -> list[str]:
     deciding = DECIDING_ROW[r.metric]
     for label, value in base.items():
         if label not in new:  # the new kernel's runs have one sample each: no quantiles
-            lines.append(f"{label:<12}{_num(value)} (   0.00%){_num(None)} ({'-':>8})")
+            lines.append(f"{label:<12}{_num(value, digits)} (   0.00%){_num(None)} ({'-':>8})")
             continue
         pct = change_pct(value, new[label], LOWER if label in _ALWAYS_LOWER else better)
         cell = f"{pct:7.2f}%" if pct is not None and math.isfinite(pct) else f"{'-':>8}"
         marked = label == deciding and r.verdict in (IMPROVED, REGRESSED)
-        line = f"{label:<12}{_num(value)} (   0.00%){_num(new[label])} "
+        line = f"{label:<12}{_num(value, digits)} (   0.00%){_num(new[label], digits)} "
         line += f"*{cell}*" if marked else f"({cell})"
         if label == deciding and r.q is not None:
             line += f"  q {r.q:.3g}"
@@ -105,9 +114,12 @@ def _block(table: pl.DataFrame, r: RowComparison) -> list[str]:
     return [*lines, _paragraph(r)]
 
 
-def format_mmtests(table: pl.DataFrame, results: Sequence[RowComparison]) -> str:
+def format_mmtests(
+    table: pl.DataFrame, results: Sequence[RowComparison], digits: Digits = _mmtests_digits
+) -> str:
     """mmtests-shaped text: per row, the base against each new kernel in turn (80
-    columns: two kernels side by side, never more)."""
+    columns: two kernels side by side, never more); ``digits(value)`` decimals per value
+    (mmtests' 4 unless given)."""
     if not results:
         return "No rows to compare.\n"
     r0 = results[0]
@@ -120,7 +132,7 @@ def format_mmtests(table: pl.DataFrame, results: Sequence[RowComparison]) -> str
     for row in dict.fromkeys(r.row for r in results):
         for r in results:
             if r.row == row:
-                out += [*_block(table, r), ""]
+                out += [*_block(table, r, digits), ""]
     return "\n".join(out)
 
 

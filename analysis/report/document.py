@@ -1,8 +1,10 @@
 """The mailing-list report (``mmlab report``; ``make`` writes ``build/report.txt``).
 
-Plain text, at most 80 columns, no ANSI codes, in the order a reclaim patch's cover letter
-uses: workload latency comparison, vmstat Ops rows, throttling per reason, stalls. It opens
-with the capture provenance and any lost-event warnings.
+Plain text, at most 80 columns, no ANSI codes. It opens with a summary (what differed
+between the runs, the latency verdicts; :mod:`analysis.report.summary`), then in the order a
+reclaim patch's cover letter uses: workload latency comparison, vmstat Ops rows, throttling
+per reason, stalls, each aggregated over iterations. ``--detail`` adds each run's provenance
+and every traced iteration's analysis; the JSON always holds them.
 
 A section is one function of :class:`ReportData` returning text, listed in ``SECTIONS``;
 later analyses replace their hook function or add an entry, nothing else.
@@ -30,6 +32,7 @@ from analysis.report.provenance import (
     setting_differences,
 )
 from analysis.report.summary import format_settings, format_summary
+from analysis.report.table import estimate_digits
 from analysis.report.text import fit
 from analysis.report.throttle import format_run_stalls, format_run_throttle
 from analysis.report.trace_analysis import analysis_json, format_analysis
@@ -116,7 +119,8 @@ def latency_section(data: ReportData) -> str:
 
     if isinstance(data.latency, str):
         return data.latency
-    return format_mmtests(*data.latency)
+    # The paper's digits (estimate_digits), not mmtests' 4 decimals beside a ±5299 sd.
+    return format_mmtests(*data.latency, digits=estimate_digits)
 
 
 def vmstat_section(data: ReportData) -> str:

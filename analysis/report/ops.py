@@ -139,7 +139,9 @@ def _block(
 ) -> list[str]:
     """The table lines of ``runs`` (a subset of ``cmp.runs``, first run first)."""
     reports = [cmp.reports[cmp.runs.index(run)] for run in runs]
-    rows = [["Iterations", *(str(len(r)) for r in reports), "", ""]]
+    # One run (``mmlab vmstat RUN``) has no change column.
+    pair = len(runs) > 1
+    rows = [["Iterations", *(str(len(r)) for r in reports), *([""] if pair else []), ""]]
     for k, label in shown:
         cells = [cmp.row(label, run) for run in runs]
         why = next(
@@ -167,7 +169,7 @@ def _block(
     columns = [
         _LABEL,
         *(Column(run, _MEAN.width) for run in runs),
-        Column("change", _CHANGE.width),
+        *([Column("change", _CHANGE.width)] if pair else []),
         Column("better", left=True),
     ]
     return render(columns, rows)
