@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
@@ -45,6 +45,9 @@ class Loaded:
 
     table: pl.DataFrame
     skipped: tuple[str, ...]
+    # row -> family of rows tested together (``analysis.stats.significance.FAMILIES``):
+    # the workload's own rows, trace-derived rows, vmstat Ops rows.
+    families: dict[str, str] = field(default_factory=dict)
 
 
 def stutterp_log(path: Path) -> tuple[str, list[float], list[str]]:
@@ -73,7 +76,8 @@ def usemem_log(path: Path) -> tuple[float, float, float] | None:
 
 
 def _rows(it: mmtests.Iteration, traces: bool, ops: bool):
-    """(row, value, unit, higher_is_better) of one iteration, and skipped-line notes."""
+    """(row, value, unit, higher_is_better, family) of one iteration, and skipped-line
+    notes."""
     rows, skipped = [], []
     for log in sorted(it.path.glob("stutterp/logs/mmap-latency-*.log")):
         if m := _STUTTERP.fullmatch(log.name):
@@ -94,10 +98,11 @@ def _rows(it: mmtests.Iteration, traces: bool, ops: bool):
         times = it.times.get(test)
         if times and times.elapsed_s:
             rows.append(("elapsed", times.elapsed_s, "s", False))
+    rows = [(*r, "workload") for r in rows]
     if traces:
-        rows += _trace_rows(it)
+        rows += [(*r, "traces") for r in _trace_rows(it)]
     if ops:
-        rows += _ops_rows(it)
+        rows += [(*r, "ops") for r in _ops_rows(it)]
     return rows, skipped
 
 
@@ -128,13 +133,14 @@ def _ops_rows(it: mmtests.Iteration) -> list[tuple[str, float, str, bool]]:
 
 def load_runs(paths: Iterable[Path], traces: bool = False, ops: bool = False) -> Loaded:
     """Every run below each path, as one long table (kernels in argument order)."""
-    records, skipped = [], []
+    records, skipped, families = [], [], {}
     # Kernel label = run name, told apart as find_runs would (mmtests trees of one benchmark
     # share the run directory name).
     for run in mmtests.unique_runs(tuple(run for p in paths for run in mmtests.find_runs(p))):
         for it in run.iterations:
             rows, bad = _rows(it, traces, ops)
-            records += [(run.name, r, str(it.index), v, u, h) for r, v, u, h in rows]
+            records += [(run.name, r, str(it.index), v, u, h) for r, v, u, h, _ in rows]
+            families |= {r[0]: r[-1] for r in rows}
             skipped += bad
     table = pl.DataFrame(records, schema=SCHEMA, orient="row")
-    return Loaded(table, tuple(skipped))
+    return Loaded(table, tuple(skipped), families)

@@ -38,6 +38,7 @@ from analysis.stats.bootstrap import run_statistics
 from analysis.stats.rules import mmtests_2018
 from analysis.stats.significance import (
     CI_LEVEL,
+    DEFAULT_EFFECT,
     IMPROVED,
     METRICS,
     POWER,
@@ -202,6 +203,7 @@ def comparison_values(cmp: LatencyComparison) -> dict[str, str]:
         "cmp level": f"{LEVEL:g}",
         "cmp ci level": f"{100 * CI_LEVEL:g}",
         "cmp power": f"{100 * POWER:g}",
+        "cmp effect": f"{DEFAULT_EFFECT:g}",
         "cmp tests": str(sum(q is not None for q in cmp.table_q)),
         "cmp base runs": str(first.base_runs),
         "cmp new runs": str(first.runs),
@@ -255,8 +257,9 @@ def latency_table(cmp: LatencyComparison) -> str:
             "$p$: permutation test over runs; $q$: Benjamini--Hochberg over the rows of one "
             "\\texttt{mmlab compare --metric} call, as the tool reports it; "
             "$q_{\\text{all}}$: over every line of this table. Change: new/base$-1$. "
-            f"Runs: runs per kernel that would detect the observed effect with "
-            f"{100 * POWER:g}\\,\\% power, where nothing could be concluded.",
+            f"Runs: design calculation, runs per kernel that would detect a "
+            f"$\\pm{DEFAULT_EFFECT:g}$\\,\\% change with {100 * POWER:g}\\,\\% power given "
+            "the run-to-run spread seen here.",
             "tab:comparison",
         )
     )
@@ -469,8 +472,9 @@ def _probe_text(probe: RowComparison) -> tuple[list[str], str]:
     ]
     if probe.needed_runs is not None:
         parts.append(
-            f"About {_m(p50 + ' needed runs')} runs per kernel would detect a change of the "
-            f"observed size with {_m('cmp power')}\\,\\% power."
+            f"By design calculation, about {_m(p50 + ' needed runs')} runs per kernel would "
+            f"detect a $\\pm{_m('cmp effect')}$\\,\\% change with {_m('cmp power')}\\,\\% "
+            "power, given the run-to-run spread seen here."
         )
     if probe.hl_shift is not None:
         parts.append(
