@@ -481,7 +481,9 @@ def fit_model(
         se = np.full(natural.size, math.nan)
 
     def back(x: np.ndarray) -> np.ndarray:
-        return np.where(probability, special.expit(x), np.where(positive, np.exp(x), x))
+        # np.where evaluates every branch: exp of a logit may overflow where unused.
+        with np.errstate(over="ignore"):
+            return np.where(probability, special.expit(x), np.where(positive, np.exp(x), x))
 
     low, high = back(centre - Z95 * se), back(centre + Z95 * se)
     params = {

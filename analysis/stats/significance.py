@@ -401,7 +401,10 @@ def _zero_heavy(
     method = f"permutation over runs of the zero share ({kind}, {splits} splits)"
     ci = None
     if np.ptp(zb) > 0 or np.ptp(zn) > 0:
-        low, high = stats.ttest_ind(zn, zb, equal_var=False).confidence_interval(CI_LEVEL)
+        with warnings.catch_warnings():
+            # Near-constant shares: SciPy warns of precision loss; the interval stands.
+            warnings.simplefilter("ignore", RuntimeWarning)
+            low, high = stats.ttest_ind(zn, zb, equal_var=False).confidence_interval(CI_LEVEL)
         ci = (100 * float(low), 100 * float(high))
     return RowComparison(
         **common, verdict=NO_CHANGE, reason="", estimate=est_n, base_estimate=est_b,

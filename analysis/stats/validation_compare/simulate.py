@@ -22,8 +22,10 @@ import math
 
 import numpy as np
 
-__all__ = ["SHAPES", "kernel_runs", "rate"]
+__all__ = ["MMLAB", "SHAPES", "kernel_runs", "rate"]
 
+# How the validation names mmlab's verdict among the methods it compares.
+MMLAB = "mmlab verdict"
 SHAPES = ("lognormal", "pareto", "mixture", "lognormal-2", "pareto-1.5")
 _MEDIAN = 500.0
 
