@@ -194,3 +194,26 @@ def test_equivalence_needs_the_whole_tost_interval_inside_delta(tmp_path, capsys
     (narrow,) = _json(capsys, path, "--delta", "0.01")
     assert wide["verdict"] == "equivalent" and "90% CI of change within ±5%" in wide["reason"]
     assert narrow["verdict"] == "no change shown"
+
+
+def test_text_uses_one_sign_and_never_claims_an_interval_it_lacks(tmp_path, capsys):
+    """SYNTHETIC: latency doubled over 5 runs each, and a one-run row. The paragraph's
+    change equals the table's HD-50 % cell, same sign (positive = better, stated once);
+    a row without interval says "no CI", never "(95% CI)", and no "by none" (defect 7)."""
+    rng = np.random.default_rng(11)
+    lines = [
+        *_rows("a", "two", {r: list(100 * rng.lognormal(0, 0.2, 30)) for r in range(5)}),
+        *_rows("b", "two", {r: list(200 * rng.lognormal(0, 0.2, 30)) for r in range(5)}),
+        *_rows("a", "once", {0: [1.0, 1.1, 1.2]}),
+        *_rows("b", "once", {0: [1.5, 1.6, 1.7]}),
+    ]
+    assert main(["compare", _table(tmp_path, lines), "--resamples", "300"]) == 0
+    out = capsys.readouterr().out
+    flat = " ".join(out.split())
+    cell = next(ln for ln in out.splitlines() if ln.startswith("HD-50")).split("*")[1]
+    table_pct = float(cell.strip().rstrip("%"))
+    assert table_pct < -50  # twice the latency: worse, so negative in mmtests' sign
+    assert f"HD-50 change {table_pct:+.2f}% [" in flat
+    assert out.count("positive = better") == 1
+    once = flat[flat.index("once (us") :]
+    assert "(no CI)" in once and "(95% CI)" not in once and "by none" not in flat

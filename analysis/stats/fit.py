@@ -461,8 +461,8 @@ def fit_model(
     # Intervals on the scale where the parameter is unbounded (log of a positive scale or
     # shape, logit of the zero mass and cure fraction), taken back: they stay in range.
     positive = natural > 0
-    m = len(fam.params)
-    probability = np.arange(natural.size) >= m
+    # The zero mass, the cure fraction and a mixture's weight are probabilities.
+    probability = np.array([n.startswith("weight") for n in fam.params] + [True, True])
 
     def linked(th: np.ndarray) -> np.ndarray:
         v = _natural_vector(fam, zero, cure, th)
