@@ -22,6 +22,8 @@ from analysis.stats.significance import (
     min_attainable_p,
     mmtests_summary,
     permutation_p,
+    run_difference,
+    run_interval,
 )
 from analysis.stats.validation_compare.simulate import kernel_runs
 
@@ -230,3 +232,19 @@ def test_simulated_aa_rate_and_coverage():
     assert rejected / sims <= 0.05 + 2 * se
     assert covered / sims >= 0.95 - 2 * math.sqrt(0.95 * 0.05 / sims)
     assert pooled / sims > 0.2
+
+
+def test_run_level_intervals_match_scipy():
+    """The change's interval is Welch's t interval over per-run values (SciPy's
+    ttest_ind confidence_interval); the kernel's is the one-sample t interval, taken
+    through the log by the delta method for positive values."""
+    base, new = np.array([10.0, 12.0, 11.0, 13.0]), np.array([14.0, 18.0, 15.0])
+    iv = run_difference(new, base, 0.95, log=False)
+    low, high = stats.ttest_ind(new, base, equal_var=False).confidence_interval(0.95)
+    assert (iv.low, iv.high) == pytest.approx((low, high), rel=1e-9)
+    one = run_interval(base, 0.95)
+    se = np.std(base, ddof=1) / 2 / base.mean()
+    t = stats.t.ppf(0.975, 3)
+    assert (one.low, one.high) == pytest.approx(
+        (base.mean() * math.exp(-t * se), base.mean() * math.exp(t * se)), rel=1e-12
+    )

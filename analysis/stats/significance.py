@@ -3,7 +3,10 @@
 Input is a long table (``analysis.ingest.long_table``): per kernel, row (e.g. ``mmap-4``),
 run (an independent iteration) the samples of that run. The statistic that decides a row
 (``metric``: the mean or a Harrell–Davis quantile) is computed per run; the kernel's
-estimate is the mean over its runs (``analysis.stats.bootstrap``). Assumptions stated:
+estimate is the mean over its runs, its interval and that of the change come from the
+spread between runs (t, Welch; log scale for positive values: :func:`run_interval`,
+:func:`run_difference`); the Hodges–Lehmann shift's interval from the two-stage bootstrap
+(``analysis.stats.bootstrap``). Assumptions stated:
 
 - runs are independent and exchangeable within a kernel (fresh workload, same machine);
   samples within a run are not assumed independent;
@@ -69,6 +72,8 @@ __all__ = [
     "min_attainable_p",
     "mmtests_summary",
     "permutation_p",
+    "run_difference",
+    "run_interval",
     "runs_p",
     "shift_function",
 ]
@@ -294,24 +299,37 @@ def _kernel_row(frame: pl.DataFrame, row: str, kernel: str, unit: str) -> Kernel
 class _Side:
     estimate: Interval
     run_values: np.ndarray
-    draws: np.ndarray
     medians: np.ndarray
     median_draws: np.ndarray
 
 
-def _side(kr: KernelRow, stat: float | str, resamples: int, rng) -> _Side:
-    """The kernel's estimate (mean over runs of the run statistic) with its interval: on
-    the log scale when every draw is positive (a latency's interval stays positive); no
-    interval with one run (its within-run interval says nothing about the kernel)."""
-    draws = two_stage(kr.runs, [stat, 0.5], resamples, rng)
-    values = run_statistics(kr.runs, stat)
-    mean_draws = draws[stat].mean(axis=1)
+def run_interval(values: np.ndarray, level: float) -> Interval:
+    """Interval of the mean over runs of a per-run statistic from the spread between runs:
+    t with R−1 df; on the log scale by the delta method (se of log m = sd/(√R·m)) when
+    every run's value is positive, so a latency's interval stays positive. The runs are
+    the independent replicates: their spread already holds the within-run noise, which a
+    second resampling stage would count again. No interval (NaN) with one run or when
+    the runs do not vary."""
     est = float(values.mean())
-    log = est > 0 and bool(np.all(mean_draws > 0))
-    iv = t_interval(est, mean_draws, len(kr.runs), CI_LEVEL, log=log)
-    if len(kr.runs) < 2:
-        iv = Interval(est, math.nan, math.nan, math.nan, math.nan)
-    return _Side(iv, values, draws[stat], run_statistics(kr.runs, 0.5), draws[0.5])
+    runs = len(values)
+    sd = float(np.std(values, ddof=1)) if runs > 1 else math.nan
+    if not sd > 0:
+        return Interval(est, math.nan, math.nan, math.nan, math.nan)
+    crit = float(stats.t.ppf(0.5 + level / 2, runs - 1))
+    if est > 0 and bool(np.all(values > 0)):
+        se = sd / math.sqrt(runs) / est
+        return Interval(est, est * math.exp(-crit * se), est * math.exp(crit * se), se, runs - 1)
+    se = sd / math.sqrt(runs)
+    return Interval(est, est - crit * se, est + crit * se, se, runs - 1.0)
+
+
+def _side(kr: KernelRow, stat: float | str, resamples: int, rng) -> _Side:
+    """The kernel's estimate (mean over runs of the run statistic) with its
+    :func:`run_interval`, and the two-stage bootstrap draws of the run medians (for the
+    Hodges–Lehmann interval)."""
+    values = run_statistics(kr.runs, stat)
+    draws = two_stage(kr.runs, [0.5], resamples, rng)
+    return _Side(run_interval(values, CI_LEVEL), values, run_statistics(kr.runs, 0.5), draws[0.5])
 
 
 def runs_p(base: np.ndarray, new: np.ndarray) -> tuple[float, str]:
@@ -334,18 +352,36 @@ def _one_run_reason(base_runs: int, runs: int) -> str:
     )
 
 
-def _change(n: _Side, b: _Side, runs: tuple[int, int], level: float):
-    """(change, 95 % CI, TOST CI, kind): relative on the log scale when both estimates and
-    every draw are positive, else absolute (new − base, in the row's unit)."""
-    ne, be = n.estimate.estimate, b.estimate.estimate
-    nd, bd = n.draws.mean(axis=1), b.draws.mean(axis=1)
-    log = ne > 0 and be > 0 and bool(np.all(nd > 0) and np.all(bd > 0))
-    args = ((ne, nd, runs[0]), (be, bd, runs[1]))
-    ci = difference_interval(*args, CI_LEVEL, log=log)
-    tost = difference_interval(*args, 1 - 2 * level, log=log)
+def run_difference(new: np.ndarray, base: np.ndarray, level: float, log: bool) -> Interval:
+    """Welch interval of ``mean(new) − mean(base)`` of per-run values, or of
+    ``log mean(new) − log mean(base)`` (delta method: var = s²/(R·m²) per side), with
+    Welch–Satterthwaite df on R−1 each. NaN bounds when neither side's runs vary or a
+    side has one run."""
+    parts = []
+    for v in (new, base):
+        m = float(v.mean())
+        var = float(np.var(v, ddof=1)) / len(v) if len(v) > 1 else math.nan
+        parts.append((math.log(m) if log else m, var / m**2 if log else var, len(v) - 1))
+    (e_new, v_new, df_new), (e_base, v_base, df_base) = parts
+    diff = e_new - e_base
+    var = v_new + v_base
+    if not var > 0:
+        return Interval(diff, math.nan, math.nan, math.nan, math.nan)
+    df = var**2 / sum(v**2 / d for v, d in ((v_new, df_new), (v_base, df_base)) if v > 0)
+    half = float(stats.t.ppf(0.5 + level / 2, df)) * math.sqrt(var)
+    return Interval(diff, diff - half, diff + half, math.sqrt(var), df)
+
+
+def _change(n: _Side, b: _Side, level: float):
+    """(change, 95 % CI, TOST CI, kind) from the per-run values: relative (on the log
+    scale) when every run's value is positive, else absolute (new − base, row unit)."""
+    nv, bv = n.run_values, b.run_values
+    log = bool(np.all(nv > 0) and np.all(bv > 0))
+    ci = run_difference(nv, bv, CI_LEVEL, log)
+    tost = run_difference(nv, bv, 1 - 2 * level, log)
     back = (lambda x: (math.exp(x) - 1) * 100) if log else (lambda x: x)
     kind = "relative" if log else "absolute"
-    if min(runs) < 2 or not math.isfinite(ci.low):
+    if not math.isfinite(ci.low):
         return back(ci.estimate), None, None, kind
     return (
         back(ci.estimate),
@@ -440,7 +476,7 @@ def _compare_row(
         return _zero_heavy(key, base, new, sizes, notes), None
     b = _side(base, METRICS[key["metric"]], resamples, rng)
     n = _side(new, METRICS[key["metric"]], resamples, rng)
-    change, change_ci, tost_ci, kind = _change(n, b, (len(new.runs), len(base.runs)), level)
+    change, change_ci, tost_ci, kind = _change(n, b, level)
     hl = hodges_lehmann(b.medians, n.medians, b.median_draws, n.median_draws, CI_LEVEL)
     common = dict(
         **key, **sizes, estimate=n.estimate, base_estimate=b.estimate, change=change,
