@@ -566,7 +566,8 @@ def _link(values: np.ndarray) -> np.ndarray:
 
 
 def _unlink(values: np.ndarray) -> np.ndarray:
-    return np.concatenate([special.expit(values[:2]), np.exp(values[2:])])
+    with np.errstate(over="ignore"):  # a bound beyond float range is inf, as it should be
+        return np.concatenate([special.expit(values[:2]), np.exp(values[2:])])
 
 
 def delta_observables(model: ModelFit, data: JiffyData) -> dict[str, Estimate]:
