@@ -48,7 +48,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="PCT",
         help="change (e.g. 10%%) the design calculation of runs needed is for (default 10%%)",
     )
-    p.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples (Hodges-Lehmann interval)")
+    p.add_argument(
+        "--resamples", type=int, default=2000, help="bootstrap resamples (Hodges-Lehmann interval)"
+    )
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     p.add_argument("--traces", action="store_true", help="also stall/throttle rows from traces")
     p.add_argument("--ops", action="store_true", help="also vmstat Ops rows (one per run)")
