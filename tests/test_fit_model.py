@@ -215,3 +215,16 @@ def test_probability_parameters_keep_their_intervals_in_0_1():
     for name in ("zero_mass", "cure_fraction"):
         est = fit.params[name]
         assert 0.0 <= est.ci_low <= est.estimate <= est.ci_high <= 1.0
+
+
+def test_printed_intervals_do_not_depend_on_the_bootstrap():
+    """The bootstrap tests the fit (G² p) and gives refits; the observables' intervals
+    (model-averaged delta) are the same with or without it, so the validation may fit
+    without it (analysis/stats/validation_compare/fits.py)."""
+    truth = wait("weibull", (0.9, 10000.0), zero=0.3)
+    rng = np.random.default_rng(3)
+    data = JiffyData(_jiffy_counts(truth.draws(1500, seed=9), rng), J, 25 * J)
+    plain = fit_group(data, families=["weibull", "lognormal"])
+    booted = fit_group(data, families=["weibull", "lognormal"], bootstrap=10, seed=2)
+    assert plain.observables == booted.observables
+    assert plain.best.g2_p is None and booted.best.g2_p is not None
