@@ -51,8 +51,8 @@ __all__ = [
     "write_tables",
 ]
 
-# Refits per pooled histogram for percentile CIs and G² p-values: few, so that `make`
-# stays in its time budget; the run-level spread comes from the iterations anyway.
+# Parametric-bootstrap refits per pooled histogram for the G² p-values (lack of fit): few,
+# so that `make` stays in its time budget (the smallest p, 1/21, still flags a rejection).
 BOOTSTRAP = 20
 BAND_BOOTSTRAP = 30  # resamples of the Turnbull band in the survival figure
 SEED_MAIL = Path(__file__).resolve().parents[3] / "data" / "mail" / SEEDS["000"]
