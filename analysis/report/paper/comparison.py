@@ -294,6 +294,7 @@ def validation_values(results: dict) -> dict[str, str]:
     fdr = max(_method_rates(results, MMLAB, "fdr"), key=lambda r: r["rate"])
     coverage = [c["coverage"]["rate"] for c in results["compare"]]
     cell = next(c for c in results["compare"] if c["effect"] == 0)
+    effect = next(c["effect"] for c in _cells(results, True))
     power = {runs: _power_cell(results, runs, cell["samples"]) for runs in (5, 10)}
     target = max((c["samples"] for c in _cells(results, True)), default=cell["samples"])
     values = {
@@ -301,6 +302,8 @@ def validation_values(results: dict) -> dict[str, str]:
         "val rows": str(_cell_rows(results)),
         "val samples": str(cell["samples"]),
         "val target samples": str(target),
+        "val effect": f"{100 * effect:g}",
+        **{f"val runs {k}": str(n) for k, n in (("few", 5), ("more", 10))},
         "val mmlab aa": pm(mmlab["rate"], mmlab["mc_se"], 3),
         "val pooled aa": f"{min(pooled):.3f}",
         "val pooled aa max": f"{max(pooled):.3f}",
@@ -317,7 +320,7 @@ def validation_values(results: dict) -> dict[str, str]:
     }
     for runs, p in power.items():
         if p is not None:
-            values[f"val power {runs}"] = pm(p["rate"], p["mc_se"], 2)
+            values[f"val power {'few' if runs == 5 else 'more'}"] = pm(p["rate"], p["mc_se"], 2)
     if (p := _power_cell(results, 10, target)) is not None:
         values["val power target"] = pm(p["rate"], p["mc_se"], 2)
     return values
@@ -562,11 +565,12 @@ _VALIDATION = (
     "The rules that pool the samples of all runs flag {val pooled aa} to "
     "{val pooled aa max} of A/A rows: their apparent power is bought with that error "
     "rate. The {cmp ci level}\\,\\% CI of the change covers the truth in {val coverage low} "
-    "to {val coverage high} of the rows. The price is power at few runs: a +20\\,\\% change "
-    "of the median in the heaviest lognormal is found in {val power 5} of tables with 5 "
-    "runs per kernel and {val power 10} with 10 (at {val target samples} samples per run, "
-    "{val power target}). A median-deciding comparison does not see a change confined to "
-    "the tail or the spread; the p90 and mean lines do."
+    "to {val coverage high} of the rows. The price is power at few runs: a +{val effect}\\,\\% "
+    "change of the median in the heaviest lognormal is found in {val power few} of tables "
+    "with {val runs few} runs per kernel and {val power more} with {val runs more} (at "
+    "{val target samples} samples per run, {val power target}). A median-deciding "
+    "comparison does not see a change confined to the tail or the spread; the p90 and "
+    "mean lines do."
 )
 _REAL_AA = (
     " On the {val real aa pairs} real A/A pairs of the last column of "
