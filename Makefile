@@ -11,6 +11,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 MMLAB := $(VENV)/bin/mmlab
 SYNCED := $(VENV)/.synced
+WARM := $(VENV)/.jit-warm
+JIT_SOURCES := $(wildcard analysis/ingest/ftrace/*.py) analysis/models/shrinker_kernel.py
 BUILD := build
 
 NOTEBOOKS := $(wildcard notebooks/*.py)
@@ -26,34 +28,41 @@ AB_RUNS := data/stutterp-aa2 data/stutterp-ab-dirty5
 # Debian packages the paper needs (pdflatex + booktabs, fonts, latexmk; pdftotext/pdftoppm).
 LATEX_PACKAGES := texlive-latex-recommended texlive-fonts-recommended latexmk poppler-utils
 
-.PHONY: all setup test lint format bench lock clean paper latex validation
+.PHONY: all setup test lint format bench lock clean paper latex browser validation
 
 all: $(BUILD)/report.txt $(EXECUTED) paper
 	@echo "== done: $(BUILD)/report.txt, $(BUILD)/notebooks/, $(PAPER_OUT)/main.pdf =="
 
 # uv from PyPI if it is missing, then the locked environment (a no-op when current),
 # byte-compiled at install: this machine sets PYTHONDONTWRITEBYTECODE, so nothing else would.
-setup: $(SYNCED)
+setup: $(SYNCED) $(WARM)
 $(SYNCED): pyproject.toml uv.lock
 	@command -v uv >/dev/null 2>&1 || $(PYTHON) -m uv --version >/dev/null 2>&1 \
 		|| $(PYTHON) -m pip install --quiet uv
 	$$(command -v uv || echo $(PYTHON) -m uv) sync --locked --compile-bytecode --python $(PYTHON)
 	@touch $@
 
-$(BUILD)/report.txt: $(SYNCED) $(SOURCES) $(DATA)
+# numba compiles the ingest's and the shrinker model's kernels on their first call (12-20 s
+# on 2 cores): done here, once per environment and again when their sources change, into
+# numba's on-disk cache, so that no first `mmlab ingest` pays it (benchmarks/ftrace.md).
+$(WARM): $(SYNCED) $(JIT_SOURCES)
+	$(PY) -m analysis.ingest.ftrace.warm
+	@touch $@
+
+$(BUILD)/report.txt: $(WARM) $(SOURCES) $(DATA)
 	@echo "== report $@ =="
 	@mkdir -p $(BUILD)
 	@$(MMLAB) report $(AB_RUNS) --out $@
 
 # papermill via `mmlab notebook`: .ipynb + .html; a failing cell names notebook, cell, line.
-$(BUILD)/notebooks/%.ipynb: notebooks/%.py $(SYNCED) $(SOURCES) $(DATA)
+$(BUILD)/notebooks/%.ipynb: notebooks/%.py $(WARM) $(SOURCES) $(DATA)
 	@echo "== notebook $< =="
 	@$(MMLAB) notebook $< --out $(BUILD)/notebooks -p build_dir=$(BUILD) 2> >(grep -v IPKernelApp >&2)
 
 # The paper: generated inputs (macros, tables, figures, hook sections), then latexmk with
 # them on TEXINPUTS. latexmk leaves main.pdf alone when nothing it reads changed: touch it.
 paper: $(PAPER_OUT)/main.pdf
-$(PAPER_OUT)/.inputs: $(SYNCED) $(SOURCES) $(DATA) analysis/stats/validation_compare/results.json
+$(PAPER_OUT)/.inputs: $(WARM) $(SOURCES) $(DATA) analysis/stats/validation_compare/results.json
 	@echo "== paper inputs $(PAPER_OUT) =="
 	@$(MMLAB) paper $(AB_RUNS) --out $(PAPER_OUT) >/dev/null
 	@touch $@
@@ -77,6 +86,19 @@ latex:
 		fi; \
 	fi
 
+# Chromium from Debian for the notebook test that checks every chart draws with no network.
+browser:
+	@if ! command -v chromium >/dev/null; then \
+		if [ "$$(id -u)" = 0 ]; then \
+			echo "== installing chromium =="; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+				--no-install-recommends chromium >/dev/null; \
+		else \
+			echo "The notebook chart test needs Chromium. Run: sudo apt-get install" \
+				"--no-install-recommends chromium" >&2; exit 1; \
+		fi; \
+	fi
+
 lint: $(SYNCED)
 	$(VENV)/bin/ruff check analysis tests notebooks benchmarks
 	$(VENV)/bin/ruff format --check analysis tests notebooks benchmarks
@@ -85,10 +107,10 @@ format: $(SYNCED)
 	$(VENV)/bin/ruff format analysis tests notebooks benchmarks
 	$(VENV)/bin/ruff check --fix analysis tests notebooks benchmarks
 
-test: lint
+test: lint $(WARM)
 	$(PY) -m pytest
 
-bench: $(SYNCED)
+bench: $(WARM)
 	$(PY) -m benchmarks.run --out benchmarks
 
 # Simulated validation of mmlab compare/fit (SYNTHETIC data; ~30 min on one core): rewrites

@@ -32,7 +32,10 @@ from pathlib import Path
 import altair as alt
 import polars as pl
 
+from analysis.report import charts
 from analysis.report.seeds import all_checks, format_checks
+
+charts.offline()  # static SVG charts: they show with no network and in any viewer
 
 checks = all_checks(Path(mail))
 Path(build_dir).mkdir(parents=True, exist_ok=True)

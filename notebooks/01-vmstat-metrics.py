@@ -31,8 +31,11 @@ from pathlib import Path
 import altair as alt
 
 from analysis.metrics.compare import compare_runs, monitor_series
+from analysis.report import charts
 from analysis.report.document import capture_runs
 from analysis.report.ops import format_comparison
+
+charts.offline()  # static SVG charts: they show with no network and in any viewer
 
 figures = Path(build_dir) / "figures"
 figures.mkdir(parents=True, exist_ok=True)

@@ -35,9 +35,12 @@ import polars as pl
 from analysis.ingest import histogram
 from analysis.ingest.captures import traces_below
 from analysis.metrics.trace_analysis import analyse_file, analyse_trace, pooled, reclaim_series
+from analysis.report import charts
 from analysis.report.charts import backlog_chart, delay_chart, timeline_chart
 from analysis.report.trace_analysis import format_analysis, format_distributions
 from analysis.stats.describe import distribution_table
+
+charts.offline()  # static SVG charts: they show with no network and in any viewer
 
 figures = Path(build_dir) / "figures"
 figures.mkdir(parents=True, exist_ok=True)

@@ -40,11 +40,14 @@ from analysis.ingest import histogram
 from analysis.ingest.captures import traces_below
 from analysis.metrics import throttle
 from analysis.metrics.trace_analysis import analyse_file
+from analysis.report import charts
 from analysis.report.fit import format_duration_fits, format_fits, summary_frame
 from analysis.report.fit_figures import bins_chart, km_chart, survival_chart
 from analysis.stats.durations import fit_duration_models
 from analysis.stats.fit import GroupFit, fit_throttle_groups
 from analysis.stats.survival import kaplan_meier, log_rank, stall_durations, turnbull_jiffies
+
+charts.offline()  # static SVG charts: they show with no network and in any viewer
 
 figures = Path(build_dir) / "figures"
 figures.mkdir(parents=True, exist_ok=True)

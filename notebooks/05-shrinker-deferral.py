@@ -47,7 +47,10 @@ from analysis.models.shrinker import (
     model_trace,
     outputs,
 )
+from analysis.report import charts
 from analysis.report.shrinker_model import backlog_chart, format_model_run, tradeoff_chart
+
+charts.offline()  # static SVG charts: they show with no network and in any viewer
 
 figures = Path(build_dir) / "figures"
 figures.mkdir(parents=True, exist_ok=True)

@@ -47,8 +47,11 @@ from analysis.metrics.pairing import all_intervals
 from analysis.metrics.throttle import throttle_events
 from analysis.models import throttle
 from analysis.models.throttle_waits import fit_reasons, with_waits
+from analysis.report import charts
 from analysis.report.throttle_charts import curve_chart, validation_chart
 from analysis.report.throttle_model import build_report, format_report
+
+charts.offline()  # static SVG charts: they show with no network and in any viewer
 
 figures = Path(build_dir) / "figures"
 figures.mkdir(parents=True, exist_ok=True)

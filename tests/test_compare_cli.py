@@ -32,10 +32,11 @@ def test_usemem_gnu_time_parsed():
 
 def test_stutterp_log_unit_and_count():
     log = DATA / "stutterp-dirty20" / "dirty20" / "iter-0" / "stutterp" / "logs"
-    unit, values, skipped = stutterp_log(log / "mmap-latency-4.log")
+    got = stutterp_log(log / "mmap-latency-4.log")
     lines = (log / "mmap-latency-4.log").read_text().splitlines()
-    assert unit == "us" and not skipped
-    assert len(values) == sum(not ln.startswith("#") for ln in lines)
+    assert got.unit == "us" and not got.skipped
+    assert got.unit_source == "the '#' header of mmap-latency-4.log"
+    assert len(got.values) == sum(not ln.startswith("#") for ln in lines)
 
 
 def test_one_run_per_kernel_is_described_never_given_a_verdict(capsys):

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import json
 
+import zstandard
+
 from analysis.cli import main
+from tests.conftest import DATA
 
 SEED = "000_901e324e43c5b0b5.txt"
+ITER = DATA / "stutterp-dirty5" / "dirty5" / "iter-0"
 FAST = ["--family", "log-logistic", "--family", "weibull", "--bootstrap", "0"]
 
 
@@ -61,3 +65,19 @@ def test_bootstrap_text_fits_80_columns_and_says_what_more_data_buys(seeds_dir, 
     # interval is a little wider and skewed on the logit scale).
     needed = int(out.split("+-0.01 would take about ")[1].split()[0])
     assert 1400 < needed < 2200
+
+
+def test_few_sleeps_in_few_bins_get_every_parametric_p(tmp_path, capsys):
+    # The first 400 kB of a real capture: 15 writeback sleeps in 3 jiffy bins. A model's bin
+    # probabilities there dip ~1e-15 below 0 (rounding), which crashed the G2 bootstrap.
+    raw = zstandard.ZstdDecompressor().stream_reader((ITER / "ftrace-stutterp.zst").open("rb"))
+    text = raw.read(404_096)
+    trace = tmp_path / "excerpt.txt"
+    text = text[: text.rfind(b"\n", 0, 400_000) + 1]
+    trace.write_bytes(text)
+    assert main(["fit", str(trace), "--json", "--bootstrap", "20"]) == 0
+    (group,) = json.loads(capsys.readouterr().out)
+    assert group["n"] == text.count(b"mm_vmscan_throttled:") == 15
+    best = group["models"][0]["aic"]
+    tested = [m for m in group["models"] if m["aic"] - best <= 4.0]
+    assert len(tested) > 4 and all(0 < m["g2_p"] <= 1 for m in tested)

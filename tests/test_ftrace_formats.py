@@ -6,9 +6,11 @@ Expected values are read off the lines themselves (not produced by the parser): 
 
 from __future__ import annotations
 
+import polars as pl
 import pytest
 
 from analysis.ingest.ftrace import parse_text
+from analysis.metrics.pairing import label_context
 
 # (line, event, expected column values). Lines marked "capture" are from this machine's
 # kernel 6.18 (benchmarks/work capture and data/stutterp-*); the rest follow the format
@@ -26,6 +28,7 @@ CASES = [
             "cpu": 1,
             "irq_flags": "d..1.",
             "ts_ns": 252_454_999_000,
+            "instance": None,
             "classzone": 4,
             "nr_scanned": 15,
             "nr_taken": 15,
@@ -67,6 +70,66 @@ CASES = [
         "          kswapd0-32    [001]  5234.100200: mm_vmscan_kswapd_wake: nid=0 order=0",
         "mm_vmscan_kswapd_wake",
         {"comm": "kswapd0", "pid": 32, "irq_flags": None, "ts_ns": 5_234_100_200_000},
+    ),
+    (  # capture: trace-cmd report of a `-B` buffer (tests/data/trace-cmd/trace.dat)
+        "mmlab_speed:               dd-28412 [001]   995.834158: mm_vmscan_lru_isolate: "
+        "classzone=4 order=0 nr_requested=15 nr_scanned=256 nr_skipped=0 nr_taken=256 "
+        "lru=inactive_file",
+        "mm_vmscan_lru_isolate",
+        {
+            "instance": "mmlab_speed",
+            "comm": "dd",
+            "pid": 28412,
+            "cpu": 1,
+            "irq_flags": None,
+            "ts_ns": 995_834_158_000,
+            "nr_taken": 256,
+        },
+    ),
+    (  # capture: the same record in `trace-cmd report -l` (cpu digits, then latency flags)
+        "mmlab_speed:       dd-28412   1d..1.   995.834158: mm_vmscan_lru_isolate: "
+        "classzone=4 order=0 nr_requested=15 nr_scanned=256 nr_skipped=0 nr_taken=256 "
+        "lru=inactive_file",
+        "mm_vmscan_lru_isolate",
+        {
+            "instance": "mmlab_speed",
+            "comm": "dd",
+            "pid": 28412,
+            "cpu": 1,
+            "irq_flags": "d..1.",
+            "ts_ns": 995_834_158_000,
+            "nr_taken": 256,
+        },
+    ),
+    (  # capture: report -l, flags of a record with interrupts on
+        "mmlab_speed:       dd-28412   1.....   995.834232: mm_shrink_slab_start: "
+        "0xffffffff816bf630 0xffff888102487280: nid: 0 objects to shrink 1 gfp_flags "
+        "GFP_HIGHUSER_MOVABLE cache items 1 delta 0 total_scan 0 priority 12",
+        "mm_shrink_slab_start",
+        {"comm": "dd", "cpu": 1, "irq_flags": ".....", "shrinker": "0xffffffff816bf630"},
+    ),
+    (  # trace-cmd's "%*s: " buffer name (right-aligned to the longest) before
+        # "%16s-%-5d [%03d]": kswapd must stay kswapd
+        "      kswapd_buf:          kswapd0-32    [001]  5234.100200: mm_vmscan_kswapd_wake: "
+        "nid=0 order=0",
+        "mm_vmscan_kswapd_wake",
+        {"instance": "kswapd_buf", "comm": "kswapd0", "pid": 32, "cpu": 1},
+    ),
+    (  # a kernel comm holding ": " in its 16-wide column is not a trace-cmd buffer name
+        "    ab: cdefghij-123     [001] ..... 1.000000: mm_vmscan_kswapd_sleep: nid=0",
+        "mm_vmscan_kswapd_sleep",
+        {"comm": "ab: cdefghij", "instance": None, "pid": 123},
+    ),
+    (  # nor in report -l's 8-wide column
+        "ab: cdef-123     1d..1. 1.000000: mm_vmscan_kswapd_sleep: nid=0",
+        "mm_vmscan_kswapd_sleep",
+        {"comm": "ab: cdef", "instance": None, "irq_flags": "d..1."},
+    ),
+    (  # capture: perf script of tests/data/perf/perf.data, event name padded
+        "              dd 12320 [001]  1487.466650:   vmscan:mm_vmscan_memcg_reclaim_end: "
+        "nr_reclaimed=257",
+        "mm_vmscan_memcg_reclaim_end",
+        {"comm": "dd", "pid": 12320, "cpu": 1, "ts_ns": 1_487_466_650_000, "nr_reclaimed": 257},
     ),
     (  # perf script with system prefix
         "         kswapd0    32 [001]  5234.100200: vmscan:mm_vmscan_kswapd_wake: nid=0 order=2",
@@ -412,6 +475,38 @@ def test_non_event_lines_accounted() -> None:
     }
     assert acc.unparsed_by_reason["bad timestamp"].samples[0].startswith(" dd-100 [000]")
     assert acc.truncated_final_line
+
+
+def test_trace_cmd_drop_marker_keeps_the_buffer_name() -> None:
+    # trace-cmd prints the buffer name, "CPU:N [M EVENTS DROPPED]" and the next event as
+    # one record: the event line itself carries no prefix (tracecmd/trace-read.c).
+    text = (
+        "cpus=2\n"
+        "mmlab_speed: CPU:1 [57 EVENTS DROPPED]\n"
+        "              dd-28412 [001]   995.834158: mm_vmscan_kswapd_sleep: nid=0\n"
+        "CPU:0 [EVENTS DROPPED]\n"
+        "              dd-28412 [000]   995.900000: mm_vmscan_kswapd_sleep: nid=1\n"
+    )
+    acc, frames = parse_text(text)
+    assert [(x.cpu, x.count, x.line) for x in acc.lost_events] == [(1, 57, 2), (0, None, 4)]
+    assert frames["mm_vmscan_kswapd_sleep"]["instance"].to_list() == ["mmlab_speed", None]
+    assert (acc.header_lines, acc.unparsed) == (1, 0)
+
+
+def test_prefixed_kswapd_counts_as_kswapd() -> None:
+    """Issue 16: a `-B` buffer's prefix folded into comm made kswapd's scans "other"."""
+    line = (
+        "reclaim:          kswapd0-32    [001]  5234.100200: mm_vmscan_lru_shrink_inactive: "
+        "nid=0 nr_scanned=32 nr_reclaimed=30 nr_dirty=0 nr_writeback=0 nr_congested=0 "
+        "nr_immediate=0 nr_activate_anon=0 nr_activate_file=2 nr_ref_keep=0 nr_unmap_fail=0 "
+        "priority=12 flags=RECLAIM_WB_FILE|RECLAIM_WB_ASYNC\n"
+    )
+    _, frames = parse_text(line)
+    no_intervals = pl.DataFrame(
+        schema={"pid": pl.Int32, "begin_ts_ns": pl.Int64, "end_ts_ns": pl.Int64, "kind": pl.String}
+    )
+    labelled = label_context(frames["mm_vmscan_lru_shrink_inactive"], no_intervals)
+    assert labelled.select("context", "nr_scanned").row(0) == ("kswapd", 32)
 
 
 def test_invalid_utf8_in_comm_is_counted_and_parsed() -> None:

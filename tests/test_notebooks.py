@@ -4,6 +4,9 @@ sweeps run one execution per grid point and index them."""
 from __future__ import annotations
 
 import json
+import re
+import shutil
+import subprocess
 from concurrent.futures import ProcessPoolExecutor
 
 import nbformat
@@ -88,6 +91,64 @@ def test_notebook_runs_on_small_parameters(notebook, executed):
         text = _outputs(run.ipynb)
         assert "dirty5" in text
         assert "dirty20" not in text
+
+
+# Chromium from Debian (`make browser`); CI installs it, so the check is skipped only where a
+# developer has not.
+CHROMIUM = shutil.which("chromium")
+# Appended to a copy of the executed HTML: after load, one line per image with its drawn size.
+_PROBE = """<script>window.addEventListener("load", () => {
+  const out = document.createElement("pre"); out.id = "mmlab-probe";
+  out.textContent = [...document.images].map(i => `${i.naturalWidth}x${i.naturalHeight}`)
+    .join(" ");
+  document.body.appendChild(out);
+});</script>"""
+
+
+def _chart_outputs(ipynb) -> list[dict]:
+    """Every rich output of the notebook that is a chart (vega or image)."""
+    nb = nbformat.read(ipynb, as_version=4)
+    return [
+        out.get("data", {})
+        for cell in nb.cells
+        if cell.cell_type == "code"
+        for out in cell.outputs
+        if any(k.startswith(("image/", "application/vnd.vega")) for k in out.get("data", {}))
+    ]
+
+
+def _drawn_images(html, tmp_path) -> list[tuple[int, int]]:
+    """Sizes of the images a headless Chromium drew for ``html``, with every network
+    request failing (no host resolves)."""
+    page = tmp_path / html.name
+    page.write_text(html.read_text().replace("</body>", _PROBE + "</body>"))
+    dom = subprocess.run(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         "--host-resolver-rules=MAP * ~NOTFOUND", f"--user-data-dir={tmp_path / 'profile'}",
+         "--virtual-time-budget=10000", "--dump-dom", page.as_uri()],
+        capture_output=True, text=True, timeout=120, check=True,
+    ).stdout  # fmt: skip
+    probe = re.search(r'<pre id="mmlab-probe">([^<]*)</pre>', dom)
+    assert probe, f"{html.name}: the page never finished loading"
+    return [tuple(map(int, size.split("x"))) for size in probe.group(1).split()]
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Chromium not installed: run `make browser`")
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
+def test_charts_draw_offline_and_are_saved_in_the_notebook(notebook, executed, tmp_path):
+    run = executed[notebook.stem]
+    if isinstance(run, BaseException):
+        raise run
+    charts = _chart_outputs(run.ipynb)
+    assert charts, f"{notebook.name} shows no chart"
+    # Saved as a picture in the .ipynb (any viewer shows it), never as a spec that needs vega.
+    assert all("image/svg+xml" in c for c in charts)
+    assert not [c for c in charts if any(k.startswith("application/vnd.vega") for k in c)]
+    drawn = _drawn_images(run.html, tmp_path)
+    # Every chart drew, with no network: a picture of non-zero size per chart output.
+    assert len(drawn) >= len(charts)
+    assert all(w > 0 and h > 0 for w, h in drawn), drawn
 
 
 @pytest.fixture

@@ -7,11 +7,14 @@ from __future__ import annotations
 import re
 import statistics
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
 from analysis.report.document import ReportData, capture_runs
+from analysis.report.paper import fits
 from analysis.report.paper.fits import (
+    SEED_MAIL,
     aic_table,
     fit_values,
     observables_table,
@@ -27,12 +30,19 @@ from analysis.report.paper.timeout import (
     validation_table,
 )
 from analysis.report.paper.timeout import section_tex as timeout_tex
+from analysis.report.seeds import SEEDS
 from analysis.report.throttle_fits import format_run_fits, run_fits
 from analysis.stats.fit import fit_group, jiffy_data
-from tests.conftest import DATA, throttled_lines
+from tests.conftest import DATA, MAIL, throttled_lines
 
 RUNS = ("stutterp-dirty20", "stutterp-dirty5")
 FIELDS = re.compile(r"usec_timeout=(\d+) usect_delayed=(\d+) reason=(\S+)")
+
+
+def test_packaged_seed_mail_is_the_bundled_one_byte_for_byte():
+    # An installed mmlab reads seed 000 from its package, never from a repository's data/.
+    assert SEED_MAIL.is_relative_to(Path(fits.__file__).parent)
+    assert SEED_MAIL.read_bytes() == (MAIL / SEEDS["000"]).read_bytes()
 
 
 @pytest.fixture(scope="module")

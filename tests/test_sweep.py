@@ -3,10 +3,15 @@ sweep point against an independent count of the bundled trace."""
 
 from __future__ import annotations
 
+import importlib.machinery
 import json
+import subprocess
+import sys
+import types
 from functools import cache
 from pathlib import Path
 
+import cloudpickle
 import polars as pl
 import pytest
 import zstandard
@@ -211,4 +216,71 @@ def test_throttle_sweep_refuses_a_bad_timeout(tmp_path):
     g = grid(tmp_path, f"capture: {ITER}\ntau_us: [-5]\n")
     with pytest.raises(InputError, match=r"tau_us.*-5.*must be > 0"):
         s.sweep("throttle", g, out)
+    assert not out.exists()
+
+
+def test_in_process_and_two_dask_workers_agree_to_the_last_bit(tmp_path):
+    # Fits pin BLAS to one thread (Dask's nanny gives its workers one): before, P(timeout)
+    # moved by up to 8e-5 relative between OPENBLAS_NUM_THREADS=1 and 2.
+    g = grid(tmp_path, f"capture: {ITER.resolve()}\ntau_us: [30000, 200000]\nwait: fit\n")
+    local = pl.read_parquet(s.sweep("throttle", g, tmp_path / "a").table)
+    dask = pl.read_parquet(s.sweep("throttle", g, tmp_path / "b", workers=2).table)
+    assert local["wait_fit"].to_list() == [1.0, 1.0]
+    assert dask.equals(local)
+
+
+def test_scheduler_sweep_refuses_relative_paths_before_connecting(tmp_path):
+    out = tmp_path / "out"
+    g = grid(tmp_path, "capture: data/x\ntau_us: [1000]\n")
+    with pytest.raises(InputError, match="data/x is a relative path") as err:
+        s.sweep("throttle", g, out, scheduler="tcp://127.0.0.1:9")
+    assert err.value.path == g and "\n" not in str(err.value)
+    assert not out.exists()
+
+
+def test_remote_probe_names_what_a_worker_lacks():
+    probe = s._remote_probe()
+    assert probe(["analysis.models.sweep"], [str(ITER)]) == []
+    assert probe(["no_such_mmlab_module"], ["/no/such/capture"]) == [
+        "cannot import no_such_mmlab_module (is mmlab installed there?)",
+        "no file or directory /no/such/capture",
+    ]
+    # Sent by value: a process where mmlab cannot be imported still runs it.
+    code = (
+        "import pickle, sys; sys.modules['analysis'] = None; "
+        "print(pickle.loads(sys.stdin.buffer.read())(['analysis'], []))"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code],
+        input=cloudpickle.dumps(probe),
+        capture_output=True,
+        check=True,
+    )
+    assert run.stdout.decode().strip() == ("['cannot import analysis (is mmlab installed there?)']")
+
+
+def test_scheduler_whose_worker_lacks_the_model_is_one_line(tmp_path, monkeypatch):
+    from dask.distributed import LocalCluster
+
+    # The model's module exists in this process only (sys.modules, no file): the worker
+    # process cannot import it, as a worker without mmlab cannot import analysis.
+    module = types.ModuleType("only_here_model")
+    module.__spec__ = importlib.machinery.ModuleSpec("only_here_model", None)
+    module.f = lambda params: {"z": 1.0}
+    monkeypatch.setitem(sys.modules, "only_here_model", module)
+    out = tmp_path / "out"
+    with (
+        LocalCluster(
+            n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster,
+        pytest.raises(InputError, match=r"worker .*cannot import only_here_model") as err,
+    ):
+        s.sweep(
+            "m",
+            grid(tmp_path, "x: [1]\n"),
+            out,
+            scheduler=cluster.scheduler_address,
+            registry={"m": "only_here_model:f"},
+        )
+    assert "\n" not in str(err.value)
     assert not out.exists()

@@ -54,6 +54,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     p.add_argument("--traces", action="store_true", help="also stall/throttle rows from traces")
     p.add_argument("--ops", action="store_true", help="also vmstat Ops rows (one per run)")
+    p.add_argument(
+        "--mmtests",
+        type=Path,
+        metavar="DIR",
+        help="mmtests checkout whose parse-results read benchmarks mmlab has no reader for "
+        "(default: $MMTESTS)",
+    )
     p.set_defaults(func=run_compare)
 
 
@@ -81,10 +88,13 @@ def run_compare(args: argparse.Namespace) -> int:
     if len(args.paths) == 1 and args.paths[0].is_file():
         table = long_table.read(args.paths[0])
         skipped: tuple[str, ...] = ()
-        families: dict[str, str] = {}
+        loaded: benchmarks.Loaded | None = None
     else:
-        loaded = benchmarks.load_runs(args.paths, traces=args.traces, ops=args.ops)
-        table, skipped, families = loaded.table, loaded.skipped, loaded.families
+        loaded = benchmarks.load_runs(
+            args.paths, traces=args.traces, ops=args.ops, mmtests_dir=args.mmtests
+        )
+        table, skipped = loaded.table, loaded.skipped
+    families = loaded.families if loaded else {}
     if args.rows:
         table = table.filter(pl.col("row").str.contains(args.rows, literal=True))
     kernels = list(dict.fromkeys(table["kernel"]))
@@ -102,11 +112,16 @@ def run_compare(args: argparse.Namespace) -> int:
         table, base, others, args.metric, args.level, args.delta, args.resamples, args.seed,
         families=families, effect=effect,
     )  # fmt: skip
+    for line in loaded.units if loaded else ():
+        print(f"mmlab compare: unit of {line}", file=sys.stderr)
     for line in skipped:
         print(f"mmlab compare: skipped {line}", file=sys.stderr)
     fmt = "json" if args.json else args.format
     if fmt == "json":
-        print(json.dumps(to_json(results), indent=2, allow_nan=False))
+        rows = to_json(results)
+        for row in rows:  # a table states its units itself: no source to name
+            row["unit_source"] = loaded.unit_source(row["row"]) if loaded else None
+        print(json.dumps(rows, indent=2, allow_nan=False))
     elif fmt == "markdown":
         print(format_markdown(results), end="")
     else:

@@ -25,6 +25,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from analysis.outputs import replace_text
     from analysis.report.document import build_report, report_json
     from analysis.report.json_output import dumps
 
@@ -33,5 +34,5 @@ def run(args: argparse.Namespace) -> int:
     if args.out is None:
         print(text, end="")
     else:
-        args.out.write_text(text)
+        replace_text(args.out, text)
     return 0

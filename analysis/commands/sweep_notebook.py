@@ -26,13 +26,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from analysis.outputs import replace_text
     from analysis.report.sweep import format_index, index_table, read_grid, sweep
 
     out = args.out / args.notebook.stem
     results = sweep(args.notebook, read_grid(args.grid), out, jobs=args.jobs)
     index = index_table(results, out)
-    index.write_csv(out / "index.csv")
+    replace_text(out / "index.csv", index.write_csv())
     text = format_index(index)
-    (out / "index.md").write_text(text)
+    replace_text(out / "index.md", text)
     print(json.dumps(index.to_dicts(), indent=1) if args.json else text, end="")
     return 0 if all(r.status == "ok" for r in results) else 1

@@ -1,109 +1,131 @@
 """Per-sample results of the benchmarks in mmtests / ``mmlab capture`` run directories, as
 one long table (``analysis.ingest.long_table``): kernel = run name, run = iteration.
 
-Found by content in each ``iter-N``:
+Every ``<iter>/<benchmark>/logs/`` directory is read (docs/mmtests-conventions.md
+"Benchmark logs"):
 
-- ``stutterp/logs/mmap-latency-<N>.log`` (mmlab's anon-latency probe, stutterp's
-  ``mmap-N``): a ``#`` header naming the unit, then ``<epoch_s> <latency>`` per mapping;
-  row ``mmap-<N>``, one sample per mapping;
-- ``usemem/logs/usemem-<threads>-<repetition>``: GNU ``/usr/bin/time`` output of one
-  usemem invocation; rows ``user-<threads>``, ``syst-<threads>``, ``elsp-<threads>`` (s),
-  the repetitions as samples (mmtests' own rows);
-- ``tests-timestamp`` ``time ::`` line: row ``elapsed`` (s), one value per iteration;
-- optionally (``traces``) reclaim stalls per context, compaction stalls (ms) and
-  throttle delays (us) from each trace (``analysis.metrics.trace_analysis``), and
-  (``ops``) every vmstat Ops row (``analysis.metrics.ops``), one value per iteration.
+- natively when mmlab knows the benchmark (``analysis.ingest.mmtests_logs.READERS``:
+  stutterp in mmtests' and mmlab's probe format, usemem with both log namings,
+  thpscale/thpcompact/thpchallenge/thpfioscale, pft, pagealloc, hpagealloc), with the
+  samples, units and directions of mmtests' own extraction;
+- else through ``parse-results`` of the user's mmtests checkout (``mmtests=`` /
+  ``--mmtests`` / ``$MMTESTS``; ``analysis.ingest.mmtests_shellpack``);
+- else not at all, with one note naming the benchmark and what to do.
 
-Lines that are not samples are counted and reported in ``Loaded.skipped``, never silently
-dropped.
+Also the ``tests-timestamp`` ``time ::`` line: row ``elapsed`` (s; ``elapsed-<test>`` when
+an iteration ran several tests), one value per iteration; optionally (``traces``) reclaim
+stalls per context, compaction stalls (ms) and throttle delays (us) from each trace
+(``analysis.metrics.trace_analysis``), and (``ops``) every vmstat Ops row
+(``analysis.metrics.ops``), one value per iteration.
+
+Lines, samples and files that are not read are reported in ``Loaded.skipped``, and where
+each row family's unit comes from in ``Loaded.units``: nothing is dropped silently.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
 
-from analysis.ingest import mmtests
+from analysis.errors import InputError
+from analysis.ingest import mmtests, mmtests_shellpack
 from analysis.ingest.long_table import SCHEMA
+from analysis.ingest.mmtests_logs import READERS, LogRead, read_logs, stutterp_log, usemem_log
 from analysis.metrics.ops import HIGHER
 
-__all__ = ["Loaded", "load_runs", "stutterp_log", "usemem_log"]
+__all__ = ["Loaded", "UnitSource", "benchmark_logs", "load_runs", "stutterp_log", "usemem_log"]
 
-_UNITS = {"microseconds": "us", "milliseconds": "ms", "nanoseconds": "ns", "seconds": "s"}
-_STUTTERP = re.compile(r"mmap-latency-(\d+)\.log")
-_USEMEM = re.compile(r"usemem-(\d+)-(\d+)")
-_TIME = re.compile(r"([\d.]+)user ([\d.]+)system (?:(\d+):)?(\d+):([\d.]+)elapsed")
+
+@dataclass(frozen=True)
+class UnitSource:
+    """Where the unit of a family of rows (``fault-base-*``: rows that differ only in their
+    last number) of one benchmark comes from."""
+
+    benchmark: str
+    rows: str
+    unit: str
+    source: str
+
+    def matches(self, row: str) -> bool:
+        """Whether ``row`` is one of these rows."""
+        return row == self.rows or (self.rows.endswith("-*") and _family(row) == self.rows)
+
+    def __str__(self) -> str:
+        return f"{self.benchmark} {self.rows} in {self.unit}: {self.source}"
 
 
 @dataclass(frozen=True)
 class Loaded:
-    """Samples of every run found (long table) and one line per skipped input line."""
+    """Samples of every run found (long table), one line per skipped input line, sample
+    or file, and where each row family's unit comes from."""
 
     table: pl.DataFrame
     skipped: tuple[str, ...]
-    # row -> family of rows tested together (``analysis.stats.significance.FAMILIES``):
-    # the workload's own rows, trace-derived rows, vmstat Ops rows.
+    units: tuple[UnitSource, ...] = ()
+    # row -> family of rows tested together (``analysis.stats.significance``): the
+    # workload's own rows, trace-derived rows, vmstat Ops rows.
     families: dict[str, str] = field(default_factory=dict)
 
-
-def stutterp_log(path: Path) -> tuple[str, list[float], list[str]]:
-    """(unit, latencies, skipped-line notes) of one probe log."""
-    unit, values, skipped = "us", [], []
-    for number, line in enumerate(path.read_text().splitlines(), 1):
-        if line.startswith("#"):
-            if m := re.search(r"unit: (\w+)", line):
-                unit = _UNITS.get(m[1], m[1])
-            continue
-        fields = line.split()
-        try:
-            values.append(float(fields[1]))
-        except (IndexError, ValueError):
-            skipped.append(f"{path}:{number}: not '<epoch_s> <latency>': {line[:40]!r}")
-    return unit, values, skipped
+    def unit_source(self, row: str) -> str | None:
+        """Where ``row``'s unit comes from; None for rows mmlab computes itself (traces,
+        vmstat Ops: their units are the analysis's)."""
+        return next((u.source for u in self.units if u.matches(row)), None)
 
 
-def usemem_log(path: Path) -> tuple[float, float, float] | None:
-    """(user, system, elapsed) seconds of one GNU time output; None when there is none."""
-    m = _TIME.search(path.read_text(errors="replace"))
-    if m is None:
-        return None
-    elapsed = int(m[3] or 0) * 3600 + int(m[4]) * 60 + float(m[5])
-    return float(m[1]), float(m[2]), elapsed
+def benchmark_logs(
+    it: mmtests.Iteration, checkout: Path | None = None
+) -> Iterator[tuple[str, LogRead]]:
+    """Yield (benchmark, what was read) for every ``<benchmark>/logs`` of ``it``."""
+    for logs in sorted(p for p in it.path.glob("*/logs") if p.is_dir()):
+        bench = logs.parent.name
+        if bench in READERS:
+            yield bench, read_logs(bench, logs)
+        elif checkout is not None and mmtests_shellpack.shellpack_dir(checkout, bench):
+            yield bench, mmtests_shellpack.parse_results(checkout, bench, logs)
+        else:
+            where = (
+                f"the mmtests checkout {checkout} has no shellpack_src/src/{bench}/parse-results"
+                if checkout is not None
+                else "give --mmtests DIR (or MMTESTS=DIR), an mmtests checkout, to read it "
+                "through mmtests' parse-results"
+            )
+            yield bench, LogRead(notes=(f"{logs}: {bench}: no native reader; {where}",))
 
 
-def _rows(it: mmtests.Iteration, traces: bool, ops: bool):
-    """(row, value, unit, higher_is_better, family) of one iteration, and skipped-line
-    notes."""
-    rows, skipped = [], []
-    for log in sorted(it.path.glob("stutterp/logs/mmap-latency-*.log")):
-        if m := _STUTTERP.fullmatch(log.name):
-            unit, values, bad = stutterp_log(log)
-            rows += [(f"mmap-{m[1]}", v, unit, False) for v in values]
-            skipped += bad
-    for log in sorted(it.path.glob("usemem/logs/usemem-*")):
-        if not (m := _USEMEM.fullmatch(log.name)):
-            continue
-        if (times := usemem_log(log)) is None:
-            skipped.append(f"{log}: no GNU time line")
-            continue
-        rows += [
-            (f"{k}-{m[1]}", v, "s", False)
-            for k, v in zip(("user", "syst", "elsp"), times, strict=True)
-        ]
-    for test in it.tests:
+def _family(row: str) -> str:
+    """``fault-base-12`` -> ``fault-base-*``: rows that differ only in their last number."""
+    return re.sub(r"-\d+$", "-*", row)
+
+
+def _rows(it: mmtests.Iteration, traces: bool, ops: bool, checkout: Path | None):
+    """(row, value, unit, higher_is_better, family) of one iteration, skipped notes, unit
+    sources."""
+    rows, skipped, units = [], [], {}
+    for bench, got in benchmark_logs(it, checkout):
+        rows += [(r, v, d.unit, d.higher_is_better) for r, v, d in got.samples]
+        skipped += got.notes
+        first = {}  # row -> its declaration (one per row: rows have one unit)
+        for r, _, d in got.samples:
+            first.setdefault(r, d)
+        for r, d in first.items():
+            units.setdefault((bench, _family(r), d.unit), d.source)
+    tests = it.tests
+    for test in tests:
         times = it.times.get(test)
         if times and times.elapsed_s:
-            rows.append(("elapsed", times.elapsed_s, "s", False))
+            row = "elapsed" if len(tests) == 1 else f"elapsed-{test}"
+            rows.append((row, times.elapsed_s, "s", False))
+            units.setdefault(("tests-timestamp", row, "s"), "mmtests 'time ::' line (seconds)")
     rows = [(*r, "workload") for r in rows]
     if traces:
         rows += [(*r, "traces") for r in _trace_rows(it)]
     if ops:
         rows += [(*r, "ops") for r in _ops_rows(it)]
-    return rows, skipped
+    return rows, skipped, units
 
 
 def _trace_rows(it: mmtests.Iteration) -> list[tuple[str, float, str, bool]]:
@@ -131,16 +153,43 @@ def _ops_rows(it: mmtests.Iteration) -> list[tuple[str, float, str, bool]]:
     ]
 
 
-def load_runs(paths: Iterable[Path], traces: bool = False, ops: bool = False) -> Loaded:
-    """Every run below each path, as one long table (kernels in argument order)."""
-    records, skipped, families = [], [], {}
+def _one_unit_per_row(table: pl.DataFrame) -> None:
+    """An error when one row has several units (mmlab's probe in us beside mmtests'
+    stutterp in ms, say): comparing them would be off by the ratio of the units."""
+    mixed = (
+        table.group_by("row", maintain_order=True)
+        .agg(
+            pl.col("unit").unique(maintain_order=True), pl.col("kernel").unique(maintain_order=True)
+        )
+        .filter(pl.col("unit").list.len() > 1)
+    )
+    if mixed.height:
+        row, units, kernels = mixed.row(0)
+        raise InputError(
+            ", ".join(kernels),
+            f"row {row!r} is in {' and '.join(units)} in different runs: not comparable",
+        )
+
+
+def load_runs(
+    paths: Iterable[Path], traces: bool = False, ops: bool = False, mmtests_dir: Path | None = None
+) -> Loaded:
+    """Every run below each path, as one long table (kernels in argument order);
+    ``mmtests_dir`` (else ``$MMTESTS``) reads benchmarks with no native reader."""
+    checkout = mmtests_shellpack.checkout(mmtests_dir)
+    records, skipped, units, families = [], [], {}, {}
     # Kernel label = run name, told apart as find_runs would (mmtests trees of one benchmark
     # share the run directory name).
     for run in mmtests.unique_runs(tuple(run for p in paths for run in mmtests.find_runs(p))):
         for it in run.iterations:
-            rows, bad = _rows(it, traces, ops)
+            rows, bad, sources = _rows(it, traces, ops, checkout)
             records += [(run.name, r, str(it.index), v, u, h) for r, v, u, h, _ in rows]
             families |= {r[0]: r[-1] for r in rows}
             skipped += bad
+            for key, source in sources.items():
+                units.setdefault(key, source)
     table = pl.DataFrame(records, schema=SCHEMA, orient="row")
-    return Loaded(table, tuple(skipped), families)
+    _one_unit_per_row(table)
+    lines = tuple(UnitSource(b, fam, u, src) for (b, fam, u), src in units.items())
+    # The same note from every run of a benchmark (a checkout's yaml) is said once.
+    return Loaded(table, tuple(dict.fromkeys(skipped)), lines, families)

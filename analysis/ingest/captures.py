@@ -19,7 +19,9 @@ START = ".start"
 
 
 def _is_trace(path: Path) -> bool:
-    return path.is_file() and path.name.startswith(PREFIX) and not path.name.endswith(START)
+    # Any non-directory by its name: a FIFO or device named ftrace-* is then refused by the
+    # reader's regular-file check, not skipped (a run would silently lose its trace).
+    return not path.is_dir() and path.name.startswith(PREFIX) and not path.name.endswith(START)
 
 
 def iteration_traces(iteration: mmtests.Iteration) -> list[tuple[str, Path]]:

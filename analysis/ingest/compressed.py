@@ -23,7 +23,7 @@ from typing import BinaryIO
 
 import zstandard
 
-from analysis.errors import InputError
+from analysis.errors import InputError, input_file
 
 __all__ = ["Block", "detect_compression", "iter_blocks", "sha256_file"]
 
@@ -157,9 +157,10 @@ def iter_blocks(path: Path, block_bytes: int, digest: list[str] | None = None) -
     """Yield decompressed ``path`` in blocks of about ``block_bytes``, split at newlines.
 
     When the stream ends, the hex SHA-256 of the raw file is appended to ``digest``.
-    Raises InputError naming the compressed byte offset if the stream is damaged.
+    Raises InputError naming the compressed byte offset if the stream is damaged, and
+    before opening anything that is not a regular file (:func:`~analysis.errors.input_file`).
     """
-    with path.open("rb") as fh:
+    with input_file(path).open("rb") as fh:
         kind = detect_compression(fh.read(8))
         fh.seek(0)
         size = os.fstat(fh.fileno()).st_size
@@ -192,7 +193,7 @@ def iter_blocks(path: Path, block_bytes: int, digest: list[str] | None = None) -
 def sha256_file(path: Path) -> str:
     """Hex SHA-256 of the raw bytes of ``path`` (the ingest cache key)."""
     sha = hashlib.sha256()
-    with path.open("rb") as fh:
+    with input_file(path).open("rb") as fh:
         while block := fh.read(HASH_BLOCK):
             sha.update(block)
     return sha.hexdigest()

@@ -37,7 +37,7 @@ from pathlib import Path
 
 import polars as pl
 
-from analysis.errors import InputError
+from analysis.errors import InputError, input_file
 from analysis.ingest.ftrace.events import LEGACY_THROTTLE, THROTTLED, polars_fields
 
 __all__ = [
@@ -152,7 +152,7 @@ def looks_like_histogram(text: str) -> bool:
 
 def read(path: str | Path, *, labels: Mapping[int, str] | None = None) -> Histogram:
     """Read histogram text from a file (UTF-8; undecodable bytes are replaced and counted)."""
-    path = Path(path)
+    path = input_file(path)
     raw = path.read_bytes()
     text = raw.decode("utf-8", errors="replace")
     return parse_histogram(text, source=path, labels=labels)

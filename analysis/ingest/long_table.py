@@ -8,12 +8,14 @@ content (Parquet files start with ``PAR1``).
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 
-from analysis.errors import InputError
+from analysis.errors import InputError, input_file
+from analysis.ingest.textfile import read_text
 
 __all__ = ["COLUMNS", "SCHEMA", "read", "runs_of", "validate"]
 
@@ -55,15 +57,23 @@ def validate(frame: pl.DataFrame, source: str | Path) -> pl.DataFrame:
 
 def read(path: Path) -> pl.DataFrame:
     """The validated table in ``path`` (CSV or Parquet)."""
-    with path.open("rb") as f:
+    with input_file(path).open("rb") as f:
         magic = f.read(4)
     if magic == b"PAR1":
-        frame = pl.read_parquet(path)
-    else:
         try:
-            frame = pl.read_csv(path, infer_schema=False)
-        except pl.exceptions.ComputeError as exc:
-            raise InputError(path, f"not a CSV table ({exc})") from None
+            frame = pl.read_parquet(path)
+        except (pl.exceptions.PolarsError, OSError) as exc:
+            raise InputError(path, f"not a readable Parquet table ({exc})") from None
+    else:
+        # Checked text first (compression, NUL bytes, UTF-8, each with its line or offset);
+        # Polars' own errors name no file.
+        text = read_text(path)
+        if not text.strip():
+            raise InputError(path, "is empty: no header line")
+        try:
+            frame = pl.read_csv(io.StringIO(text), infer_schema=False)
+        except (pl.exceptions.ComputeError, pl.exceptions.NoDataError) as exc:
+            raise InputError(path, f"not a CSV table ({str(exc).splitlines()[0]})") from None
         if "value" in frame.columns:
             frame = frame.with_columns(
                 pl.col("value").str.strip_chars().replace({"": None}).cast(pl.Float64, strict=False)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from analysis.errors import InputError
+from analysis.ingest.textfile import read_text
 
 __all__ = ["MailRow", "MailTables", "parse_rows", "read"]
 
@@ -81,5 +82,5 @@ class MailTables:
 
 def read(path: Path) -> MailTables:
     """The table rows of the mail at ``path``."""
-    text = Path(path).read_text()
+    text = read_text(path)
     return MailTables(Path(path), text, tuple(parse_rows(text)))

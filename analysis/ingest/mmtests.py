@@ -189,7 +189,15 @@ class Iteration:
     def metadata(self) -> dict:
         """``mmlab.json`` written by ``mmlab capture`` (empty for plain mmtests trees)."""
         meta = self.path / "mmlab.json"
-        return json.loads(meta.read_text()) if meta.exists() else {}
+        if not meta.exists():
+            return {}
+        try:
+            found = json.loads(read_text(meta))
+        except json.JSONDecodeError as exc:
+            raise InputError(meta, f"not JSON: {exc.msg}", line=exc.lineno) from None
+        if not isinstance(found, dict):
+            raise InputError(meta, "not a JSON object of capture metadata")
+        return found
 
     @cached_property
     def machine(self) -> Machine:

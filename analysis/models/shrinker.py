@@ -40,7 +40,8 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
-from analysis.errors import InputError
+from analysis.errors import InputError, input_file
+from analysis.ingest.textfile import read_text
 from analysis.stats.describe import nearest_rank
 
 __all__ = [
@@ -289,7 +290,7 @@ def capturing_generation(invocations: pl.DataFrame, trace: Path | None = None) -
     mainline rule (G1 or G3) that reproduces more ``total_scan`` values."""
     version_file = trace.parent / "kernel.version" if trace is not None else None
     if version_file is not None and version_file.is_file():
-        found = re.search(r"Linux version (\d+)\.(\d+)", version_file.read_text())
+        found = re.search(r"Linux version (\d+)\.(\d+)", read_text(version_file))
         if found:
             major, minor = int(found[1]), int(found[2])
             return ("G3" if (major, minor) >= (5, 13) else "G1"), f"Linux {major}.{minor}"
@@ -542,7 +543,11 @@ def _cached_invocations(trace: str) -> pl.DataFrame:
     # A .parquet is a table of calls as load_invocations returns them (saved, or joined
     # from several traces); anything else is a trace.
     if trace.endswith(".parquet"):
-        return _checked(pl.read_parquet(trace), trace)
+        try:
+            calls = pl.read_parquet(input_file(trace))
+        except (pl.exceptions.PolarsError, OSError) as exc:
+            raise InputError(trace, f"not a readable Parquet table ({exc})") from None
+        return _checked(calls, trace)
     return load_invocations(Path(trace))
 
 
@@ -568,4 +573,6 @@ def sweep_point(params: Mapping[str, object]) -> dict[str, float]:
     return outputs(replay(_cached_invocations(str(params["trace"])), variant))
 
 
+sweep_point.parameters = SWEEP_PARAMETERS
+sweep_point.path_parameters = ("trace",)  # checked on every worker before a sweep
 SWEEP_MODEL = sweep_point

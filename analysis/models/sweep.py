@@ -18,7 +18,9 @@ the sweep before anything is written.
 
 On ``--scheduler`` the workers import the model themselves and open the paths the grid
 names, so they need this package and those files at the same paths; results come back
-to this process, which alone writes them.
+to this process, which alone writes them. Before anything is submitted, the grid's paths
+(the model's ``path_parameters``) must be absolute, and the scheduler and every worker
+must import the model and see each path; otherwise one line names what is missing where.
 """
 
 from __future__ import annotations
@@ -36,10 +38,13 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import yaml
+from threadpoolctl import threadpool_limits
 
-from analysis.errors import InputError
+from analysis.errors import InputError, input_file
+from analysis.ingest.textfile import read_text
 
 __all__ = [
+    "GRID_MAX_BYTES",
     "REGISTRY",
     "SweepResult",
     "evaluate",
@@ -57,6 +62,8 @@ REGISTRY: dict[str, str] = {
 }
 RANGE_KEYS = {"start", "stop", "num", "log", "step"}
 POINTS_DIR = ".points"
+# A grid is a few lines by hand; PyYAML takes minutes over a 50 MB line.
+GRID_MAX_BYTES = 1 << 20
 
 SweepModel = Callable[[dict[str, object]], dict[str, float]]
 
@@ -104,7 +111,7 @@ def _range(path: Path, name: str, spec: dict, line: int) -> list[object]:
 
 def load_grid(path: Path) -> dict[str, list[object]]:
     """Parameter name → its values, from the YAML grid file at ``path``."""
-    text = Path(path).read_text()
+    text = read_text(input_file(path, max_bytes=GRID_MAX_BYTES))
     try:
         node = yaml.compose(text)
         raw = yaml.safe_load(text)
@@ -147,7 +154,10 @@ def point_id(point: Mapping[str, object]) -> str:
 def evaluate(spec: str, point: dict[str, object]) -> dict[str, object]:
     """One row: the point's parameters and the outputs of the model at ``spec`` (this runs on
     Dask workers too, which import the model themselves)."""
-    outputs = resolve(spec)(dict(point))
+    # One BLAS thread, as Dask's nanny gives its workers: a point's numbers do not depend
+    # on where it ran (in-process and --workers agree to the last bit).
+    with threadpool_limits(limits=1, user_api="blas"):
+        outputs = resolve(spec)(dict(point))
     clash = set(outputs) & set(point)
     if clash:
         raise ValueError(f"model {spec} output names clash with parameters: {sorted(clash)}")
@@ -191,12 +201,65 @@ def _in_process(
         yield i, row
 
 
+def _grid_paths(
+    grid_path: Path, model: SweepModel, grid: Mapping[str, Sequence[object]], *, remote: bool
+) -> list[str]:
+    """The grid's values of the model's ``path_parameters``; relative ones are refused for
+    a remote scheduler, whose workers would resolve them against their own directory."""
+    paths = [str(v) for name in getattr(model, "path_parameters", ()) for v in grid.get(name, ())]
+    for path in paths:
+        if remote and not Path(path).is_absolute():
+            raise InputError(
+                grid_path,
+                f"{path} is a relative path: workers of a --scheduler resolve it against "
+                "their own directory; give it absolute",
+            )
+    return paths
+
+
+def _remote_probe() -> Callable[[list[str], list[str]], list[str]]:
+    """A function run on the scheduler and each worker: what it lacks of ``modules`` and
+    ``paths``. Made inside a function so that cloudpickle sends it by value: a process
+    without this package can still run it (a module-level function is sent by name)."""
+
+    def probe(modules: list[str], paths: list[str]) -> list[str]:
+        import importlib.util
+        import os
+
+        lacking = []
+        for module in modules:
+            try:
+                found = importlib.util.find_spec(module) is not None
+            except (ImportError, ValueError):  # ValueError: a module without a spec
+                found = False
+            if not found:
+                lacking.append(f"cannot import {module} (is mmlab installed there?)")
+        return lacking + [f"no file or directory {p}" for p in paths if not os.path.exists(p)]
+
+    return probe
+
+
+def _check_cluster(client, scheduler: str, spec: str, paths: list[str]) -> None:
+    """InputError before any point is submitted if the scheduler or a worker cannot run
+    the model (``evaluate`` and the model's module) on the grid's ``paths``."""
+    modules = [__name__, spec.partition(":")[0]]
+    probe = _remote_probe()
+    if not client.scheduler_info().get("workers"):
+        raise InputError(scheduler, "the Dask scheduler has no workers")
+    found = {"scheduler": client.run_on_scheduler(probe, modules, [])}
+    found |= {f"worker {w}": v for w, v in client.run(probe, modules, paths).items()}
+    for where, lacking in found.items():
+        if lacking:
+            raise InputError(scheduler, f"{where}: {lacking[0]}")
+
+
 def _on_dask(
     spec: str,
     todo: list[dict[str, object]],
     grid_path: Path,
     workers: int | None,
     scheduler: str | None,
+    paths: list[str],
 ) -> Iterator[tuple[int, dict]]:
     from dask.distributed import Client, LocalCluster, as_completed
 
@@ -216,6 +279,8 @@ def _on_dask(
         )
         client = Client(cluster)
     try:
+        if scheduler is not None:
+            _check_cluster(client, scheduler, spec, paths)
         futures = client.map(evaluate, [spec] * len(todo), todo, pure=False)
         index = {f.key: i for i, f in enumerate(futures)}
         for future in as_completed(futures):
@@ -269,6 +334,7 @@ def sweep(
             f"unknown parameters for model {name}: {', '.join(unknown)} "
             f"(accepted: {', '.join(accepted)})",
         )
+    paths = _grid_paths(grid_path, model, grid, remote=scheduler is not None)
     points = grid_points(grid)
     ids = [point_id(p) for p in points]
     parts = out_dir / POINTS_DIR
@@ -276,7 +342,7 @@ def sweep(
     if todo and workers is None and scheduler is None:
         rows: Iterator[tuple[int, dict]] = _in_process(spec, todo, grid_path)
     elif todo:
-        rows = _on_dask(spec, todo, grid_path, workers, scheduler)
+        rows = _on_dask(spec, todo, grid_path, workers, scheduler, paths)
     else:
         rows = iter(())
     with _progress() as progress:

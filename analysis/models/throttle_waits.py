@@ -205,3 +205,4 @@ def SWEEP_MODEL(params: dict[str, object]) -> dict[str, float]:
 
 
 SWEEP_MODEL.parameters = ("capture", "tau_us", "reason", "wait", "bootstrap", "seed", "workers")
+SWEEP_MODEL.path_parameters = ("capture",)  # checked on every worker before a sweep

@@ -1,12 +1,41 @@
 """Altair charts of trace analyses (the notebooks' figures): throttle delays, stall
-timeline, shrinker deferred backlog."""
+timeline, shrinker deferred backlog; and :func:`offline`, the one chart setup every notebook
+calls first."""
 
 from __future__ import annotations
 
 import altair as alt
 import polars as pl
 
-__all__ = ["backlog_chart", "delay_chart", "timeline_chart"]
+__all__ = ["THEME", "backlog_chart", "delay_chart", "offline", "timeline_chart"]
+
+# The house theme: one font the SVG renderer and LaTeX-side PDFs both have, no chart border.
+THEME = "mmlab"
+
+
+@alt.theme.register(THEME, enable=False)
+def _theme() -> alt.theme.ThemeConfig:
+    return alt.theme.ThemeConfig(
+        config={
+            "font": "DejaVu Sans",
+            "view": {"stroke": None},
+            "axis": {"labelFontSize": 11, "titleFontSize": 12},
+            "legend": {"labelFontSize": 11, "titleFontSize": 12},
+            "title": {"fontSize": 13, "anchor": "start"},
+        }
+    )
+
+
+def offline() -> None:
+    """Charts drawn as static SVG (vl-convert) in the house theme.
+
+    Altair's default renderer stores a Vega-Lite spec plus ``<script>`` tags that load
+    vega from a CDN: with no network, and in any viewer that runs no JavaScript (GitHub,
+    nbviewer, an e-mailed ``.ipynb``), every chart is then blank. The SVG is drawn when the
+    cell runs and saved in the notebook itself.
+    """
+    alt.theme.enable(THEME)
+    alt.renderers.enable("svg")
 
 
 def delay_chart(delays: pl.DataFrame, title: str) -> alt.FacetChart:

@@ -130,6 +130,9 @@ def _block(table: pl.DataFrame, r: RowComparison) -> list[str]:
     # A zero-heavy row is decided on its zero share, which no summary row shows.
     deciding = DECIDING_ROW[r.metric] if r.change_kind != "zero share" else None
     for label, value in base.items():
+        if label not in new:  # the new kernel's runs have one sample each: no quantiles
+            lines.append(f"{label:<12}{_num(value)} (   0.00%){_num(None)} ({'-':>8})")
+            continue
         pct = change_pct(value, new[label], LOWER if label in _ALWAYS_LOWER else better)
         cell = f"{pct:7.2f}%" if pct is not None and math.isfinite(pct) else f"{'-':>8}"
         marked = label == deciding and r.verdict in (IMPROVED, REGRESSED)

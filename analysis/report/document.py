@@ -121,7 +121,7 @@ SECTIONS: tuple[tuple[str, Callable[[ReportData], str]], ...] = (
 
 
 # Third-party trees bundled for the tests, not captures of this project's workload.
-TEST_TREES = ("mmtests-ci",)
+TEST_TREES = ("mmtests-ci", "mmtests-ci-more", "mmtests-formats")
 
 
 def capture_runs(data: Path) -> tuple[Run, ...]:

@@ -14,13 +14,26 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["KERNEL_STARTS", "NotebookFailed", "NotebookRun", "execute", "parameter_names"]
+from analysis.errors import InputError, input_file
+from analysis.ingest.textfile import read_text
+from analysis.outputs import staged_dir
+
+__all__ = [
+    "KERNEL_STARTS",
+    "NOTEBOOK_MAX_BYTES",
+    "NotebookFailed",
+    "NotebookRun",
+    "execute",
+    "parameter_names",
+]
 
 # ANSI colour codes in IPython tracebacks; the error line must be plain text.
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 # How often a kernel that never answered is started (see execute), and how it says so.
 KERNEL_STARTS = 3
 _NO_KERNEL = ("Kernel didn't respond", "Kernel died before replying")
+# A notebook is at most 150 lines of Python (README); anything this big is not one.
+NOTEBOOK_MAX_BYTES = 1 << 20
 
 
 def _first_line(source: str) -> str:
@@ -74,11 +87,19 @@ def _py_cell(executed, index: int) -> int:
     )
 
 
+def _source(notebook: Path) -> str:
+    """The text of the jupytext ``.py`` at ``notebook``; InputError for anything else."""
+    path = input_file(notebook, max_bytes=NOTEBOOK_MAX_BYTES)
+    if path.suffix != ".py":
+        raise InputError(path, "not a jupytext percent .py notebook (the name ends in .py)")
+    return read_text(path)
+
+
 def parameter_names(notebook: Path) -> list[str]:
     """Names assigned in the cell tagged ``parameters`` of a jupytext ``.py`` notebook."""
     import jupytext
 
-    nb = jupytext.read(notebook)
+    nb = jupytext.reads(_source(notebook), fmt="py")
     cells = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
     if not cells:
         return []
@@ -98,13 +119,8 @@ def execute(
 
     Raises :class:`NotebookFailed` when a cell raises, and ``ValueError`` for a parameter
     the notebook's ``parameters`` cell does not define (papermill would only warn).
+    Nothing is written under ``out_dir`` unless both outputs are.
     """
-    import jupytext
-    import nbformat
-    import papermill
-    from nbconvert import HTMLExporter
-    from papermill.exceptions import PapermillExecutionError
-
     parameters = dict(parameters or {})
     known = parameter_names(notebook)
     unknown = sorted(set(parameters) - set(known))
@@ -114,11 +130,33 @@ def execute(
             f"{', '.join(known) or 'nothing'})"
         )
     name = name or notebook.stem
-    out_dir.mkdir(parents=True, exist_ok=True)
-    source_nb = out_dir / f"{name}.src.ipynb"
     ipynb, html = out_dir / f"{name}.ipynb", out_dir / f"{name}.html"
-    failed = out_dir / f"{name}.failed.ipynb"
-    jupytext.write(jupytext.read(notebook), source_nb)
+    with staged_dir(out_dir) as stage:
+        _run(notebook, stage, out_dir, name, parameters, cwd)
+    # A success replaces the traceback of an earlier failure.
+    (out_dir / f"{name}.failed.ipynb").unlink(missing_ok=True)
+    return NotebookRun(notebook, ipynb, html, parameters)
+
+
+def _run(
+    notebook: Path,
+    stage: Path,
+    out_dir: Path,
+    name: str,
+    parameters: dict[str, object],
+    cwd: Path | None,
+) -> None:
+    """Execute into ``stage``: NAME.ipynb and NAME.html, or NotebookFailed with the failed
+    notebook moved beside the outputs (the one file a failure leaves, to be read)."""
+    import jupytext
+    import nbformat
+    import papermill
+    from nbconvert import HTMLExporter
+    from papermill.exceptions import PapermillExecutionError
+
+    source_nb = stage / f"{name}.src.ipynb"
+    failed = stage / f"{name}.failed.ipynb"
+    jupytext.write(jupytext.reads(_source(notebook), fmt="py"), source_nb)
     try:
         for attempt in range(1, KERNEL_STARTS + 1):
             try:
@@ -143,12 +181,12 @@ def execute(
     except PapermillExecutionError as exc:
         source = exc.source or ""
         error = _ANSI.sub("", f"{exc.ename}: {exc.evalue}")
-        line = _cell_line(notebook.read_text(), source)
+        line = _cell_line(_source(notebook), source)
         cell = _py_cell(nbformat.read(failed, as_version=4), exc.cell_index)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        failed.replace(out_dir / failed.name)
         raise NotebookFailed(notebook, cell, line, error, source) from None
-    finally:
-        source_nb.unlink(missing_ok=True)
-    failed.replace(ipynb)
+    source_nb.unlink()
+    ipynb = failed.rename(stage / f"{name}.ipynb")
     body, _ = HTMLExporter().from_notebook_node(nbformat.read(ipynb, as_version=4))
-    html.write_text(body)
-    return NotebookRun(notebook, ipynb, html, parameters)
+    (stage / f"{name}.html").write_text(body)

@@ -20,7 +20,9 @@ from pathlib import Path
 import polars as pl
 import yaml
 
-from analysis.errors import InputError
+from analysis.errors import InputError, input_file
+from analysis.ingest.textfile import read_text
+from analysis.models.sweep import GRID_MAX_BYTES
 from analysis.report.notebooks import NotebookFailed, execute, parameter_names
 
 __all__ = ["PointResult", "format_index", "index_table", "point_name", "read_grid", "sweep"]
@@ -32,7 +34,7 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9._=+-]+")
 def read_grid(path: Path) -> list[dict[str, object]]:
     """Grid points of a YAML grid file (see module docstring), in file order."""
     try:
-        grid = yaml.safe_load(path.read_text())
+        grid = yaml.safe_load(read_text(input_file(path, max_bytes=GRID_MAX_BYTES)))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None

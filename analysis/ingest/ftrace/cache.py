@@ -35,7 +35,7 @@ __all__ = [
     "write_frames",
 ]
 
-CACHE_VERSION = "1"
+CACHE_VERSION = "2"  # 2: the instance column, report -l lines, EVENTS DROPPED markers
 DEFAULT_CACHE = Path("build") / "ingest"
 
 

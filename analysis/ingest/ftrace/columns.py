@@ -27,6 +27,7 @@ from analysis.ingest.ftrace.layout import (
     COMM_END,
     COMM_START,
     CPU,
+    INSTANCE_END,
     IRQ_END,
     IRQ_START,
     PID,
@@ -38,6 +39,16 @@ from analysis.ingest.ftrace.tokenizer import field_plan
 __all__ = ["BlockColumns", "emit_columns"]
 
 _INT, _FLAGS = 0, 2  # field_plan kinds (1 = plain string)
+
+
+@njit(inline="always")
+def _name_start(buf, colon):
+    """Start of the trace-cmd buffer name ending at ``colon``: the word before it, which
+    may be on the line before (a drop marker's, docs/trace-formats.md "Other producers")."""
+    i = colon
+    while i > 0 and buf[i - 1] > 32 and buf[i - 1] != 62:  # not blank, newline or ">"
+        i -= 1
+    return i
 
 
 @njit(nogil=True, cache=True)
@@ -87,22 +98,28 @@ def emit_columns(
     comm = np.zeros(4 * n, np.uint32)
     irq = np.zeros(4 * n, np.uint32)
     irq_ok = np.empty(n, np.bool_)
+    inst = np.zeros(4 * n, np.uint32)
+    inst_ok = np.empty(n, np.bool_)
     vals = np.zeros(base_int[n_ev], np.int64)
     views = np.zeros(4 * base_str[n_ev], np.uint32)
     valid = np.zeros(base_valid[n_ev], np.bool_)
     comm_inline = comm.view(np.uint8)
     irq_inline = irq.view(np.uint8)
+    inst_inline = inst.view(np.uint8)
     views_inline = views.view(np.uint8)
     planned = np.empty(n_ev, np.bool_)
     for e in range(n_ev):
         planned[e] = plan_off[e + 1] > plan_off[e]
-    # Every string is a piece of its line's comm, irq flags or payload: a bound on their bytes.
+    # Every string is a piece of its line's comm, irq flags, instance or payload: a bound
+    # on their bytes.
     total = 0
     for k in range(n):
         r = rows[k]
         total += max(0, out[r, COMM_END] - out[r, COMM_START]) + max(
             0, out[r, IRQ_END] - out[r, IRQ_START]
         )
+        if out[r, INSTANCE_END] > 0:
+            total += out[r, INSTANCE_END] - _name_start(buf, out[r, INSTANCE_END])
         total += max(0, pend[k] - pstart[k])
     data = np.empty(total, np.uint8)
     p = 0
@@ -123,6 +140,10 @@ def emit_columns(
         irq_ok[g] = out[r, IRQ_START] >= 0
         if irq_ok[g]:
             p = put_view(buf, out[r, IRQ_START], out[r, IRQ_END], irq, irq_inline, g, data, p)
+        colon = out[r, INSTANCE_END]
+        inst_ok[g] = colon > 0
+        if inst_ok[g]:
+            p = put_view(buf, _name_start(buf, colon), colon, inst, inst_inline, g, data, p)
         if not planned[e]:
             continue
         ne = ev_start[e + 1] - ev_start[e]
@@ -154,7 +175,7 @@ def emit_columns(
                 gv = base_str[e] + slot * ne + at
                 p = put_view(buf, vs[t], ve[t], views, views_inline, gv, data, p)
                 valid[v] = True
-    common = (line, comm, pid, tgid, cpu, irq, irq_ok, ts)
+    common = (line, comm, pid, tgid, cpu, irq, irq_ok, ts, inst, inst_ok)
     return common, vals, views, valid, data[:p], planned
 
 
@@ -199,9 +220,10 @@ class BlockColumns:
         self.data = pa.py_buffer(data)
 
     def frame(self, e: int) -> pl.DataFrame:
-        """Common columns of event ``e`` (line, comm, pid, tgid, cpu, irq_flags, ts_ns)."""
+        """Common columns of event ``e`` (line, comm, pid, tgid, cpu, irq_flags, ts_ns,
+        instance)."""
         a, b = self.ev_start[e], self.ev_start[e + 1]
-        line, comm, pid, tgid, cpu, irq, irq_ok, ts = self.common
+        line, comm, pid, tgid, cpu, irq, irq_ok, ts, inst, inst_ok = self.common
         every = np.ones(b - a, bool)
         return pl.DataFrame(
             [
@@ -212,6 +234,7 @@ class BlockColumns:
                 ints(cpu[a:b], cpu[a:b] >= 0, pl.Int32).alias("cpu"),
                 view_series(irq[4 * a : 4 * b], irq_ok[a:b], self.data).alias("irq_flags"),
                 pl.Series("ts_ns", ts[a:b]),
+                view_series(inst[4 * a : 4 * b], inst_ok[a:b], self.data).alias("instance"),
             ]
         )
 

@@ -10,7 +10,11 @@ cpu and the timestamp. Layouts accepted (``docs/trace-formats.md`` "Line layouts
   comm split from pid at the last ``-`` before the pid digits (comm may hold spaces, ``-``,
   ``/``, ``:``, be ``<...>`` or empty); tgid ``(%7d)``/``(-------)``; 0, 4 or 5 flag chars.
 - ``trace-cmd report``: same without flags; its preamble (``version = 6``, ``cpus=2``,
-  ``CPU 1 is empty``) counts as header lines.
+  ``CPU 1 is empty``) counts as header lines. A recording into a named buffer
+  (``record -B NAME``), or several input files, prefixes each line with ``NAME: ``
+  (right-aligned): kept as the line's ``instance``. ``report -l``:
+  ``<comm>-<pid> <cpu><flags> <ts>: <event>: ...`` (comm cut to 8 characters), and its
+  ``CPU:N [M EVENTS DROPPED]`` markers.
 - ``perf script``: ``<comm> <tid> [<cpu>] <ts>: [<system>:]<event>: ...`` (also ``pid/tid``).
 - mail-reformatted ``<ts> <comm>-<pid> <event>: ...`` (no cpu column).
 - ``> `` quote prefixes (any depth) are removed first; a trailing ``\\r`` is dropped.
@@ -32,6 +36,7 @@ __all__ = [
     "FNV_OFFSET",
     "FNV_PRIME",
     "HEADER",
+    "INSTANCE_END",
     "IRQ_END",
     "IRQ_START",
     "KINDS",
@@ -76,7 +81,9 @@ PAYLOAD_START = 8  # the payload ends at the line end
 REASON = 9  # index into REASONS for unparsed lines
 COUNTER_CLOCK = 10  # 1 when the timestamp is a bare counter
 IRQ_START, IRQ_END = 11, 12  # irq-flags span (-1 none)
-SCAN_COLUMNS = 13
+# The ":" ending a trace-cmd buffer/file name (0: none); the name is the word before it.
+INSTANCE_END = 13
+SCAN_COLUMNS = 14
 
 FNV_OFFSET = np.uint64(14695981039346656037)
 FNV_PRIME = np.uint64(1099511628211)
@@ -364,25 +371,123 @@ def _try_ts_first(buf, s, e, out, k):
 
 
 @njit(nogil=True, cache=True)
-def _lost(buf, s, e, out, k):
-    """``CPU:N [LOST M EVENTS]`` / ``CPU:N [LOST EVENTS]`` (count -1 when not given)."""
+def _try_latency(buf, s, e, out, k):
+    """``trace-cmd report -l``: ``<comm>-<pid> <cpu><flags> <ts>: <event>: payload`` (the
+    cpu digits run into the 4-5 latency flags, which never start with a digit); return
+    kind or -1."""
+    i = s
+    ps = -1
+    pe = -1
+    while i < e:
+        while i < e and buf[i] == 32:
+            i += 1
+        ws = i
+        while i < e and buf[i] != 32:
+            i += 1
+        if i - ws >= 2 and buf[i - 1] == 58 and ps > s and isdigit(buf[ws]):
+            ts, counter, ok = _parse_ts(buf, ws, i - 1)
+            if not ok:
+                return -1
+            f = ps
+            cpu = 0
+            while f < pe and isdigit(buf[f]):
+                cpu = cpu * 10 + (buf[f] - 48)
+                f += 1
+            if f == ps or f - ps > 6 or not 4 <= pe - f <= 5:
+                return -1
+            j = ps - 1
+            while j > s and buf[j] == 32:
+                j -= 1
+            pid, first = _parse_int_back(buf, s, j)
+            if first > j or pid < 0 or first - 1 < s or buf[first - 1] != 45:
+                return -1
+            out[k, COMM_START] = s
+            out[k, COMM_END] = first - 1
+            out[k, PID] = pid
+            out[k, TGID] = -1
+            out[k, CPU] = cpu
+            out[k, IRQ_START] = f
+            out[k, IRQ_END] = pe
+            out[k, TS] = ts
+            out[k, COUNTER_CLOCK] = 1 if counter else 0
+            return _parse_event(buf, i, e, out, k)
+        ps = ws
+        pe = i
+    return -1
+
+
+@njit(nogil=True, cache=True)
+def _instance(buf, s, e):
+    """Index of the ``:`` ending a trace-cmd ``NAME: `` line prefix at ``s``, or -1: one
+    word ending in ``:`` then a space, not starting with a digit (a mail line's
+    ``secs.frac:``)."""
+    if isdigit(buf[s]):
+        return -1
+    i = s
+    while i < e and buf[i] != 32:
+        i += 1
+    if i - s < 2 or i == e or buf[i - 1] != 58:
+        return -1
+    return i - 1
+
+
+@njit(inline="always")
+def _classify(buf, s, e, out, k, lits):
+    """Kind of the line ``buf[s:e]`` (blank and quoting already removed); fills ``out[k]``."""
+    c = buf[s]
+    if c == 35:
+        return HEADER
+    if c == 61 and s + 1 < e and buf[s + 1] == 62:  # " => func" stack frame
+        return STACK
+    if c == 60 and _starts(buf, s, e, lits[4]):  # "<stack trace>"
+        return STACK
+    if c == 67 and _starts(buf, s, e, lits[5]) and _lost(buf, s, e, out, k, lits[6]):
+        return LOST
+    if _preamble(buf, s, e, lits):
+        return HEADER
+    res = -1
+    out[k, REASON] = R_LAYOUT
+    b = s
+    while res < 0:
+        while b < e and buf[b] != 91:
+            b += 1
+        if b >= e:
+            break
+        res = _try_bracket(buf, s, e, b, out, k)
+        b += 1
+    if res < 0:
+        res = _try_latency(buf, s, e, out, k)
+    if res < 0 and isdigit(c):
+        res = _try_ts_first(buf, s, e, out, k)
+    return UNPARSED if res < 0 else res
+
+
+@njit(nogil=True, cache=True)
+def _lost(buf, s, e, out, k, dropped):
+    """``CPU:N [LOST M EVENTS]`` / ``CPU:N [LOST EVENTS]`` (the kernel) and
+    ``CPU:N [M EVENTS DROPPED]`` / ``CPU:N [EVENTS DROPPED]`` (trace-cmd report), whose
+    words are ``dropped``; the count is -1 when not given."""
     i = s + 4
     cpu = 0
     while i < e and isdigit(buf[i]):
         cpu = cpu * 10 + (buf[i] - 48)
         i += 1
-    if i == s + 4 or i + 7 > e or buf[i] != 32:
+    if i == s + 4 or i + 7 > e or buf[i] != 32 or buf[i + 1] != 91:
         return False
-    i += 1
-    if not (buf[i] == 91 and buf[i + 1] == 76 and buf[i + 2] == 79 and buf[i + 3] == 83):
-        return False
-    i += 6  # "[LOST "
+    i += 2
+    lost = buf[i] == 76 and buf[i + 1] == 79 and buf[i + 2] == 83 and buf[i + 3] == 84
+    if lost:
+        i += 5  # "LOST "
     count = -1
     if i < e and isdigit(buf[i]):
         count = 0
         while i < e and isdigit(buf[i]):
             count = count * 10 + (buf[i] - 48)
             i += 1
+        if not lost:
+            i += 1
+    if not lost and not (_starts(buf, i, e, dropped) and i + dropped.size == e):
+        return False
     out[k, CPU] = cpu
     out[k, TS] = count
     return True
@@ -405,7 +510,7 @@ def _preamble(buf, s, e, lits):
 def scan_lines(buf, starts, ends, lits):
     """Classify every line; return (kind int8[n], fields int64[n, SCAN_COLUMNS], event hash
     uint64[n]). ``fields`` columns are named by the constants above (``COMM_START`` ...
-    ``IRQ_END``). ``lits`` holds the byte literals the classifier needs (see ``LITERALS``).
+    ``INSTANCE_END``). ``lits`` holds the byte literals the classifier needs (see ``LITERALS``).
     """
     n = starts.size
     kind = np.empty(n, np.int8)
@@ -425,36 +530,38 @@ def scan_lines(buf, starts, ends, lits):
         if s == e:
             kind[k] = BLANK
             continue
-        c = buf[s]
-        if c == 35:
-            kind[k] = HEADER
-            continue
-        if c == 61 and s + 1 < e and buf[s + 1] == 62:  # " => func" stack frame
-            kind[k] = STACK
-            continue
-        if c == 60 and _starts(buf, s, e, lits[4]):  # "<stack trace>"
-            kind[k] = STACK
-            continue
-        if c == 67 and _starts(buf, s, e, lits[5]) and _lost(buf, s, e, out, k):
-            kind[k] = LOST
-            continue
-        if _preamble(buf, s, e, lits):
-            kind[k] = HEADER
-            continue
-        res = -1
-        out[k, REASON] = R_LAYOUT
-        b = s
-        while res < 0:
-            while b < e and buf[b] != 91:
-                b += 1
-            if b >= e:
-                break
-            res = _try_bracket(buf, s, e, b, out, k)
-            b += 1
-        if res < 0 and isdigit(c):
-            res = _try_ts_first(buf, s, e, out, k)
-        if res < 0:
-            res = UNPARSED
+        res = _classify(buf, s, e, out, k, lits)
+        if res == EVENT:
+            # A trace-cmd buffer name read as the start of comm ("NAME:   dd-1 [001] ..."):
+            # split off when what follows "NAME: " is trace-cmd's whole comm column, 16
+            # characters (8 with -l, whose flags follow the cpu digits). A kernel comm
+            # (15 characters at most, in its own 16-wide column) holding ": " is never split.
+            colon = _instance(buf, s, out[k, COMM_END])
+            lat = out[k, IRQ_START] > 0 and isdigit(buf[out[k, IRQ_START] - 1])
+            if colon > 0 and out[k, COMM_END] - colon - 2 != (8 if lat else 16):
+                colon = -1
+            if colon > 0:
+                out[k, INSTANCE_END] = colon
+                c = colon + 1
+                while buf[c] == 32:
+                    c += 1
+                out[k, COMM_START] = c
+            elif k > 0 and kind[k - 1] == LOST:
+                # trace-cmd prints a drop marker and the next event as one prefixed record.
+                out[k, INSTANCE_END] = out[k - 1, INSTANCE_END]
+        elif res == UNPARSED:
+            # A prefixed line no layout reads whole (a drop marker): try without the name.
+            colon = _instance(buf, s, e)
+            reason = out[k, REASON]
+            if colon > 0:
+                c = colon + 1
+                while c < e and buf[c] == 32:
+                    c += 1
+                res = _classify(buf, c, e, out, k, lits) if c < e else UNPARSED
+            if res == UNPARSED:
+                out[k, REASON] = reason
+            else:
+                out[k, INSTANCE_END] = colon
         kind[k] = res
         if res == EVENT:
             hashes[k] = fnv1a(buf, out[k, NAME_START], out[k, NAME_END])
@@ -464,5 +571,13 @@ def scan_lines(buf, starts, ends, lits):
 
 LITERALS = tuple(
     np.frombuffer(lit, np.uint8).copy()
-    for lit in (b"version = ", b"cpus=", b"CPU", b"is empty", b"<stack trace>", b"CPU:")
+    for lit in (
+        b"version = ",
+        b"cpus=",
+        b"CPU",
+        b"is empty",
+        b"<stack trace>",
+        b"CPU:",
+        b"EVENTS DROPPED]",
+    )
 )

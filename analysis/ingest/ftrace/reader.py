@@ -45,8 +45,12 @@ import contextlib
 import ctypes
 import ctypes.util
 import functools
+import hashlib
 import os
 import queue
+import shutil
+import subprocess
+import tempfile
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
@@ -57,7 +61,7 @@ import numpy as np
 import polars as pl
 
 from analysis.capture.cgroup import find_memory_hierarchy
-from analysis.errors import InputError
+from analysis.errors import InputError, input_file
 from analysis.ingest.compressed import iter_blocks
 from analysis.ingest.ftrace.cache import (
     DEFAULT_CACHE,
@@ -91,6 +95,7 @@ from analysis.ingest.ftrace.layout import (
     scan_lines,
 )
 from analysis.ingest.ftrace.tokenizer import GFP_LITERAL, event_frame, event_schema, tokenize
+from analysis.ingest.textfile import read_text
 
 __all__ = [
     "Accounting",
@@ -103,6 +108,7 @@ __all__ = [
     "parse_text",
     "pool_workers",
     "read",
+    "trace_cmd_report",
 ]
 
 BLOCK_BYTES = 32 << 20
@@ -382,7 +388,7 @@ def epoch_offset_ns(path: Path, first_ts: int | None, counter_clock: bool) -> in
     start = start_file(path)
     if start is None or counter_clock:
         return None
-    lines = [line for line in start.read_text().splitlines() if line.strip()]
+    lines = [line for line in read_text(start).splitlines() if line.strip()]
     try:
         epoch = _parse_clock(lines[0].split()[-1], epoch=True)
         clock = _parse_clock(lines[1], epoch=False) if len(lines) > 1 else first_ts
@@ -472,8 +478,9 @@ class Trace:
     def lazy(self, name: str) -> pl.LazyFrame:
         """Frame of one event, lazily (empty with the event's schema when absent).
 
-        Columns: line, comm, pid, tgid, cpu, irq_flags, ts_ns, epoch_ns, then the event's
-        fields (:data:`.events.EVENTS`), then any extra fields a newer kernel adds.
+        Columns: line, comm, pid, tgid, cpu, irq_flags, ts_ns, epoch_ns, instance (the
+        trace-cmd buffer, else null), then the event's fields (:data:`.events.EVENTS`),
+        then any extra fields a newer kernel adds.
         """
         parts = event_parts(self.directory, name)
         if parts:
@@ -523,6 +530,39 @@ def _check_is_trace(path: Path, accounting: Accounting) -> None:
     )
 
 
+# Magic numbers of the binary traces users have: trace-cmd's trace.dat
+# (lib/trace-cmd/trace-output.c) and perf.data (tools/perf/util/header.c, either byte order).
+_TRACE_DAT_MAGIC = b"\x17\x08\x44tracing"
+_PERF_MAGICS = (b"PERFILE2", b"2ELIFREP", b"PERFFILE")
+
+
+def _binary_trace(path: Path) -> str | None:
+    """``"trace.dat"`` or ``"perf.data"`` when ``path`` is one of those binary files."""
+    with path.open("rb") as fh:
+        head = fh.read(len(_TRACE_DAT_MAGIC))
+    if head.startswith(_TRACE_DAT_MAGIC):
+        return "trace.dat"
+    return "perf.data" if head[:8] in _PERF_MAGICS else None
+
+
+def trace_cmd_report(path: Path, out: Path) -> None:
+    """Write ``trace-cmd report`` of the binary ``path`` to ``out`` (docs/trace-formats.md
+    "Binary traces"); InputError saying what to do when trace-cmd is missing or fails."""
+    exe = shutil.which("trace-cmd")
+    if exe is None:
+        raise InputError(
+            path,
+            "is a binary trace-cmd trace.dat and trace-cmd is not installed: install it "
+            "(Debian/Ubuntu: apt-get install trace-cmd) or convert the file with "
+            f"`trace-cmd report -i {path} > {path.name}.txt` and read the text",
+        )
+    with out.open("wb") as sink:
+        run = subprocess.run([exe, "report", "-i", str(path)], stdout=sink, stderr=subprocess.PIPE)
+    if run.returncode != 0:
+        reason = run.stderr.decode("utf-8", "replace").strip().replace("\n", " ")
+        raise InputError(path, f"`trace-cmd report` failed (exit {run.returncode}): {reason}")
+
+
 def read(
     path: str | Path,
     *,
@@ -532,15 +572,33 @@ def read(
     """Ingest one capture (or reuse its cached dataset) and return it as a :class:`Trace`.
 
     ``cache_dir`` defaults to ``build/ingest``; ``progress(bytes, lines_so_far)`` is called
-    per block. Damaged compressed input raises InputError with the byte offset.
+    per block. Damaged compressed input raises InputError with the byte offset. A binary
+    trace-cmd ``trace.dat`` is read through ``trace-cmd report``; a ``perf.data`` is refused
+    with the ``perf script`` command that converts it.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(path, "no such file" if not path.exists() else "not a regular file")
+    path = input_file(path)
     cache = Path(cache_dir) if cache_dir is not None else DEFAULT_CACHE
+    binary = _binary_trace(path)
+    if binary == "perf.data":
+        raise InputError(
+            path,
+            "is a binary perf.data: convert it to text with "
+            f"`perf script -i {path} > {path.name}.txt` and read the text",
+        )
 
     def build(tmp: Path) -> tuple[str, dict]:
-        accounting, sha, results = _ingest_into(path, tmp, progress)
+        if binary == "trace.dat":
+            # Parsed as its `trace-cmd report` text (line numbers are that text's), cached
+            # under the SHA-256 of the trace.dat itself.
+            with tempfile.TemporaryDirectory(dir=tmp) as text_dir:
+                text = Path(text_dir) / "report.txt"
+                trace_cmd_report(path, text)
+                accounting, _, results = _ingest_into(text, tmp, progress)
+            with path.open("rb") as fh:
+                sha = hashlib.file_digest(fh, "sha256").hexdigest()
+            accounting = replace(accounting, source=str(path))
+        else:
+            accounting, sha, results = _ingest_into(path, tmp, progress)
         first_ts = next((r.first_ts for r in results if r.first_ts is not None), None)
         meta = {
             "epoch_offset_ns": epoch_offset_ns(path, first_ts, accounting.counter_clock),

@@ -12,7 +12,7 @@ tables and figures there and returns the section's LaTeX, its numbers as macros 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import polars as pl
@@ -23,6 +23,7 @@ from analysis.ingest.mmtests import Run
 from analysis.metrics.compare import Comparison, compare_runs, monitor_series
 from analysis.metrics.stall_runs import TAIL_QUANTILE, iteration_stalls, run_stall_table
 from analysis.metrics.throttle_runs import run_throttle_table
+from analysis.outputs import staged_dir
 from analysis.report.document import ReportData
 from analysis.report.ops import display_label
 from analysis.report.paper import comparison, figures, fits, shrinker, timeout
@@ -246,7 +247,14 @@ def _write(path: Path, text: str) -> Path:
 
 
 def build_inputs(data: ReportData, out: Path) -> PaperInputs:
-    """Write macros, tables, figures and hook sections for ``data``'s runs under ``out``."""
+    """Write macros, tables, figures and hook sections for ``data``'s runs under ``out``:
+    all of them or, when anything fails, none (other files in ``out`` are kept)."""
+    with staged_dir(out) as stage:
+        inputs = _build_inputs(data, stage)
+    return replace(inputs, files=tuple(out / f.relative_to(stage) for f in inputs.files))
+
+
+def _build_inputs(data: ReportData, out: Path) -> PaperInputs:
     cmp = compare_runs(data.runs)
     values = paper_values(data, cmp)
     files = [

@@ -1,0 +1,67 @@
+"""Outputs appear whole or not at all: ``analysis/outputs.py`` and the commands using it."""
+
+from __future__ import annotations
+
+import pytest
+
+from analysis.cli import main
+from analysis.outputs import replace_text, staged_dir
+from analysis.report.paper import build
+
+
+def test_staged_dir_moves_everything_on_success_and_keeps_other_files(tmp_path):
+    out = tmp_path / "paper"
+    out.mkdir()
+    (out / "main.pdf").write_text("latex's")  # not ours: kept
+    (out / "macros.tex").write_text("old")
+    with staged_dir(out) as stage:
+        (stage / "macros.tex").write_text("new")
+        (stage / "tables").mkdir()
+        (stage / "tables" / "ops.tex").write_text("ops")
+        assert not (out / "tables").exists()  # nothing visible before the end
+    assert (out / "macros.tex").read_text() == "new"
+    assert (out / "tables" / "ops.tex").read_text() == "ops"
+    assert (out / "main.pdf").read_text() == "latex's"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["paper"]
+
+
+def test_staged_dir_changes_nothing_when_the_block_fails(tmp_path):
+    out = tmp_path / "deep" / "paper"
+    with pytest.raises(RuntimeError), staged_dir(out) as stage:
+        (stage / "macros.tex").write_text("half")
+        raise RuntimeError("a section failed")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_replace_text_leaves_the_old_file_when_writing_fails(tmp_path):
+    target = tmp_path / "report.txt"
+    replace_text(target, "old\n")
+    with pytest.raises(TypeError):
+        replace_text(target, None)  # type: ignore[arg-type]
+    assert target.read_text() == "old\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.txt"]
+
+
+def test_a_failing_paper_section_leaves_no_output(tmp_path, monkeypatch, capsys):
+    # The sections run after macros.tex and the tables are written (to the staging folder).
+    def fail(data, out):
+        raise OSError(28, "No space left on device", str(out / "sections"))
+
+    monkeypatch.setitem(build.SECTION_HOOKS, "fits", fail)
+    monkeypatch.setattr(build, "paper_values", lambda data, cmp: {"runs": "2"})
+    monkeypatch.setattr(build, "compare_runs", lambda runs: None)
+    for name in ("ops_table", "throttle_table", "stall_table", "_throttle"):
+        monkeypatch.setattr(build, name, lambda *a: "")
+    monkeypatch.setattr(build, "run_stall_table", lambda *a: None)
+    monkeypatch.setattr(build, "_figures", lambda data, out: [])
+    out = tmp_path / "paper"
+    with pytest.raises(OSError, match="No space"):
+        build.build_inputs(build.ReportData(()), out)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_report_out_is_not_created_when_the_report_fails(tmp_path, capsys):
+    out = tmp_path / "report.txt"
+    assert main(["report", str(tmp_path / "no-such-run"), "--out", str(out)]) == 2
+    assert not out.exists()
+    assert "no such file or directory" in capsys.readouterr().err
