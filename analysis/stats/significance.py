@@ -347,8 +347,10 @@ def runs_p(base: np.ndarray, new: np.ndarray) -> tuple[float, str]:
 
 def _one_run_reason(base_runs: int, runs: int) -> str:
     return (
-        f"{base_runs} vs {runs} runs: a verdict needs ≥ 2 runs per kernel (a session effect "
-        "cannot be told from a kernel change with one run); the difference is described only"
+        f"{base_runs} vs {runs} runs: "
+        + ("one run per kernel" if base_runs == runs == 1 else "a single run in one kernel")
+        + " gives no p, no interval and no verdict (a session effect cannot be told from a "
+        "kernel change); the difference is described only"
     )
 
 
