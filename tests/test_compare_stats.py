@@ -19,6 +19,7 @@ from analysis.stats.significance import (
     compare_samples,
     compare_table,
     design_runs,
+    hodges_lehmann,
     min_attainable_p,
     mmtests_summary,
     permutation_p,
@@ -248,3 +249,11 @@ def test_run_level_intervals_match_scipy():
     assert (one.low, one.high) == pytest.approx(
         (base.mean() * math.exp(-t * se), base.mean() * math.exp(t * se)), rel=1e-12
     )
+
+
+def test_hodges_lehmann_never_gives_a_zero_width_interval():
+    """Runs whose medians do not vary in any bootstrap draw: the shift (hand-worked: every
+    difference is 2 − 1 = 1) stands, with no interval instead of [1, 1] (defect 7)."""
+    same = np.ones((50, 3))
+    iv = hodges_lehmann(np.ones(3), 2 * np.ones(3), same, 2 * same, 0.95)
+    assert iv.estimate == 1.0 and math.isnan(iv.low) and math.isnan(iv.high)

@@ -144,19 +144,13 @@ class Interval:
     df: float
 
 
-def t_interval(
-    estimate: float, draws: np.ndarray, n_runs: int, level: float, log: bool = False
-) -> Interval:
+def t_interval(estimate: float, draws: np.ndarray, n_runs: int, level: float) -> Interval:
     """``estimate ± t_{R−1} · se``: se is the sd of the bootstrap draws scaled by
     √(R/(R−1)), because resampling R runs underestimates the between-run variance by
     (R−1)/R; Student's t with R−1 df keeps the coverage honest with 3–5 runs, where a
     percentile interval is far too narrow. One run: the within-run (normal) interval only.
-    ``log``: the interval of log(estimate) from log draws, taken back (a latency's interval
-    then stays positive; ``se`` is on the log scale). Draws that do not vary give no
-    interval (NaN bounds) rather than one of zero width."""
-    values = np.log(draws) if log else draws
-    centre = float(np.log(estimate)) if log else estimate
-    se = float(np.std(values, ddof=1))
+    Draws that do not vary give no interval (NaN bounds) rather than one of zero width."""
+    se = float(np.std(draws, ddof=1))
     if n_runs > 1:
         se *= np.sqrt(n_runs / (n_runs - 1))
         df = float(n_runs - 1)
@@ -166,7 +160,4 @@ def t_interval(
         crit = float(stats.norm.ppf(0.5 + level / 2))
     if not se > 0:
         return Interval(estimate, float("nan"), float("nan"), se, df)
-    low, high = centre - crit * se, centre + crit * se
-    if log:
-        low, high = float(np.exp(low)), float(np.exp(high))
-    return Interval(estimate, low, high, se, df)
+    return Interval(estimate, estimate - crit * se, estimate + crit * se, se, df)
