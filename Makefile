@@ -28,7 +28,7 @@ AB_RUNS := data/stutterp-aa2 data/stutterp-ab-dirty5
 # Debian packages the paper needs (pdflatex + booktabs, fonts, latexmk; pdftotext/pdftoppm).
 LATEX_PACKAGES := texlive-latex-recommended texlive-fonts-recommended latexmk poppler-utils
 
-.PHONY: all setup test lint format bench lock clean paper latex browser
+.PHONY: all setup test lint format bench lock clean paper latex browser validation
 
 all: $(BUILD)/report.txt $(EXECUTED) paper
 	@echo "== done: $(BUILD)/report.txt, $(BUILD)/notebooks/, $(PAPER_OUT)/main.pdf =="
@@ -112,6 +112,11 @@ test: lint $(WARM)
 
 bench: $(WARM)
 	$(PY) -m benchmarks.run --out benchmarks
+
+# Simulated validation of mmlab compare/fit (SYNTHETIC data; ~30 min on one core): rewrites
+# analysis/stats/validation_compare/results.{json,md}, which the paper reads. Not in make test.
+validation: $(SYNCED)
+	nice -n 10 $(PY) -m analysis.stats.validation_compare
 
 # Regenerate the lock and the conda environment's pinned requirements together.
 lock:

@@ -39,32 +39,44 @@ def test_stutterp_log_unit_and_count():
     assert len(got.values) == sum(not ln.startswith("#") for ln in lines)
 
 
-def test_real_aa_flags_nothing_and_real_difference_flags_every_usemem_row(capsys):
+def test_one_run_per_kernel_is_described_never_given_a_verdict(capsys):
     """mmtests-ci README: 06-12 vs 06-14 is the same kernel and config (a real A/A);
-    06-03 used 100x the memory (a real, large difference: every usemem time grows)."""
+    06-03 used 100x the memory (a real, large difference: every usemem time grows). Each
+    tree holds one iteration: the difference is described (change, no p, no CI), and no
+    row gets a verdict, however large the change (issue 19, defect 3)."""
     rows = _json(capsys, str(AA[0]), str(AA[1]), str(BIG))
     # The three run directories share one name; each is told apart by its tree's.
     aa = [r for r in rows if r["kernel"] == f"usemem-stress-numa-compact@{AA[1].name}"]
     big = [r for r in rows if r["kernel"].endswith(f"@{BIG.name}") and r["row"] != "elapsed"]
     assert len(aa) == 10 and len(big) == 9
-    assert all(r["verdict"] in ("no change shown", "not compared") for r in aa)
-    assert all(r["verdict"] == "regressed" and r["change"] > 1000 for r in big)
-    assert all("session effect cannot be excluded" in r["method"] for r in big)
-    assert all("session effect cannot be excluded" in r["reason"] for r in big)
-    elapsed = next(r for r in aa if r["row"] == "elapsed")
-    assert elapsed["p"] is None and "fewer than 2 repetitions" in elapsed["reason"]
+    assert all(r["verdict"] in ("no verdict", "no change shown") for r in aa + big)
+    assert all(r["change"] > 1000 for r in big)
+    for r in aa + big:
+        if r["verdict"] == "no verdict":
+            assert r["p"] is None and r["q"] is None and r["change_ci"] is None
+            assert "1 vs 1 runs: one run per kernel gives no p" in r["reason"]
 
 
 def test_bundled_captures_three_runs_cannot_decide(capsys):
     """3 vs 3 runs: the exact permutation test cannot give p < 2/C(6,3) = 0.1, so no row
-    can be flagged at 0.05, and the output says so and how many runs would do."""
+    can be flagged at 0.05; the reason gives the smallest reachable q of a lone change
+    (rows × 0.1, capped at 1) and the runs that could reach q < 0.05 over those rows
+    (hand-worked: 4 rows need 2·4/C(2r, r) < 0.05, first at r = 5: 8/252 = 0.032)."""
     rows = _json(capsys, str(DATA / "stutterp-dirty20"), str(DATA / "stutterp-dirty5"))
     mmap = [r for r in rows if r["row"].startswith("mmap-")]
     assert {r["row"] for r in mmap} == {"mmap-4", "mmap-8", "mmap-16"}
+    family = {r["family_rows"] for r in rows if r["p"] is not None}
+    assert family == {4}  # mmap-4/8/16 and elapsed: the workload family
     for r in mmap:
         assert r["runs"] == r["base_runs"] == 3 and r["unit"] == "us"
         assert r["p"] >= 0.1 and r["verdict"] == "no change shown"
-        assert "cannot give p < 0.1" in r["reason"] and r["needed_runs"] >= 4
+        assert (
+            "the smallest p is 0.1, so a change in this row alone cannot reach q below 0.4"
+            in r["reason"]
+        )
+        assert "5 runs per kernel could" in r["reason"]
+        # Design for the default ±10 %: at least the 5 that BH over 4 rows needs.
+        assert r["design_effect_pct"] == 10 and r["needed_runs"] >= 5
 
 
 def test_mmtests_text_fits_80_columns(capsys):
@@ -72,9 +84,9 @@ def test_mmtests_text_fits_80_columns(capsys):
     out = capsys.readouterr().out
     assert max(len(line) for line in out.splitlines()) <= 80
     assert "\x1b" not in out
-    # The marker sits on the deciding row (HD-50) of every regressed usemem row.
+    # One run per kernel: no verdict, so no marker anywhere.
     marked = [ln for ln in out.splitlines() if ln.startswith("HD-50") and "*" in ln]
-    assert len(marked) == 9
+    assert marked == [] and "no verdict (1 vs 1 runs" in " ".join(out.split())
 
 
 def _table(tmp_path, lines: list[str]) -> str:
@@ -113,9 +125,9 @@ def test_bad_rows_get_a_message_each(tmp_path, capsys):
     assert rows["empty"]["reason"] == "a: no values in this row"
     assert "a: 1 negative us values dropped" in rows["neg"]["notes"]
     assert "b: 1 NaN/empty values dropped" in rows["neg"]["notes"]
-    assert "session effect cannot be excluded" in rows["one-run"]["method"]
-    # 4 vs 4 repetitions fully separated: exact rank permutation p = 2/C(8,4).
-    assert rows["one-run"]["p"] == pytest.approx(2 / 70)
+    # 4 vs 4 repetitions fully separated, but one run each: described, no p.
+    assert rows["one-run"]["verdict"] == "no verdict" and rows["one-run"]["p"] is None
+    assert rows["one-run"]["change"] == pytest.approx((1.55 / 1.05 - 1) * 100, rel=0.02)
 
 
 def test_ties_are_exact_in_the_permutation(tmp_path, capsys):
@@ -158,14 +170,15 @@ def test_parquet_table_gives_the_same_rows_as_csv(tmp_path, capsys):
     assert _json(capsys, csv) == _json(capsys, str(parquet))
 
 
-def test_markdown_states_method_and_session_caveat(tmp_path, capsys):
+def test_markdown_states_the_sign_and_refuses_one_run(tmp_path, capsys):
     lines = [*_rows("a", "r", {0: [1.0, 1.1, 1.2]}), *_rows("b", "r", {0: [1.5, 1.6, 1.7]})]
     assert main(["compare", _table(tmp_path, lines), "--format", "markdown"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("| row | unit | kernel | runs |")
-    # 3 vs 3 separated repetitions: exact rank permutation p = 2/C(6,3) = 0.1.
-    assert "| r | us | b | 1 vs 1 |" in out and "| 0.1 | 0.1 |" in out
-    assert "a session effect cannot be excluded" in out
+    # One run each: the change is described (+45.5 %, no CI), no p, q or verdict.
+    assert "| r | us | b | 1 vs 1 |" in out and "| +45.45% (no CI) | – | – | no verdict:" in out
+    assert "a session effect cannot be told from a kernel change" in out
+    assert out.count("new/base − 1") == 1
 
 
 def test_equivalence_needs_the_whole_tost_interval_inside_delta(tmp_path, capsys):
@@ -197,3 +210,26 @@ def test_an_infinite_value_is_refused_with_file_and_line(tmp_path, capsys, value
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err == f"mmlab compare: {table}:6: value {float(value)} is not finite\n"
+
+
+def test_text_uses_one_sign_and_never_claims_an_interval_it_lacks(tmp_path, capsys):
+    """SYNTHETIC: latency doubled over 5 runs each, and a one-run row. The paragraph's
+    change equals the table's HD-50 % cell, same sign (positive = better, stated once);
+    a row without interval says "no CI", never "(95% CI)", and no "by none" (defect 7)."""
+    rng = np.random.default_rng(11)
+    lines = [
+        *_rows("a", "two", {r: list(100 * rng.lognormal(0, 0.2, 30)) for r in range(5)}),
+        *_rows("b", "two", {r: list(200 * rng.lognormal(0, 0.2, 30)) for r in range(5)}),
+        *_rows("a", "once", {0: [1.0, 1.1, 1.2]}),
+        *_rows("b", "once", {0: [1.5, 1.6, 1.7]}),
+    ]
+    assert main(["compare", _table(tmp_path, lines), "--resamples", "300"]) == 0
+    out = capsys.readouterr().out
+    flat = " ".join(out.split())
+    cell = next(ln for ln in out.splitlines() if ln.startswith("HD-50")).split("*")[1]
+    table_pct = float(cell.strip().rstrip("%"))
+    assert table_pct < -50  # twice the latency: worse, so negative in mmtests' sign
+    assert f"HD-50 change {table_pct:+.2f}% [" in flat
+    assert out.count("positive = better") == 1
+    once = flat[flat.index("once (us") :]
+    assert "(no CI)" in once and "(95% CI)" not in once and "by none" not in flat

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import polars as pl
 import pytest
 from scipy import stats
 from scipy.stats.mstats import hdquantiles
@@ -16,10 +17,14 @@ from analysis.stats import rules
 from analysis.stats.bootstrap import MEAN, harrell_davis, t_interval, two_stage
 from analysis.stats.significance import (
     compare_samples,
+    compare_table,
+    design_runs,
+    hodges_lehmann,
+    min_attainable_p,
     mmtests_summary,
-    needed_runs,
     permutation_p,
-    superiority,
+    run_difference,
+    run_interval,
 )
 from analysis.stats.validation_compare.simulate import kernel_runs
 
@@ -62,31 +67,133 @@ def test_permutation_p_hand_worked():
     assert permutation_p(np.array([2.0, 2]), np.array([2.0, 2]))[0] == 1.0
 
 
-def test_superiority_hand_worked_and_scipy_statistic():
-    iv = superiority(np.array([1.0, 3.0]), np.array([2.0, 4.0]), 0.95)
-    assert iv.estimate == 0.75  # pairs new>base: 2>1, 4>1, 4>3 of 4
-    rng = np.random.default_rng(4)
-    a, b = rng.normal(size=40), rng.normal(0.5, size=30)
-    iv = superiority(a, b, 0.95)
-    w = stats.brunnermunzel(a, b).statistic
-    assert (iv.estimate - 0.5) / iv.se == pytest.approx(w, rel=1e-9)
-    assert iv.low < iv.estimate < iv.high
-
-
 def test_bh_q_values_hand_worked():
     # p 0.01, 0.04, 0.03 -> sorted ranks 1..3: 0.03, 0.04, 0.04 (Benjamini–Hochberg).
     q = multipletests([0.01, 0.04, 0.03], method="fdr_bh")[1]
     assert list(np.round(q, 10)) == [0.03, 0.04, 0.04]
 
 
-def test_needed_runs_normal_approximation():
-    """Two-sample t power, checked against the normal formula 2(z_.975 + z_.8)²/d² (+1)."""
-    base, new = np.log([100.0, 110, 90, 105]), np.log([112.0, 120, 101, 116])
-    n = needed_runs(np.exp(base), np.exp(new), 0.05)
-    sd = math.sqrt((np.var(base, ddof=1) + np.var(new, ddof=1)) / 2)
-    d = abs(new.mean() - base.mean()) / sd
-    approx = 2 * (stats.norm.ppf(0.975) + stats.norm.ppf(0.8)) ** 2 / d**2
-    assert approx <= n <= approx + 2
+def test_design_runs_normal_approximation():
+    """Two-sample t power for a named effect, checked against the normal formula
+    2(z_(1−α/2) + z_.8)²/d² plus Guenther's t correction z²/4 (+1 for rounding up);
+    α = level/rows for a lone change."""
+    sd = 0.1
+    for effect, rows in ((10.0, 1), (10.0, 4), (5.0, 1)):
+        n = design_runs(sd, effect, 0.05, rows)
+        d = math.log(1 + effect / 100) / sd
+        z = stats.norm.ppf(1 - 0.05 / rows / 2)
+        approx = 2 * (z + stats.norm.ppf(0.8)) ** 2 / d**2
+        assert approx <= n <= approx + z**2 / 4 + 1
+    # No spread between runs: only the permutation floor binds (4 rows: r = 5, see above).
+    assert design_runs(0.0, 10.0, 0.05, 4) == 5
+
+
+@pytest.mark.parametrize(("ra", "rb"), [(3, 4), (5, 5), (2, 5), (3, 3)])
+def test_min_attainable_p_is_what_brute_force_reaches(ra, rb):
+    """Fully separated runs give the smallest p the exact test has: 1/C with unequal run
+    counts (3 vs 4: 1/35 = 0.0286), 2/C with equal ones (issue 19, defect 7)."""
+    base, new = np.arange(ra, dtype=float), 100.0 + np.arange(rb) ** 2
+    p, splits = permutation_p(base, new)
+    assert splits == math.comb(ra + rb, ra)
+    assert min_attainable_p(ra, rb) == pytest.approx(p)
+    assert min_attainable_p(3, 4) == pytest.approx(1 / 35)
+
+
+def _long(rows: dict[str, dict[str, list[np.ndarray]]], unit: str = "us") -> pl.DataFrame:
+    records = [
+        (kernel, row, str(i), float(v), unit, False)
+        for row, kernels in rows.items()
+        for kernel, runs in kernels.items()
+        for i, run in enumerate(runs)
+        for v in run
+    ]
+    schema = ["kernel", "row", "run", "value", "unit", "higher_is_better"]
+    return pl.DataFrame(records, schema=schema, orient="row")
+
+
+def _aa_rows(rng, names, runs=5, effect=None):
+    """SYNTHETIC rows: lognormal samples, run effect exp(N(0, 0.1)); ``effect`` names a
+    row whose new kernel is ×2."""
+    out = {}
+    for name in names:
+        scale = 2.0 if name == effect else 1.0
+        out[name] = {
+            k: [s * 100 * rng.lognormal(rng.normal(0, 0.1), 1.0, 200) for _ in range(runs)]
+            for k, s in (("a", 1.0), ("b", scale))
+        }
+    return out
+
+
+def test_per_family_bh_keeps_a_primary_change_findable():
+    """5 vs 5 runs, one workload row doubled among 4 workload rows and 8 trace rows.
+    Over all 12 rows a lone change cannot reach q < 12 · 2/252 = 0.095; per family the
+    workload row's q is at most 4 · 0.0079 = 0.032 (issue 19, defect 1)."""
+    rng = np.random.default_rng(19)
+    work = [f"w{i}" for i in range(4)]
+    trace = [f"t{i}" for i in range(8)]
+    table = _long(_aa_rows(rng, work + trace, effect="w0"))
+    families = {**dict.fromkeys(work, "workload"), **dict.fromkeys(trace, "traces")}
+    split = {r.row: r for r in compare_table(table, "a", ["b"], resamples=300, families=families)}
+    pooled = {r.row: r for r in compare_table(table, "a", ["b"], resamples=300)}
+    assert split["w0"].p == pytest.approx(2 / 252)
+    assert split["w0"].verdict == "regressed" and split["w0"].family_rows == 4
+    assert split["t0"].family == "traces" and split["t0"].family_rows == 8
+    assert pooled["w0"].verdict == "no change shown" and pooled["w0"].family_rows == 12
+    reason = pooled["w0"].reason
+    assert "5 vs 5 runs over 12 workload rows: the smallest p is 0.00794" in reason
+    assert "cannot reach q below 0.0952" in reason and "6 runs per kernel could" in reason
+
+
+def test_one_run_is_described_with_no_verdict_and_no_interval():
+    """One run per kernel, a 10× difference: change described, no p, CI or verdict; and
+    no equivalence either (issue 19, defect 3)."""
+    rng = np.random.default_rng(3)
+    a, b = [rng.lognormal(0, 0.1, 300)], [10 * rng.lognormal(0, 0.1, 300)]
+    r = compare_samples(a, b, resamples=200)
+    assert r.verdict == "no verdict" and r.p is None and r.change_ci is None
+    assert r.change == pytest.approx(900, rel=0.05)
+    assert math.isnan(r.estimate.low) and math.isnan(r.hl_shift.low)
+
+
+def test_kernel_interval_of_a_heavy_tailed_latency_stays_positive():
+    """Runs whose means differ by 100×: the t interval on the raw scale would go below 0
+    (mean 3.4e3, se ≈ 3e3 with 3 runs); on the log scale it cannot (defect 7)."""
+    runs = [np.full(50, 1.0), np.full(50, 100.0), np.full(50, 10000.0)]
+    runs = [r * np.random.default_rng(i).lognormal(0, 0.01, 50) for i, r in enumerate(runs)]
+    r = compare_samples(runs, runs, metric="mean", resamples=400)
+    assert 0 < r.base_estimate.low < r.base_estimate.estimate < r.base_estimate.high
+
+
+def test_zero_heavy_row_is_decided_on_its_zero_share():
+    """Runs with 56-64 % zeros in a, 16-24 % in b (non-zero values alike): decided on the
+    zero share, change −40 percentage points (the mean of the run shares), not on HD
+    medians near 0."""
+    rng = np.random.default_rng(8)
+
+    def run(zeros):
+        x = 1000 * rng.lognormal(0, 0.3, 100)
+        x[:zeros] = 0
+        return x
+
+    a, b = [run(z) for z in (56, 58, 60, 62, 64)], [run(z) for z in (16, 18, 20, 22, 24)]
+    r = compare_samples(a, b, resamples=200)
+    assert r.change_kind == "zero share" and r.change == pytest.approx(-40.0)
+    assert r.p == pytest.approx(2 / 252) and r.verdict == "regressed"
+    assert r.zero_share == pytest.approx((0.6, 0.2))
+    assert 0 <= r.base_estimate.estimate <= 1
+    assert any("non-zero samples" in n for n in r.notes)
+
+
+def test_counter_from_zero_gets_an_absolute_change_and_a_verdict():
+    """A counter 0 in every base run and ~1000 in every new one (one value per run, 6
+    runs): the relative change is undefined, the absolute one is ~+1000 with a CI that
+    excludes 0; p = 2/C(12, 6) (defect 6)."""
+    base = [np.array([0.0])] * 6
+    new = [np.array([v]) for v in (990.0, 1010.0, 1000.0, 1005.0, 995.0, 1002.0)]
+    r = compare_samples(base, new, metric="mean", resamples=300)
+    assert r.change_kind == "absolute" and r.change == pytest.approx(1000.3333, rel=1e-6)
+    assert r.change_ci[0] > 0 and r.p == pytest.approx(2 / 924)
+    assert r.verdict == "regressed"
 
 
 def test_mmtests_summary_hand_worked():
@@ -128,8 +235,25 @@ def test_simulated_aa_rate_and_coverage():
     assert pooled / sims > 0.2
 
 
-def test_needed_runs_never_below_what_the_permutation_test_can_resolve():
-    # A huge effect: 4 runs each is the fewest for which 2/C(8,4) = 0.029 < 0.05.
-    base, new = np.array([1.0, 1.0 + 1e-12, 1.0 + 2e-12]), np.array([5.0, 5.0, 5.0 + 1e-12])
-    assert needed_runs(base, new, 0.05) == 4
-    assert needed_runs(base, base, 0.05) is None
+def test_run_level_intervals_match_scipy():
+    """The change's interval is Welch's t interval over per-run values (SciPy's
+    ttest_ind confidence_interval); the kernel's is the one-sample t interval, taken
+    through the log by the delta method for positive values."""
+    base, new = np.array([10.0, 12.0, 11.0, 13.0]), np.array([14.0, 18.0, 15.0])
+    iv = run_difference(new, base, 0.95, log=False)
+    low, high = stats.ttest_ind(new, base, equal_var=False).confidence_interval(0.95)
+    assert (iv.low, iv.high) == pytest.approx((low, high), rel=1e-9)
+    one = run_interval(base, 0.95)
+    se = np.std(base, ddof=1) / 2 / base.mean()
+    t = stats.t.ppf(0.975, 3)
+    assert (one.low, one.high) == pytest.approx(
+        (base.mean() * math.exp(-t * se), base.mean() * math.exp(t * se)), rel=1e-12
+    )
+
+
+def test_hodges_lehmann_never_gives_a_zero_width_interval():
+    """Runs whose medians do not vary in any bootstrap draw: the shift (hand-worked: every
+    difference is 2 − 1 = 1) stands, with no interval instead of [1, 1] (defect 7)."""
+    same = np.ones((50, 3))
+    iv = hodges_lehmann(np.ones(3), 2 * np.ones(3), same, 2 * same, 0.95)
+    assert iv.estimate == 1.0 and math.isnan(iv.low) and math.isnan(iv.high)

@@ -85,27 +85,35 @@ def test_validation_table_holds_the_committed_results():
     results = json.loads(comparison.VALIDATION.read_text())
     table = comparison.validation_table(results)
     rows = {line.split(" & ")[0]: line.split(" & ") for line in table.splitlines() if " & " in line}
-    for method in ("mmlab p50", "pooled Welch", "mmtests 2018"):
-        # 3 vs 3 runs cannot give p < 0.05 over runs (2/20 = 0.1): those columns only.
-        for column, runs in enumerate((5, 10), 1):
-            cells = [a for a in results["aa"] if a["method"] == method and a["runs"] == runs]
+    samples = min(c["samples"] for c in results["compare"])
+    for method in ("mmlab verdict", "pooled Welch", "mmtests 2018"):
+        # Columns: worst A/A per-row rate at 3, 5, 10 runs over shapes and run effects.
+        for column, runs in enumerate((3, 5, 10), 1):
+            cells = [
+                c["methods"][method]["null_row"]
+                for c in results["compare"]
+                if c["effect"] == 0 and c["runs"] == runs
+            ]
             worst = max(cells, key=lambda a: a["rate"])
             cell = rows[method][column].strip(" \\")
             assert cell == f"${worst['rate']:.3f}{{\\pm}}{worst['mc_se']:.3f}$"
-    location = next(
-        p for p in results["power"]
-        if p["method"] == "pooled Welch" and p["change"] == "location" and p["effect"] == 0.2
-    )  # fmt: skip
-    assert rows["pooled Welch"][3] == f"${location['rate']:.3f}{{\\pm}}{location['mc_se']:.3f}$"
-    # Real A/A: rows flagged over every pair, each pair's rows counted once.
-    flagged = sum(r["flagged"]["mmlab mean"] for r in results["real_aa"])
+        # Then the lowest power for +20 % at 5 and 10 runs (same sample size).
+        for column, runs in enumerate((5, 10), 4):
+            cells = [
+                c["methods"][method]["power"]
+                for c in results["compare"]
+                if c["effect"] > 0 and c["runs"] == runs and c["samples"] == samples
+            ]
+            low = min(cells, key=lambda a: a["rate"])
+            assert rows[method][column] == f"${low['rate']:.3f}{{\\pm}}{low['mc_se']:.3f}$"
+    # Real A/A: rows flagged over every pair (mmlab by the median), each pair counted once.
+    flagged = sum(r["flagged"]["mmlab p50"] for r in results["real_aa"])
     compared = sum(r["rows"] for r in results["real_aa"])
-    assert rows["mmlab mean"][-1].strip(" \\") == f"{flagged}/{compared}"
-    assert rows["mmlab p90"][-1].strip(" \\") == "--"  # not part of the real A/A runs
+    assert rows["mmlab verdict"][-1].strip(" \\") == f"{flagged}/{compared}"
     values = comparison.validation_values(results)
-    assert values["val real mmlab mean"] == f"{flagged} of {compared}"
-    assert values["val fdr"] == pm(results["fdr"]["fdr"], results["fdr"]["fdr_mc_se"], 3)
-    assert values["val coverage low"] == f"{min(c['rate'] for c in results['coverage']):.3f}"
+    assert values["val real mmlab p50"] == f"{flagged} of {compared}"
+    coverage = [c["coverage"]["rate"] for c in results["compare"]]
+    assert values["val coverage low"] == f"{min(coverage):.3f}"
 
 
 def test_section_defines_every_macro_it_uses(cmp, tmp_path):
@@ -125,15 +133,19 @@ def test_section_defines_every_macro_it_uses(cmp, tmp_path):
 def test_validation_claims_follow_the_results():
     results = json.loads(comparison.VALIDATION.read_text())
     values = comparison.validation_values(results)
-    from5 = [a for a in results["aa"] if a["runs"] >= 5]
-    mmlab = max(a["rate"] for a in from5 if a["method"].startswith("mmlab"))
-    pooled = [a["rate"] for a in from5 if a["method"] in ("pooled Welch", "pooled Mann–Whitney")]
-    assert values["val mmlab aa"] == f"{mmlab:.3f}"
+    aa = [c for c in results["compare"] if c["effect"] == 0]
+    mmlab = max((c["methods"]["mmlab verdict"]["null_row"] for c in aa), key=lambda r: r["rate"])
+    pooled = [
+        c["methods"][m]["null_row"]["rate"]
+        for c in aa
+        for m in ("pooled Welch", "pooled Mann–Whitney")
+    ]
+    assert values["val mmlab aa"] == pm(mmlab["rate"], mmlab["mc_se"], 3)
     assert (values["val pooled aa"], values["val pooled aa max"]) == (
         f"{min(pooled):.3f}",
         f"{max(pooled):.3f}",
     )
-    assert mmlab < min(pooled)  # the claim the text makes
+    assert mmlab["rate"] < max(pooled)  # the claim the text makes
 
 
 def test_one_run_gives_a_reason_not_a_failed_paper(tmp_path):

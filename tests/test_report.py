@@ -7,7 +7,6 @@ import json
 import shutil
 import statistics
 
-import numpy as np
 import polars as pl
 import pytest
 
@@ -15,7 +14,6 @@ from analysis.cli import main
 from analysis.metrics.throttle_runs import run_throttle_table
 from analysis.report.document import ReportData, build_report, capture_runs, vmstat_section
 from analysis.report.text import fit, shorten_middle
-from analysis.stats.significance import needed_runs
 from tests.conftest import DATA, throttled_lines
 from tests.test_golden import GOLDEN, RUNS, assert_json_matches
 
@@ -221,15 +219,6 @@ def test_fit_wraps_shortens_and_strips_ansi():
 def test_report_on_missing_data_is_a_clear_error(tmp_path, capsys):
     assert main(["report", "--data", str(tmp_path), "--out", str(tmp_path / "r.txt")]) == 2
     assert "no mmtests run here" in capsys.readouterr().err
-
-
-def test_needed_runs_for_a_huge_effect_is_the_permutation_floor():
-    # Run medians of an A/A capture (~215 us) against a loaded one (~560 us): t-test power
-    # needs fewer than 2 runs, so the exact permutation test decides: 2/C(8,4) = 0.029
-    # is the first attainable p below 0.05, at 4 runs per kernel.
-    base = np.array([231.62, 216.02, 207.37, 216.83, 221.54, 206.30])
-    new = np.array([573.70, 558.66, 559.55])
-    assert needed_runs(base, new, 0.05) == 4
 
 
 def test_the_bundled_runs_come_from_two_machines_and_the_report_says_so(report):

@@ -16,13 +16,15 @@ BASE NEW [NEW...] are capture or mmtests run directories (kernel = run name, run
 iteration); one TABLE is a long-format CSV/Parquet (kernel,row,run,value,unit
 [,higher_is_better]) whose kernels are all compared with the first (or --base).
 The deciding p-value is a permutation test over runs; q-values are
-Benjamini-Hochberg across every row. See README "mmlab compare"."""
+Benjamini-Hochberg per family of rows (the workload's rows; --traces rows;
+--ops rows). One run per kernel is described, never given a verdict.
+See README "mmlab compare"."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "compare",
-        help="significance of changes between kernels (run-level, BH q-values)",
+        help="significance of changes between kernels (run-level, per-family BH q-values)",
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -39,7 +41,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="same as --format json")
     p.add_argument("--delta", type=float, help="equivalence margin in %% (TOST)")
     p.add_argument("--level", type=float, default=0.05, help="q-value level (default 0.05)")
-    p.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples")
+    p.add_argument(
+        "--effect",
+        type=_percent,
+        default=None,
+        metavar="PCT",
+        help="change (e.g. 10%%) the design calculation of runs needed is for (default 10%%)",
+    )
+    p.add_argument(
+        "--resamples", type=int, default=2000, help="bootstrap resamples (Hodges-Lehmann interval)"
+    )
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     p.add_argument("--traces", action="store_true", help="also stall/throttle rows from traces")
     p.add_argument("--ops", action="store_true", help="also vmstat Ops rows (one per run)")
@@ -53,13 +64,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run_compare)
 
 
+def _percent(text: str) -> float:
+    """``10%`` or ``10`` -> 10.0 (a change in %)."""
+    try:
+        value = float(text.strip().removesuffix("%"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a percentage") from None
+    if not 0 < value < 1000:
+        raise argparse.ArgumentTypeError(f"{text!r} is not in (0, 1000)%")
+    return value
+
+
 def run_compare(args: argparse.Namespace) -> int:
     import polars as pl
 
     from analysis.ingest import benchmarks, long_table
     from analysis.report.compare import format_markdown, format_mmtests, to_json
     from analysis.report.text import fit
-    from analysis.stats.significance import compare_table
+    from analysis.stats.significance import DEFAULT_EFFECT, compare_table
 
     if not 0 < args.level < 0.5:
         raise InputError("--level", f"{args.level} is not in (0, 0.5)")
@@ -72,6 +94,7 @@ def run_compare(args: argparse.Namespace) -> int:
             args.paths, traces=args.traces, ops=args.ops, mmtests_dir=args.mmtests
         )
         table, skipped = loaded.table, loaded.skipped
+    families = loaded.families if loaded else {}
     if args.rows:
         table = table.filter(pl.col("row").str.contains(args.rows, literal=True))
     kernels = list(dict.fromkeys(table["kernel"]))
@@ -84,9 +107,11 @@ def run_compare(args: argparse.Namespace) -> int:
     others = [k for k in kernels if k != base]
     if not others:
         raise InputError(source, f"only one kernel ({base}): nothing to compare with")
+    effect = DEFAULT_EFFECT if args.effect is None else args.effect
     results = compare_table(
-        table, base, others, args.metric, args.level, args.delta, args.resamples, args.seed
-    )
+        table, base, others, args.metric, args.level, args.delta, args.resamples, args.seed,
+        families=families, effect=effect,
+    )  # fmt: skip
     for line in loaded.units if loaded else ():
         print(f"mmlab compare: unit of {line}", file=sys.stderr)
     for line in skipped:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
@@ -66,6 +66,9 @@ class Loaded:
     table: pl.DataFrame
     skipped: tuple[str, ...]
     units: tuple[UnitSource, ...] = ()
+    # row -> family of rows tested together (``analysis.stats.significance``): the
+    # workload's own rows, trace-derived rows, vmstat Ops rows.
+    families: dict[str, str] = field(default_factory=dict)
 
     def unit_source(self, row: str) -> str | None:
         """Where ``row``'s unit comes from; None for rows mmlab computes itself (traces,
@@ -99,7 +102,8 @@ def _family(row: str) -> str:
 
 
 def _rows(it: mmtests.Iteration, traces: bool, ops: bool, checkout: Path | None):
-    """(row, value, unit, higher_is_better) of one iteration, skipped notes, unit sources."""
+    """(row, value, unit, higher_is_better, family) of one iteration, skipped notes, unit
+    sources."""
     rows, skipped, units = [], [], {}
     for bench, got in benchmark_logs(it, checkout):
         rows += [(r, v, d.unit, d.higher_is_better) for r, v, d in got.samples]
@@ -116,10 +120,11 @@ def _rows(it: mmtests.Iteration, traces: bool, ops: bool, checkout: Path | None)
             row = "elapsed" if len(tests) == 1 else f"elapsed-{test}"
             rows.append((row, times.elapsed_s, "s", False))
             units.setdefault(("tests-timestamp", row, "s"), "mmtests 'time ::' line (seconds)")
+    rows = [(*r, "workload") for r in rows]
     if traces:
-        rows += _trace_rows(it)
+        rows += [(*r, "traces") for r in _trace_rows(it)]
     if ops:
-        rows += _ops_rows(it)
+        rows += [(*r, "ops") for r in _ops_rows(it)]
     return rows, skipped, units
 
 
@@ -172,13 +177,14 @@ def load_runs(
     """Every run below each path, as one long table (kernels in argument order);
     ``mmtests_dir`` (else ``$MMTESTS``) reads benchmarks with no native reader."""
     checkout = mmtests_shellpack.checkout(mmtests_dir)
-    records, skipped, units = [], [], {}
+    records, skipped, units, families = [], [], {}, {}
     # Kernel label = run name, told apart as find_runs would (mmtests trees of one benchmark
     # share the run directory name).
     for run in mmtests.unique_runs(tuple(run for p in paths for run in mmtests.find_runs(p))):
         for it in run.iterations:
             rows, bad, sources = _rows(it, traces, ops, checkout)
-            records += [(run.name, r, str(it.index), v, u, h) for r, v, u, h in rows]
+            records += [(run.name, r, str(it.index), v, u, h) for r, v, u, h, _ in rows]
+            families |= {r[0]: r[-1] for r in rows}
             skipped += bad
             for key, source in sources.items():
                 units.setdefault(key, source)
@@ -186,4 +192,4 @@ def load_runs(
     _one_unit_per_row(table)
     lines = tuple(UnitSource(b, fam, u, src) for (b, fam, u), src in units.items())
     # The same note from every run of a benchmark (a checkout's yaml) is said once.
-    return Loaded(table, tuple(dict.fromkeys(skipped)), lines)
+    return Loaded(table, tuple(dict.fromkeys(skipped)), lines, families)

@@ -53,37 +53,75 @@ def _num(value: float | None, digits: Digits = _mmtests_digits) -> str:
 
 
 def _ci(iv: Interval | None, unit: str = "") -> str:
+    """``estimate [low, high] unit`` (95 % CI), or ``estimate unit (no CI: why)``."""
     if iv is None:
         return "n/a"
+    u = f" {unit}" if unit else ""
     if not math.isfinite(iv.low):
-        return f"{iv.estimate:.4g} (no CI){' ' + unit if unit else ''}"
-    return f"{iv.estimate:.4g} [{iv.low:.4g}, {iv.high:.4g}]{' ' + unit if unit else ''}"
+        return f"{iv.estimate:.4g}{u} (no CI)"
+    return f"{iv.estimate:.4g} [{iv.low:.4g}, {iv.high:.4g}]{u} (95% CI)"
 
 
-def _pct_ci(r: RowComparison) -> str:
+def _signed(r: RowComparison, better_positive: bool) -> tuple[float | None, tuple | None]:
+    """The change and its CI in one output's sign: new/base − 1 as computed, or flipped so
+    that positive = better (mmtests' sign)."""
+    flip = better_positive and not r.higher_is_better
+    if r.change_kind == "zero share":
+        # More zero samples is the better direction where lower values are.
+        flip = better_positive and r.higher_is_better
     if r.change is None:
+        return None, None
+    if not flip:
+        return r.change, r.change_ci
+    ci = (-r.change_ci[1], -r.change_ci[0]) if r.change_ci else None
+    return -r.change, ci
+
+
+_KIND = {"relative": "%", "absolute": "", "zero share": " pp"}
+
+
+def _pct_ci(r: RowComparison, better_positive: bool = False) -> str:
+    change, ci = _signed(r, better_positive)
+    if change is None:
         return "change n/a"
-    if r.change_ci is None:
-        return f"{r.change:+.2f}%"
-    return f"{r.change:+.2f}% [{r.change_ci[0]:+.2f}, {r.change_ci[1]:+.2f}]"
+    unit = _KIND[r.change_kind] or f" {r.unit}"
+    if ci is None:
+        return f"{change:+.2f}{unit} (no CI)"
+    return f"{change:+.2f}{unit} [{ci[0]:+.2f}, {ci[1]:+.2f}] (95% CI)"
+
+
+def _what(r: RowComparison) -> str:
+    stat = DECIDING_ROW[r.metric]
+    if r.change_kind == "zero share":
+        return "share of zero samples per run, change"
+    if r.change_kind == "absolute":
+        return f"{stat} new − base"
+    return f"{stat} change"
 
 
 def _paragraph(r: RowComparison) -> str:
-    """What one comparison shows, in words (wrapped to 80 columns)."""
+    """What one comparison shows, in words (wrapped to 80 columns); changes in mmtests'
+    sign (positive = better), as the table above it."""
     if r.verdict == NOT_COMPARED:
         text = f"{r.kernel}: not compared: {r.reason}."
     else:
-        stat = DECIDING_ROW[r.metric]
-        p = f"p {r.p:.3g}" if r.p is not None else "no p"
-        q = f"q {r.q:.3g}" if r.q is not None else "no q"
-        text = (
-            f"{r.kernel}: {r.verdict} ({r.reason}). {stat} new/base−1 {_pct_ci(r)} (95% CI), "
-            f"{r.runs} vs {r.base_runs} runs; {p} by {r.method}; {q}. "
-            f"Hodges–Lehmann shift of run medians {_ci(r.hl_shift, r.unit)}; "
-            f"P(new > base) {_ci(r.superiority)} over pooled samples."
-        )
+        text = f"{r.kernel}: {r.verdict}" + (f" ({r.reason})" if r.reason else "") + ". "
+        text += f"{_what(r)} {_pct_ci(r, True)}, {r.runs} vs {r.base_runs} runs"
+        if r.p is not None:
+            text += f"; p {r.p:.3g} by {r.method}; q {r.q:.3g} (BH over {r.family_rows}"
+            text += f" {r.family} row{'s' if r.family_rows > 1 else ''})"
+        text += "."
+        if r.hl_shift is not None and r.change_kind != "zero share":
+            hl = r.hl_shift
+            if not r.higher_is_better:
+                hl = Interval(-hl.estimate, -hl.high, -hl.low, hl.se, hl.df)
+            text += f" Hodges–Lehmann shift of run medians {_ci(hl, r.unit)}."
         if r.needed_runs is not None:
-            text += f" About {r.needed_runs} runs per kernel would resolve the observed effect."
+            text += (
+                f" Design: about {r.needed_runs} runs per kernel would detect a ±{r.effect:g}%"
+                f" change (--effect) with 80% power, given the run-to-run sd of log {r.metric}"
+                f" seen here ({r.run_sd:.3g})."
+            )
     if r.notes:
         text += " Note: " + "; ".join(r.notes) + "."
     return textwrap.fill(text, WIDTH, initial_indent="  ", subsequent_indent="    ")
@@ -98,7 +136,8 @@ def _block(table: pl.DataFrame, r: RowComparison, digits: Digits) -> list[str]:
     lines.append(" " * 12 + "".join(f"{n[-23:]:>24}" for n in (r.base, r.kernel)))
     base = mmtests_summary(runs_of(table, r.row, r.base), r.higher_is_better)
     new = mmtests_summary(runs_of(table, r.row, r.kernel), r.higher_is_better)
-    deciding = DECIDING_ROW[r.metric]
+    # A zero-heavy row is decided on its zero share, which no summary row shows.
+    deciding = DECIDING_ROW[r.metric] if r.change_kind != "zero share" else None
     for label, value in base.items():
         if label not in new:  # the new kernel's runs have one sample each: no quantiles
             lines.append(f"{label:<12}{_num(value, digits)} (   0.00%){_num(None)} ({'-':>8})")
@@ -126,7 +165,7 @@ def format_mmtests(
     out = [
         f"Comparison of {DECIDING_ROW[r0.metric]} (run-level estimate), base {r0.base}.",
         "Marker *x%*: mmlab verdict improved/regressed (BH q < level and 95% CI of the",
-        "change excludes 0); % sign as mmtests: positive = better.",
+        "change excludes 0). Every % and change here: positive = better (mmtests' sign).",
         "",
     ]
     for row in dict.fromkeys(r.row for r in results):
@@ -142,18 +181,20 @@ def format_markdown(results: Sequence[RowComparison]) -> str:
         "| row | unit | kernel | runs | estimate [95% CI] | change [95% CI] | p | q | verdict |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
+    note = "change: new/base − 1 in %; new − base for 'pp' (zero share) and unit changes"
     for r in results:
         p = f"{r.p:.3g}" if r.p is not None else "–"
         q = f"{r.q:.3g}" if r.q is not None else "–"
         verdict = f"{r.verdict}: {r.reason}" if r.reason else r.verdict
         if r.needed_runs is not None:
-            verdict += f" (≈{r.needed_runs} runs needed)"
+            verdict += f" (design: ≈{r.needed_runs} runs for ±{r.effect:g}%)"
         lines.append(
             f"| {r.row} | {r.unit} | {r.kernel} | {r.runs} vs {r.base_runs} | "
             f"{_ci(r.estimate)} | {_pct_ci(r)} | {p} | {q} | {verdict} |"
         )
     methods = sorted({r.method for r in results if r.method})
     lines += ["", f"Base: {results[0].base if results else '-'}. p by: " + "; ".join(methods)]
+    lines += [f"Sign: {note}."]
     lines += [f"- {r.row} {r.kernel}: {'; '.join(r.notes)}" for r in results if r.notes]
     return "\n".join(lines) + "\n"
 
@@ -171,7 +212,9 @@ def _finite(x: float | None) -> float | None:
 def to_json(results: Sequence[RowComparison]) -> list[dict]:
     """The rows as the issue lists them (row, unit, kernel, runs, samples, estimate,
     change, change_ci, p, q, verdict, method, needed_runs) and the supporting figures;
-    ``change`` is new/base − 1 in % (not mmtests' sign-flipped %)."""
+    ``change`` is new/base − 1 in % (not mmtests' sign-flipped %) for ``change_kind``
+    "relative", new − base otherwise (row unit, or percentage points of the zero share);
+    ``needed_runs`` is the design calculation for ``design_effect_pct``."""
     return [
         {
             "row": r.row,
@@ -188,14 +231,19 @@ def to_json(results: Sequence[RowComparison]) -> list[dict]:
             "base_estimate": _interval(r.base_estimate),
             "change": _finite(r.change),
             "change_ci": list(r.change_ci) if r.change_ci else None,
+            "change_kind": r.change_kind,
             "hodges_lehmann_shift": _interval(r.hl_shift),
-            "probability_of_superiority": _interval(r.superiority),
+            "zero_share": list(r.zero_share) if r.zero_share else None,
+            "family": r.family,
+            "family_rows": r.family_rows,
             "p": r.p,
             "q": r.q,
             "verdict": r.verdict,
             "reason": r.reason,
             "method": r.method,
             "needed_runs": r.needed_runs,
+            "design_effect_pct": r.effect,
+            "run_sd_log": r.run_sd,
             "notes": list(r.notes),
         }
         for r in results

@@ -3,6 +3,9 @@
 The text says what the data fix (the observed shares, the restricted mean up to the
 timeout) apart from what rests on a model (quantiles past the timeout, the cure fraction),
 and lists every identifiability warning instead of printing such a parameter as a finding.
+When the best model fails its goodness-of-fit test, that is said first and the model-free
+estimates lead. Observables are averaged over the models by AIC weight
+(``analysis.stats.fit.averaged_observables``), the same interval the paper prints.
 """
 
 from __future__ import annotations
@@ -92,26 +95,34 @@ def format_group(group: GroupFit | GroupFailure) -> str:
     if len(group.models) > SHOWN_MODELS:
         lines.append(f"... {len(group.models) - SHOWN_MODELS} more models in --json")
     if group.bootstrap == 0:
-        lines.append("G2 p: needs --bootstrap N (parametric bootstrap)")
+        lines.append("G2 p: needs --bootstrap N (parametric bootstrap); fit not tested")
     else:
         lines.append(
             f"G2 p: parametric bootstrap, {group.bootstrap} replicates (smallest possible"
             f" {1 / (group.bootstrap + 1):.3f});\n  '-': dAIC > 4, not tested"
         )
-    method = "bootstrap" if group.bootstrap else "delta method"
-    lines += [
-        "",
-        f"best {best.name} (95% CI, {method} for observables)",
-        f"{'quantity':<36}{'estimate':>12}{'ci_low':>14}{'ci_high':>14}",
-    ]
-    lines += [_estimate_row(f"  {name}", est) for name, est in best.params.items()]
     obs = group.observables
     emp = group.empirical
+    data_rows = [
+        _estimate_row(f"P(k=0) data {data.counts[0]}/{data.n} (Wilson)", emp["p_zero"]),
+        _estimate_row(f"P(timeout) data {data.counts[-1]}/{data.n} (Wilson)", emp["p_timeout"]),
+        _estimate_row("mean recorded delay = E[min(T,to)] us", emp["restricted_mean_usec"]),
+    ]
+    head = f"{'quantity':<36}{'estimate':>12}{'ci_low':>14}{'ci_high':>14}"
+    if group.lack_of_fit:
+        # The model is rejected: what the data fix on their own comes first.
+        lines += ["", _wrap(f"LACK OF FIT: {group.lack_of_fit}.", ""), "", "model-free (95% CI)"]
+        lines += [head, *data_rows]
     lines += [
+        "",
+        f"best {best.name}: parameters (95% CI, delta method on log/logit scale)",
+        head,
+    ]
+    lines += [_estimate_row(f"  {name}", est) for name, est in best.params.items()]
+    lines += [
+        "observables, averaged over models by AIC weight (95% CI, delta, logit/log)",
         _estimate_row("P(k=0) woken in 1st jiffy", obs["p_zero"]),
-        _estimate_row(f"  data {data.counts[0]}/{data.n} (Wilson)", emp["p_zero"]),
         _estimate_row("P(timeout) censored", obs["p_timeout"]),
-        _estimate_row(f"  data {data.counts[-1]}/{data.n} (Wilson)", emp["p_timeout"]),
         _estimate_row("mean wait to timeout E[min(T,to)] us", obs["restricted_mean_usec"]),
     ]
     for q in QUANTILES:
@@ -120,6 +131,8 @@ def format_group(group: GroupFit | GroupFailure) -> str:
         if est.estimate > data.timeout_us:
             label += " (>timeout:model)"
         lines.append(_estimate_row(label, est))
+    if not group.lack_of_fit:
+        lines += ["model-free (95% CI)", *data_rows]
     half, needed = _precision(group)
     if needed is not None:
         lines.append(
@@ -209,6 +222,7 @@ def group_json(group: GroupFit | GroupFailure) -> dict[str, object]:
         },
         "empirical": {name: _estimate_json(est) for name, est in group.empirical.items()},
         "identifiability": list(group.identifiability),
+        "lack_of_fit": group.lack_of_fit,
         "sleeps_for_p_timeout_pm_0.01": _precision(group)[1],
         "bootstrap": group.bootstrap,
     }

@@ -91,7 +91,7 @@ def run_fits(
     data: ReportData, *, runs: int | None = None, bootstrap: int = 0, seed: int = 0
 ) -> list[RunGroupFit]:
     """Per run of ``data`` (the first ``runs`` only, when given) and throttle group: the
-    pooled fit (every family; ``bootstrap`` replicates for its CIs, 0: delta method) and
+    pooled fit (every family; ``bootstrap`` replicates test its fit, 0: untested) and
     its best family refitted to each iteration alone."""
     out = []
     for run in data.runs[:runs]:
@@ -174,18 +174,13 @@ def format_run_fits(fits: list[RunGroupFit]) -> str:
     if not fits:
         return "No throttle delays to fit.\n"
     blocks = ["\n".join(_group_lines(f)) for f in fits]
-    method = (
-        "bootstrap"
-        if any(isinstance(f.pooled, GroupFit) and f.pooled.bootstrap for f in fits)
-        else "delta method"
-    )
     notes = (
         "The latent wait T is how long a sleeper would wait for its wake condition\n"
         "without a timeout; a sleep at the timeout only says T >= timeout\n"
         "(right-censored), and delays are whole jiffies. P(timeout) and the mean wait\n"
         "to the timeout E[min(T, timeout)] are fixed by the data; a median past the\n"
-        f"timeout rests on the family's tail. pooled: all sleeps of the run ({method}\n"
-        "CIs); iterations/sd: mean and sd of the best family refitted to each\n"
-        "iteration alone, the run-level spread.\n" + CAVEAT
+        "timeout rests on the family's tail. pooled: all sleeps of the run (averaged\n"
+        "over models by AIC weight, delta-method CIs); iterations/sd: mean and sd of\n"
+        "the best family refitted to each iteration alone, the run-level spread.\n" + CAVEAT
     )
     return "\n\n".join(blocks) + "\n\n" + notes + "\n"

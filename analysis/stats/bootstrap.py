@@ -148,7 +148,8 @@ def t_interval(estimate: float, draws: np.ndarray, n_runs: int, level: float) ->
     """``estimate ± t_{R−1} · se``: se is the sd of the bootstrap draws scaled by
     √(R/(R−1)), because resampling R runs underestimates the between-run variance by
     (R−1)/R; Student's t with R−1 df keeps the coverage honest with 3–5 runs, where a
-    percentile interval is far too narrow. One run: the within-run (normal) interval only."""
+    percentile interval is far too narrow. One run: the within-run (normal) interval only.
+    Draws that do not vary give no interval (NaN bounds) rather than one of zero width."""
     se = float(np.std(draws, ddof=1))
     if n_runs > 1:
         se *= np.sqrt(n_runs / (n_runs - 1))
@@ -157,4 +158,6 @@ def t_interval(estimate: float, draws: np.ndarray, n_runs: int, level: float) ->
     else:
         df = float("inf")
         crit = float(stats.norm.ppf(0.5 + level / 2))
+    if not se > 0:
+        return Interval(estimate, float("nan"), float("nan"), se, df)
     return Interval(estimate, estimate - crit * se, estimate + crit * se, se, df)

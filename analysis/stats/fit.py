@@ -15,11 +15,13 @@ events cost no more than a hundred.
 Estimation: ``scipy.optimize.minimize`` (SLSQP, whose small dense steps do not wake
 the threaded BLAS that L-BFGS-B calls) from several starts; standard errors
 from the observed information (``statsmodels.tools.numdiff.approx_hess3`` of the negative
-log-likelihood, delta method to every derived quantity); optional bootstrap (multinomial
-resampling of the histogram) for percentile CIs and a parametric-bootstrap p-value of the
-G² goodness-of-fit statistic. Inference assumes independent sleeps, which events of one
-capture are not exactly (one writeback burst wakes many sleepers): treat CIs from a single
-capture as lower bounds of the run-to-run spread.
+log-likelihood, delta method to every derived quantity on a logit / log scale, averaged
+over the candidate models by Akaike weight so that the CI carries the model choice);
+optional bootstrap: a parametric-bootstrap p-value of the G² goodness-of-fit statistic
+(a rejected best model is flagged) and the best model's refits to multinomial resamples.
+Inference assumes independent sleeps, which events of one capture are not exactly (one
+writeback burst wakes many sleepers): treat CIs from a single capture as lower bounds of
+the run-to-run spread.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from analysis.errors import InputError
 from analysis.stats.families import FAMILIES, Family
 
 __all__ = [
+    "LACK_OF_FIT_LEVEL",
     "OBSERVABLES",
     "QUANTILES",
     "Z95",
@@ -48,6 +51,7 @@ __all__ = [
     "GroupFit",
     "JiffyData",
     "ModelFit",
+    "averaged_observables",
     "bin_probabilities",
     "candidate_models",
     "delta_observables",
@@ -58,6 +62,7 @@ __all__ = [
     "frame_data",
     "jacobian",
     "jiffy_data",
+    "lack_of_fit",
     "latent_wait",
     "log_likelihood",
     "model_name",
@@ -73,6 +78,8 @@ Z95 = 1.959963984540054
 # LR statistic below which a zero mass / cure fraction is not distinguished from none
 # (χ²₁ 95 % point; the boundary makes this conservative).
 CHI2_1_95 = 3.841458820694124
+# G² p at or below which the best model is reported as not fitting.
+LACK_OF_FIT_LEVEL = 0.05
 # Logit bounds of the zero mass and cure fraction: e^-12 ≈ 6e-6 is "none" at any n we see.
 EXTRA_BOUND = 12.0
 
@@ -453,18 +460,36 @@ def fit_model(
     if information:
         cov = observed_covariance(nll, theta, at_bound)
     natural = _natural_vector(fam, zero, cure, theta)
+    # Intervals on the scale where the parameter is unbounded (log of a positive scale or
+    # shape, logit of the zero mass and cure fraction), taken back: they stay in range.
+    positive = natural > 0
+    # The zero mass, the cure fraction and a mixture's weight are probabilities.
+    probability = np.array([n.startswith("weight") for n in fam.params] + [True, True])
+
+    def linked(th: np.ndarray) -> np.ndarray:
+        v = _natural_vector(fam, zero, cure, th)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(
+                probability,
+                special.logit(np.clip(v, 1e-12, 1 - 1e-12)),
+                np.where(positive, np.log(np.abs(v)), v),
+            )
+
+    centre = linked(theta)
     if cov is not None:
-        jac = jacobian(lambda th: _natural_vector(fam, zero, cure, th), theta)
+        jac = jacobian(linked, theta)
         se = np.sqrt(np.clip(np.diag(jac @ cov @ jac.T), 0, None))
     else:
         se = np.full(natural.size, math.nan)
+
+    def back(x: np.ndarray) -> np.ndarray:
+        # np.where evaluates every branch: exp of a logit may overflow where unused.
+        with np.errstate(over="ignore"):
+            return np.where(probability, special.expit(x), np.where(positive, np.exp(x), x))
+
+    low, high = back(centre - Z95 * se), back(centre + Z95 * se)
     params = {
-        name: Estimate(
-            float(natural[i]),
-            float(natural[i] - Z95 * se[i]),
-            float(natural[i] + Z95 * se[i]),
-            "delta",
-        )
+        name: Estimate(float(natural[i]), float(low[i]), float(high[i]), "delta")
         for i, (name, is_free) in enumerate(zip(names, free, strict=True))
         if is_free
     }
@@ -543,7 +568,8 @@ def _link(values: np.ndarray) -> np.ndarray:
 
 
 def _unlink(values: np.ndarray) -> np.ndarray:
-    return np.concatenate([special.expit(values[:2]), np.exp(values[2:])])
+    with np.errstate(over="ignore"):  # a bound beyond float range is inf, as it should be
+        return np.concatenate([special.expit(values[:2]), np.exp(values[2:])])
 
 
 def delta_observables(model: ModelFit, data: JiffyData) -> dict[str, Estimate]:
@@ -572,12 +598,71 @@ def delta_observables(model: ModelFit, data: JiffyData) -> dict[str, Estimate]:
     }
 
 
+def averaged_observables(models: list[ModelFit], data: JiffyData) -> dict[str, Estimate]:
+    """Observables averaged over the candidate models by Akaike weight, w ∝ exp(−ΔAIC/2),
+    on the link scale (logit / log), with Buckland et al. (1997)'s unconditional se
+    Σ w_i √(se_i² + (θ_i − θ̄)²): the interval carries the uncertainty of which model is
+    right, which an interval of the AIC-best model alone leaves out (AIC picks a wrong
+    family often at a few thousand sleeps). Models without an information matrix, and
+    per observable models whose value is 0 or infinite, are left out (weights
+    renormalised); when none is left the best model's delta interval stands."""
+    per_model = [delta_observables(m, data) for m in models]
+    aic = np.array([m.aic for m in models])
+    weight = np.exp(-(aic - aic.min()) / 2)
+    out = {}
+    for name in OBSERVABLES:
+        ests = [obs[name] for obs in per_model]
+        ok = np.array(
+            [
+                m.cov is not None and 0 < e.estimate < math.inf and math.isfinite(e.ci_low)
+                for m, e in zip(models, ests, strict=True)
+            ]
+        )
+        if not ok.any() or not ok[0]:
+            out[name] = replace(ests[0], method="delta (best model)")
+            continue
+        w = weight[ok] / weight[ok].sum()
+        link = _link_one(name)
+        centre = np.array([link(e.estimate) for e in np.array(ests, dtype=object)[ok]])
+        se = np.array(
+            [
+                (link(e.ci_high) - link(e.ci_low)) / (2 * Z95)
+                for e in np.array(ests, dtype=object)[ok]
+            ]
+        )
+        mean = float(w @ centre)
+        sd = float(w @ np.sqrt(se**2 + (centre - mean) ** 2))
+        unlink = _unlink_one(name)
+        out[name] = Estimate(
+            unlink(mean), unlink(mean - Z95 * sd), unlink(mean + Z95 * sd), "model-averaged delta"
+        )
+    return out
+
+
+def _link_one(name: str) -> Callable[[float], float]:
+    if name in ("p_zero", "p_timeout"):
+        return lambda x: float(special.logit(min(max(x, 1e-12), 1 - 1e-12)))
+    return lambda x: math.log(max(x, 1e-9))
+
+
+def _unlink_one(name: str) -> Callable[[float], float]:
+    return (lambda x: float(special.expit(x))) if name in ("p_zero", "p_timeout") else math.exp
+
+
 def empirical_observables(data: JiffyData) -> dict[str, Estimate]:
-    """Model-free shares of k = 0 and of timeouts, Wilson 95 % CIs (statsmodels)."""
+    """Model-free estimates: the shares of k = 0 and of timeouts (Wilson 95 % CIs,
+    statsmodels), and the mean recorded delay J·E[k], which equals E[min(T, timeout)]
+    under the tick-phase model whatever the wait's distribution (the bin probabilities
+    of the module docstring sum to Σ_j P(k ≥ j) = R(KJ)/J), with a normal 95 % CI."""
     out = {}
     for name, count in (("p_zero", data.counts[0]), ("p_timeout", data.counts[-1])):
         lo, hi = proportion_confint(int(count), data.n, alpha=0.05, method="wilson")
         out[name] = Estimate(float(count / data.n), float(lo), float(hi), "wilson")
+    k = np.arange(data.counts.size) * data.jiffy_us
+    mean = float(data.counts @ k / data.n)
+    sd = math.sqrt(float(data.counts @ (k - mean) ** 2) / max(data.n - 1, 1))
+    half = Z95 * sd / math.sqrt(data.n)
+    out["restricted_mean_usec"] = Estimate(mean, max(0.0, mean - half), mean + half, "normal")
     return out
 
 
@@ -586,7 +671,10 @@ def empirical_observables(data: JiffyData) -> dict[str, Estimate]:
 
 @dataclass(frozen=True)
 class GroupFit:
-    """Every candidate model of one throttle group, the best by AIC, and what it implies."""
+    """Every candidate model of one throttle group, the best by AIC, and what it implies:
+    ``observables`` averaged over the models by Akaike weight (:func:`averaged_observables`),
+    ``empirical`` the model-free estimates, ``lack_of_fit`` why the best model is rejected
+    (None when it is not, or without a bootstrap)."""
 
     event: str
     context: str
@@ -600,6 +688,7 @@ class GroupFit:
     identifiability: tuple[str, ...]
     bootstrap: int
     replicates: tuple[FittedWait, ...] = field(default=(), repr=False)
+    lack_of_fit: str | None = None
 
     @property
     def n(self) -> int:
@@ -708,25 +797,15 @@ def refits(data: JiffyData, model: ModelFit, resamples: np.ndarray) -> list[Mode
 
 def _bootstrap(
     data: JiffyData, models: list[ModelFit], replicates: int, seed: int
-) -> tuple[dict[str, Estimate], dict[str, float], tuple[FittedWait, ...]]:
-    """Percentile CIs of the observables (best model refitted to multinomial resamples),
-    parametric-bootstrap G² p-values of the models within dAIC 4 of the best, and the
-    refitted waits."""
+) -> tuple[dict[str, float], tuple[FittedWait, ...]]:
+    """Parametric-bootstrap G² p-values of the models within dAIC 4 of the best, and the
+    best model refitted to multinomial resamples of the histogram (its replicates, which
+    :func:`analysis.models.throttle.predict_timeout` takes for CIs)."""
     rng = np.random.default_rng(seed)
     best = models[0]
     n = data.n
     resamples = rng.multinomial(n, data.counts / n, size=replicates)
-    waits = [r.wait for r in refits(data, best, resamples)]
-    arr = np.array([_observable_values(w, data) for w in waits])
-    values = _observable_values(best.wait, data)
-    with np.errstate(invalid="ignore"):
-        lo, hi = np.nanpercentile(arr, [2.5, 97.5], axis=0)
-    # A quantile inside the fitted cure fraction is infinite, and so is its interval.
-    lo, hi = np.where(np.isinf(values), values, lo), np.where(np.isinf(values), values, hi)
-    observables = {
-        name: Estimate(float(v), float(a), float(b), "bootstrap")
-        for name, v, a, b in zip(OBSERVABLES, values, lo, hi, strict=True)
-    }
+    waits = tuple(r.wait for r in refits(data, best, resamples))
     g2_p = {}
     for model in models:
         if model.aic - best.aic > 4.0:
@@ -737,7 +816,20 @@ def _bootstrap(
         resamples = rng.multinomial(n, p / p.sum(), size=replicates)
         exceed = sum(refit.g2 >= model.g2 for refit in refits(data, model, resamples))
         g2_p[model.name] = (1 + exceed) / (1 + replicates)
-    return observables, g2_p, tuple(waits)
+    return g2_p, waits
+
+
+def lack_of_fit(best: ModelFit, level: float = LACK_OF_FIT_LEVEL) -> str | None:
+    """Why the best model is rejected by its G² goodness-of-fit test (parametric bootstrap
+    p ≤ ``level``), or None when it is not (or was not tested)."""
+    if best.g2_p is None or best.g2_p > level:
+        return None
+    return (
+        f"best model {best.name} rejected: G2 {best.g2:.1f}, parametric-bootstrap p "
+        f"{best.g2_p:.3g} <= {level:g}, so no candidate family describes these delays; the "
+        "model-free estimates lead, and quantities that rest on the model (quantiles past "
+        "the timeout, cure fraction) are not supported"
+    )
 
 
 def fit_group(
@@ -751,9 +843,11 @@ def fit_group(
     seed: int = 0,
 ) -> GroupFit:
     """Fit every candidate (or those of ``families``) to one group, rank by AIC, derive the
-    observables (delta method, or bootstrap percentiles when ``bootstrap`` > 0) and say
-    what is not identified. Models with as many parameters as the histogram has occupied
-    bins less one are skipped (the fit would be exact and say nothing)."""
+    observables (averaged over the models by Akaike weight, delta method on the link
+    scale, whatever ``bootstrap``), test the fit (``bootstrap`` > 0: parametric-bootstrap
+    G² p-values, lack of fit flagged) and say what is not identified. Models with as many
+    parameters as the histogram has occupied bins less one are skipped (the fit would be
+    exact and say nothing)."""
     # One BLAS thread: a multi-threaded reduction sums in another order, and the fit moved
     # by up to 8e-5 relative between OPENBLAS_NUM_THREADS=1 and 2 (Dask workers run with 1).
     with threadpool_limits(limits=1, user_api="blas"):
@@ -786,10 +880,10 @@ def _fit_group(
     if not fits:
         raise InputError(reason or "<group>", "no model has fewer parameters than bins")
     fits.sort(key=lambda m: m.aic)
-    observables = delta_observables(fits[0], data)
+    observables = averaged_observables(fits, data)
     replicates: tuple[FittedWait, ...] = ()
     if bootstrap > 0:
-        observables, g2_p, replicates = _bootstrap(data, fits, bootstrap, seed)
+        g2_p, replicates = _bootstrap(data, fits, bootstrap, seed)
         fits = [replace(m, g2_p=g2_p.get(m.name)) for m in fits]
     return GroupFit(
         event=event,
@@ -804,6 +898,7 @@ def _fit_group(
         identifiability=tuple(_identifiability(fits, data)),
         bootstrap=bootstrap,
         replicates=replicates,
+        lack_of_fit=lack_of_fit(fits[0]),
     )
 
 

@@ -3,22 +3,35 @@
 Input is a long table (``analysis.ingest.long_table``): per kernel, row (e.g. ``mmap-4``),
 run (an independent iteration) the samples of that run. The statistic that decides a row
 (``metric``: the mean or a Harrell–Davis quantile) is computed per run; the kernel's
-estimate is the mean over its runs (``analysis.stats.bootstrap``). Assumptions stated:
+estimate is the mean over its runs, its interval and that of the change come from the
+spread between runs (t, Welch; log scale for positive values: :func:`run_interval`,
+:func:`run_difference`); the Hodges–Lehmann shift's interval from the two-stage bootstrap
+(``analysis.stats.bootstrap``). Assumptions stated:
 
 - runs are independent and exchangeable within a kernel (fresh workload, same machine);
   samples within a run are not assumed independent;
 - the deciding p-value is a **permutation test over runs** (exact when the splits are
   few): the per-run statistics (logged when all positive) of both kernels are exchangeable
   under "no change"; it is valid for any distribution but cannot go below
-  ``2 / C(R_a + R_b, R_a)`` (0.10 with 3 runs each);
-- with one run per kernel there is no between-run variation to test against: repetitions
-  are treated as replicates (Brunner–Munzel over the samples) and the method says that a
-  session effect cannot be excluded;
-- Benjamini–Hochberg q-values across every row of the table control the false discovery
-  rate; a row is ``improved``/``regressed`` when q < level and the change's 95 % CI
-  excludes 0, ``equivalent`` when ``delta`` is given and the (1 − 2·level) CI of the
-  change lies within ±delta (TOST), otherwise ``no change shown`` with the reason and,
-  when the runs are too few, how many would detect the observed effect with 80 % power.
+  :func:`min_attainable_p` (0.10 with 3 runs each, 0.0079 with 5);
+- a verdict needs ≥ 2 runs per kernel: with one run the difference is described (no p,
+  no interval, no verdict), because a session effect cannot be told from a kernel change;
+- Benjamini–Hochberg q-values are computed **per family** of rows and per new kernel:
+  the workload's own rows (the primary family), trace-derived rows (``--traces``) and
+  vmstat Ops rows (``--ops``) are separate families, so extra descriptive rows do not
+  take power from the workload's rows. Within a family BH controls the false discovery
+  rate at ``level``; across the families of one comparison the expected false verdicts
+  add up (at most ``level`` per family);
+- a row is ``improved``/``regressed`` when q < level and the change's 95 % CI excludes 0,
+  ``equivalent`` when ``delta`` is given and the (1 − 2·level) CI of the change lies
+  within ±delta (TOST), otherwise ``no change shown`` with the reason — including, when
+  the run count makes a verdict impossible, the smallest reachable q and the runs needed;
+- a **zero-heavy** row (≥ 25 % of one kernel's samples are exactly 0, e.g. throttle
+  delays woken within the first jiffy) is decided on each run's share of zero samples
+  (absolute change in percentage points); the metric of its non-zero samples is
+  described. A quantile of a mostly-zero sample is a smoothing artefact, not a latency;
+- the design calculation (``needed_runs``) is for an effect the user names (``effect``,
+  default 10 %), from the run-level spread, never from the observed effect.
 """
 
 from __future__ import annotations
@@ -26,7 +39,7 @@ from __future__ import annotations
 import itertools
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -40,37 +53,50 @@ from analysis.stats.bootstrap import MEAN, Interval, run_statistics, t_interval,
 
 __all__ = [
     "CI_LEVEL",
+    "DEFAULT_EFFECT",
     "IMPROVED",
     "METRICS",
     "NOT_COMPARED",
+    "NO_VERDICT",
     "POWER",
+    "PRIMARY",
     "REGRESSED",
+    "ZERO_HEAVY",
     "RowComparison",
     "compare_samples",
     "compare_table",
+    "design_runs",
     "difference_interval",
     "hodges_lehmann",
+    "lone_change_floor",
     "min_attainable_p",
     "mmtests_summary",
-    "needed_runs",
     "permutation_p",
+    "run_difference",
+    "run_interval",
     "runs_p",
     "shift_function",
-    "superiority",
 ]
 
 # --metric name -> statistic for analysis.stats.bootstrap (mean or quantile probability).
 METRICS: dict[str, float | str] = {"mean": MEAN, "p50": 0.5, "p90": 0.9, "p99": 0.99}
 CI_LEVEL = 0.95
 POWER = 0.8
+# The change (%) the design calculation is for when the user names none (--effect).
+DEFAULT_EFFECT = 10.0
+# Share of zero samples in either kernel above which a row is decided on its zero share.
+ZERO_HEAVY = 0.25
+# The family of rows a benchmark measures itself; other families: "traces", "ops".
+PRIMARY = "workload"
 _MAX_SPLITS = 20_000
 TIME_UNITS = frozenset({"ns", "us", "µs", "ms", "s", "seconds", "microseconds", "milliseconds"})
-IMPROVED, REGRESSED, EQUIVALENT, NO_CHANGE, NOT_COMPARED = (
+IMPROVED, REGRESSED, EQUIVALENT, NO_CHANGE, NOT_COMPARED, NO_VERDICT = (
     "improved",
     "regressed",
     "equivalent",
     "no change shown",
     "not compared",
+    "no verdict",
 )
 
 
@@ -103,35 +129,57 @@ def permutation_p(base: np.ndarray, new: np.ndarray, seed: int = 0) -> tuple[flo
 
 
 def min_attainable_p(runs_a: int, runs_b: int) -> float:
-    """Smallest two-sided p an exact permutation test over runs can give."""
-    return 2 / math.comb(runs_a + runs_b, runs_a)
+    """Smallest two-sided p an exact permutation test over runs can give: 1/C(R_a+R_b, R_a)
+    (only the observed split is as extreme) when R_a ≠ R_b, 2/C when R_a = R_b (the mirror
+    split, groups swapped, gives the same |difference|)."""
+    return (2 if runs_a == runs_b else 1) / math.comb(runs_a + runs_b, runs_a)
 
 
-def needed_runs(base: np.ndarray, new: np.ndarray, level: float) -> int | None:
-    """Runs per kernel that would detect the observed run-level effect (two-sample t,
-    80 % power at ``level``; at least enough for the permutation test to reach ``level``).
-    None when the effect is zero, the runs show no variation, or the effect is too small
-    for the solver (far beyond any feasible number of runs)."""
-    a, _ = _log_if_positive(base)
-    b, _ = _log_if_positive(new)
-    sd = math.sqrt(
-        ((len(a) - 1) * np.var(a, ddof=1) + (len(b) - 1) * np.var(b, ddof=1))
-        / (len(a) + len(b) - 2)
-    )
-    effect = abs(b.mean() - a.mean())
-    if sd == 0 or effect == 0:
-        return None
-    floor = next(r for r in itertools.count(2) if min_attainable_p(r, r) <= level)
+def lone_change_floor(runs_a: int, runs_b: int, rows: int) -> float:
+    """Smallest BH q a change in one row can reach when the other ``rows − 1`` rows of its
+    family show nothing: its q is ``rows · p`` and p cannot go below
+    :func:`min_attainable_p`."""
+    return min(1.0, rows * min_attainable_p(runs_a, runs_b))
+
+
+def _runs_for_floor(rows: int, level: float) -> int:
+    """Fewest runs per kernel for which a lone change in ``rows`` rows can reach q < level."""
+    return next(r for r in itertools.count(2) if lone_change_floor(r, r, rows) < level)
+
+
+def design_runs(sd: float, effect_pct: float, level: float, rows: int = 1) -> int | None:
+    """Runs per kernel that detect a change of ``effect_pct`` % (a ratio 1 + effect/100 of
+    the run statistic, tested on the log scale) with 80 % power when the run-level sd of
+    the log statistic is ``sd``: two-sample t at level/rows (a lone change among ``rows``
+    rows of a BH family needs p < level/rows), and never fewer than the permutation
+    floor for that. None when the solver gives up (an effect far below the run noise)."""
+    floor = _runs_for_floor(rows, level)
+    if not sd > 0:
+        return floor
+    d = abs(math.log1p(effect_pct / 100)) / sd
+    alpha = level / rows
     power = TTestIndPower()
     # Solve only above the floor: the solver fails (and warns) when fewer than 2 would do.
-    at_floor = power.power(effect_size=effect / sd, nobs1=floor, alpha=level)
-    if not at_floor < POWER:  # also NaN: an effect too large for the noncentral t
+    if not power.power(effect_size=d, nobs1=floor, alpha=alpha) < POWER:
         return floor
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        n = power.solve_power(effect_size=effect / sd, alpha=level, power=POWER)
-    # The solver gives up (NaN) on effects so small that the answer is astronomically large.
+        n = power.solve_power(effect_size=d, alpha=alpha, power=POWER)
     return max(math.ceil(n), floor) if np.isfinite(n) else None
+
+
+def _run_sd(base: np.ndarray, new: np.ndarray) -> float | None:
+    """Pooled sd of the per-run log statistics (raw when not all positive); None without
+    two runs in some kernel."""
+    if max(len(base), len(new)) < 2:
+        return None
+    vb, log_b = _log_if_positive(base)
+    vn, log_n = _log_if_positive(new)
+    if not (log_b and log_n):
+        return None
+    ss = sum(np.sum((v - v.mean()) ** 2) for v in (vb, vn) if len(v) > 1)
+    df = sum(len(v) - 1 for v in (vb, vn))
+    return float(math.sqrt(ss / df))
 
 
 def difference_interval(
@@ -142,7 +190,8 @@ def difference_interval(
 ) -> Interval:
     """Interval of ``new − base`` (or of ``log new − log base``) from each side's
     (estimate, bootstrap draws, runs): variances scaled by R/(R−1) as in
-    :func:`~analysis.stats.bootstrap.t_interval`, Welch–Satterthwaite df on R−1 each."""
+    :func:`~analysis.stats.bootstrap.t_interval`, Welch–Satterthwaite df on R−1 each.
+    No interval (NaN bounds) when neither side's draws vary."""
     parts = []
     for est, draws, runs in (new, base):
         d = np.log(draws) if log else draws
@@ -150,11 +199,13 @@ def difference_interval(
         parts.append((math.log(est) if log else est, np.var(d, ddof=1) * scale, runs - 1))
     (e_new, v_new, df_new), (e_base, v_base, df_base) = parts
     var = v_new + v_base
+    diff = e_new - e_base
+    if not var > 0:
+        return Interval(diff, math.nan, math.nan, 0.0, math.nan)
     terms = [v**2 / df for v, df in ((v_new, df_new), (v_base, df_base)) if df > 0 and v > 0]
     df = var**2 / sum(terms) if terms and min(df_new, df_base) > 0 else math.inf
     crit = float(stats.t.ppf(0.5 + level / 2, df)) if math.isfinite(df) else 1.96
     se = math.sqrt(var)
-    diff = e_new - e_base
     return Interval(diff, diff - crit * se, diff + crit * se, se, df)
 
 
@@ -167,32 +218,14 @@ def hodges_lehmann(
 ) -> Interval:
     """Hodges–Lehmann shift: the median of every difference (new run − base run) of the
     runs' Harrell–Davis medians; its interval from the same two-stage bootstrap draws
-    (``(resamples, runs)`` per kernel), t with min(R)−1 df."""
+    (``(resamples, runs)`` per kernel), t with min(R)−1 df. No interval with one run in
+    a kernel or when the draws do not vary (never one of zero width)."""
     est = float(np.median(new_medians[:, None] - base_medians[None, :]))
     draws = np.median(new_draws[:, :, None] - base_draws[:, None, :], axis=(1, 2))
-    return t_interval(est, draws, min(len(base_medians), len(new_medians)), level)
-
-
-def superiority(base: np.ndarray, new: np.ndarray, level: float) -> Interval | None:
-    """Brunner–Munzel probability of superiority P(new > base) + ½·P(tie) over the pooled
-    samples, with its Welch-type interval from the placements (Brunner & Munzel 2000).
-    Pooled samples ignore runs: an effect size, never the deciding test. None when the
-    kernel has fewer than two samples; no interval when the placements do not vary."""
-    n_b, n_n = len(base), len(new)
-    if min(n_b, n_n) < 2:
-        return None
-    ranks = stats.rankdata(np.concatenate([base, new]))
-    place_b = (ranks[:n_b] - stats.rankdata(base)) / n_n
-    place_n = (ranks[n_b:] - stats.rankdata(new)) / n_b
-    p_hat = float(place_n.mean())
-    v_b, v_n = np.var(place_b, ddof=1) / n_b, np.var(place_n, ddof=1) / n_n
-    var = v_b + v_n
-    if not var > 0:
-        # Complete separation or all tied: the estimate stands, its interval does not.
-        return Interval(p_hat, math.nan, math.nan, 0.0, math.nan)
-    df = var**2 / (v_b**2 / (n_b - 1) + v_n**2 / (n_n - 1))
-    half = float(stats.t.ppf(0.5 + level / 2, df)) * math.sqrt(var)
-    return Interval(p_hat, max(0.0, p_hat - half), min(1.0, p_hat + half), math.sqrt(var), df)
+    runs = min(len(base_medians), len(new_medians))
+    if runs < 2:
+        return Interval(est, math.nan, math.nan, math.nan, math.nan)
+    return t_interval(est, draws, runs, level)
 
 
 @dataclass(frozen=True)
@@ -210,8 +243,11 @@ class KernelRow:
 
 @dataclass(frozen=True)
 class RowComparison:
-    """The verdict on one row of one kernel against the base; ``change`` is the relative
-    change of the metric in % (new/base − 1, not sign-flipped), None when not computed."""
+    """The verdict on one row of one kernel against the base. ``change`` is new/base − 1
+    in % (``change_kind`` "relative"), or new − base in the row's unit ("absolute", when
+    an estimate is not positive) or in percentage points of the zero share
+    ("zero share", zero-heavy rows); never sign-flipped. ``family``: the BH family (rows
+    of one kind, :data:`PRIMARY` for the workload's own), ``family_rows`` its size."""
 
     row: str
     unit: str
@@ -221,6 +257,8 @@ class RowComparison:
     metric: str
     verdict: str
     reason: str
+    family: str = PRIMARY
+    family_rows: int = 1
     runs: int = 0
     base_runs: int = 0
     samples: int = 0
@@ -229,11 +267,14 @@ class RowComparison:
     base_estimate: Interval | None = None
     change: float | None = None
     change_ci: tuple[float, float] | None = None
+    change_kind: str = "relative"
     hl_shift: Interval | None = None
-    superiority: Interval | None = None
+    zero_share: tuple[float, float] | None = None
     p: float | None = None
     q: float | None = None
     method: str = ""
+    effect: float = DEFAULT_EFFECT
+    run_sd: float | None = None
     needed_runs: int | None = None
     notes: tuple[str, ...] = ()
 
@@ -258,19 +299,37 @@ def _kernel_row(frame: pl.DataFrame, row: str, kernel: str, unit: str) -> Kernel
 class _Side:
     estimate: Interval
     run_values: np.ndarray
-    draws: np.ndarray
     medians: np.ndarray
     median_draws: np.ndarray
 
 
+def run_interval(values: np.ndarray, level: float) -> Interval:
+    """Interval of the mean over runs of a per-run statistic from the spread between runs:
+    t with R−1 df; on the log scale by the delta method (se of log m = sd/(√R·m)) when
+    every run's value is positive, so a latency's interval stays positive. The runs are
+    the independent replicates: their spread already holds the within-run noise, which a
+    second resampling stage would count again. No interval (NaN) with one run or when
+    the runs do not vary."""
+    est = float(values.mean())
+    runs = len(values)
+    sd = float(np.std(values, ddof=1)) if runs > 1 else math.nan
+    if not sd > 0:
+        return Interval(est, math.nan, math.nan, math.nan, math.nan)
+    crit = float(stats.t.ppf(0.5 + level / 2, runs - 1))
+    if est > 0 and bool(np.all(values > 0)):
+        se = sd / math.sqrt(runs) / est
+        return Interval(est, est * math.exp(-crit * se), est * math.exp(crit * se), se, runs - 1)
+    se = sd / math.sqrt(runs)
+    return Interval(est, est - crit * se, est + crit * se, se, runs - 1.0)
+
+
 def _side(kr: KernelRow, stat: float | str, resamples: int, rng) -> _Side:
-    draws = two_stage(kr.runs, [stat, 0.5], resamples, rng)
+    """The kernel's estimate (mean over runs of the run statistic) with its
+    :func:`run_interval`, and the two-stage bootstrap draws of the run medians (for the
+    Hodges–Lehmann interval)."""
     values = run_statistics(kr.runs, stat)
-    est = t_interval(float(values.mean()), draws[stat].mean(axis=1), len(kr.runs), CI_LEVEL)
-    if kr.samples == 1:
-        # One value in all: nothing to estimate its uncertainty from.
-        est = Interval(est.estimate, math.nan, math.nan, math.nan, math.nan)
-    return _Side(est, values, draws[stat], run_statistics(kr.runs, 0.5), draws[0.5])
+    draws = two_stage(kr.runs, [0.5], resamples, rng)
+    return _Side(run_interval(values, CI_LEVEL), values, run_statistics(kr.runs, 0.5), draws[0.5])
 
 
 def runs_p(base: np.ndarray, new: np.ndarray) -> tuple[float, str]:
@@ -286,65 +345,116 @@ def runs_p(base: np.ndarray, new: np.ndarray) -> tuple[float, str]:
     return p, f"permutation over runs ({kind}, {splits} splits{scale})"
 
 
-def _decide(
-    base: KernelRow, new: KernelRow, b: _Side, n: _Side, level: float
-) -> tuple[float | None, str, str]:
-    """(p, method, reason-if-no-p) at the level of runs, or of repetitions for one run."""
-    if len(base.runs) >= 2 and len(new.runs) >= 2:
-        return (*runs_p(b.run_values, n.run_values), "")
-    if len(base.runs) == 1 and len(new.runs) == 1:
-        return _repetitions_p(base.runs[0], new.runs[0])
+def _one_run_reason(base_runs: int, runs: int) -> str:
     return (
-        None,
-        "none",
-        f"{len(base.runs)} vs {len(new.runs)} runs: a test over runs needs ≥2 runs per kernel",
+        f"{base_runs} vs {runs} runs: "
+        + ("one run per kernel" if base_runs == runs == 1 else "a single run in one kernel")
+        + " gives no p, no interval and no verdict (a session effect cannot be told from a "
+        "kernel change); the difference is described only"
     )
 
 
-SESSION = "one run per kernel: a session effect cannot be excluded"
+def run_difference(new: np.ndarray, base: np.ndarray, level: float, log: bool) -> Interval:
+    """Welch interval of ``mean(new) − mean(base)`` of per-run values, or of
+    ``log mean(new) − log mean(base)`` (delta method: var = s²/(R·m²) per side), with
+    Welch–Satterthwaite df on R−1 each. NaN bounds when neither side's runs vary or a
+    side has one run."""
+    parts = []
+    for v in (new, base):
+        m = float(v.mean())
+        var = float(np.var(v, ddof=1)) / len(v) if len(v) > 1 else math.nan
+        parts.append((math.log(m) if log else m, var / m**2 if log else var, len(v) - 1))
+    (e_new, v_new, df_new), (e_base, v_base, df_base) = parts
+    diff = e_new - e_base
+    var = v_new + v_base
+    if not var > 0:
+        return Interval(diff, math.nan, math.nan, math.nan, math.nan)
+    df = var**2 / sum(v**2 / d for v, d in ((v_new, df_new), (v_base, df_base)) if v > 0)
+    half = float(stats.t.ppf(0.5 + level / 2, df)) * math.sqrt(var)
+    return Interval(diff, diff - half, diff + half, math.sqrt(var), df)
 
 
-def _repetitions_p(xb: np.ndarray, xn: np.ndarray) -> tuple[float | None, str, str]:
-    """One run per kernel: repetitions as replicates. Exact (or 20 000-split) permutation
-    of mean ranks (Wilcoxon–Mann–Whitney, ties exact) when the splits are few enough to
-    enumerate or the samples small, else Brunner–Munzel (t approximation)."""
-    if len(xb) < 2 or len(xn) < 2:
-        return None, f"none ({SESSION})", "fewer than 2 repetitions per kernel"
-    if len(xb) + len(xn) <= 200:
-        ranks = stats.rankdata(np.concatenate([xb, xn]))
-        p, splits = permutation_p(ranks[: len(xb)], ranks[len(xb) :])
-        return p, f"rank permutation over repetitions, {splits} splits ({SESSION})", ""
-    method = f"Brunner–Munzel over repetitions ({SESSION})"
-    with np.errstate(all="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        res = stats.brunnermunzel(xb, xn)
-    if not np.isfinite(res.pvalue):
-        return None, method, "Brunner–Munzel undefined (no variation within a kernel)"
-    return float(res.pvalue), method, ""
-
-
-def _change(n: _Side, b: _Side, runs: tuple[int, int], level: float):
-    if b.estimate.estimate == 0:
-        return None, None, None
-    log = n.estimate.estimate > 0 and b.estimate.estimate > 0
-    log = log and bool(np.all(n.draws > 0) and np.all(b.draws > 0))
-    if not log or math.isnan(n.estimate.se) or math.isnan(b.estimate.se):
-        return (n.estimate.estimate / b.estimate.estimate - 1) * 100, None, None
-    args = (
-        (n.estimate.estimate, n.draws.mean(axis=1), runs[0]),
-        (b.estimate.estimate, b.draws.mean(axis=1), runs[1]),
+def _change(n: _Side, b: _Side, level: float):
+    """(change, 95 % CI, TOST CI, kind) from the per-run values: relative (on the log
+    scale) when every run's value is positive, else absolute (new − base, row unit)."""
+    nv, bv = n.run_values, b.run_values
+    log = bool(np.all(nv > 0) and np.all(bv > 0))
+    ci = run_difference(nv, bv, CI_LEVEL, log)
+    tost = run_difference(nv, bv, 1 - 2 * level, log)
+    back = (lambda x: (math.exp(x) - 1) * 100) if log else (lambda x: x)
+    kind = "relative" if log else "absolute"
+    if not math.isfinite(ci.low):
+        return back(ci.estimate), None, None, kind
+    return (
+        back(ci.estimate),
+        (back(ci.low), back(ci.high)),
+        (back(tost.low), back(tost.high)),
+        kind,
     )
-    ci = difference_interval(*args, CI_LEVEL, log=True)
-    tost = difference_interval(*args, 1 - 2 * level, log=True)
-    pct = lambda x: (math.exp(x) - 1) * 100  # noqa: E731
-    return pct(ci.estimate), (pct(ci.low), pct(ci.high)), (pct(tost.low), pct(tost.high))
+
+
+def _zero_shares(kr: KernelRow) -> np.ndarray:
+    return np.array([float(np.mean(r == 0)) for r in kr.runs])
+
+
+def _share_interval(values: np.ndarray) -> Interval:
+    """Mean over runs of a per-run share, t interval with R−1 df, intersected with [0, 1]
+    (the share cannot leave it, so the intersection keeps the coverage)."""
+    est = float(values.mean())
+    if len(values) < 2 or not np.ptp(values) > 0:
+        return Interval(est, math.nan, math.nan, math.nan, math.nan)
+    se = float(np.std(values, ddof=1) / math.sqrt(len(values)))
+    half = float(stats.t.ppf(0.5 + CI_LEVEL / 2, len(values) - 1)) * se
+    return Interval(est, max(0.0, est - half), min(1.0, est + half), se, len(values) - 1.0)
+
+
+def _zero_heavy(
+    key: dict, base: KernelRow, new: KernelRow, sizes: dict, notes: tuple[str, ...]
+) -> RowComparison:
+    """A row with many exact zeros: each run's share of zero samples decides (permutation
+    over runs, Welch t interval of the difference, in percentage points); the metric of the
+    non-zero samples is described in a note."""
+    zb, zn = _zero_shares(base), _zero_shares(new)
+    shares = tuple(float(np.mean(np.concatenate(kr.runs) == 0)) for kr in (base, new))
+    stat = METRICS[key["metric"]]
+    described = []
+    for kr in (base, new):
+        nonzero = [r[r != 0] for r in kr.runs if np.any(r != 0)]
+        described.append(float(run_statistics(nonzero, stat).mean()) if nonzero else math.nan)
+    label = {MEAN: "mean"}.get(stat, f"HD-{round(100 * float(stat))}")
+    note = (f"zero-heavy row: {100 * shares[0]:.1f}% of {base.kernel} and "
+            f"{100 * shares[1]:.1f}% of {new.kernel} samples are 0; {label} of the non-zero "
+            f"samples {described[0]:.4g} vs {described[1]:.4g} {key['unit']}")  # fmt: skip
+    notes = (*notes, note)
+    common = dict(**key, **sizes, zero_share=shares, change_kind="zero share", notes=notes)
+    est_b, est_n = _share_interval(zb), _share_interval(zn)
+    change = 100 * (est_n.estimate - est_b.estimate)
+    if min(len(zb), len(zn)) < 2:
+        return RowComparison(
+            **common, verdict=NO_VERDICT, reason=_one_run_reason(len(zb), len(zn)),
+            estimate=est_n, base_estimate=est_b, change=change,
+        )  # fmt: skip
+    p, splits = permutation_p(zb, zn)
+    kind = "exact" if splits == math.comb(len(zb) + len(zn), len(zb)) else "random"
+    method = f"permutation over runs of the zero share ({kind}, {splits} splits)"
+    ci = None
+    if np.ptp(zb) > 0 or np.ptp(zn) > 0:
+        with warnings.catch_warnings():
+            # Near-constant shares: SciPy warns of precision loss; the interval stands.
+            warnings.simplefilter("ignore", RuntimeWarning)
+            low, high = stats.ttest_ind(zn, zb, equal_var=False).confidence_interval(CI_LEVEL)
+        ci = (100 * float(low), 100 * float(high))
+    return RowComparison(
+        **common, verdict=NO_CHANGE, reason="", estimate=est_n, base_estimate=est_b,
+        change=change, change_ci=ci, p=p, method=method,
+    )  # fmt: skip
 
 
 def _compare_row(
     key: dict, base: KernelRow, new: KernelRow, resamples: int, rng, level: float
 ) -> tuple[RowComparison, tuple[float, float] | None]:
     """One row of ``new`` against ``base`` (q and the final verdict come later);
-    ``key`` holds the identity fields of :class:`RowComparison` (row ... metric)."""
+    ``key`` holds the identity fields of :class:`RowComparison` (row ... family)."""
     notes = (*base.dropped, *new.dropped)
     for kr in (base, new):
         if not kr.runs:
@@ -362,64 +472,83 @@ def _compare_row(
         # and a p of 1 would only dilute the q-values of the rows that vary.
         reason = f"every value is {pooled[0]:g} in both kernels"
         return RowComparison(**key, verdict=NO_CHANGE, reason=reason, notes=notes, **sizes), None
+    several = max(len(r) for r in (*base.runs, *new.runs)) > 1
+    zero_share = max(float(np.mean(np.concatenate(kr.runs) == 0)) for kr in (base, new))
+    if several and zero_share >= ZERO_HEAVY:
+        return _zero_heavy(key, base, new, sizes, notes), None
     b = _side(base, METRICS[key["metric"]], resamples, rng)
     n = _side(new, METRICS[key["metric"]], resamples, rng)
-    p, method, why = _decide(base, new, b, n, level)
-    change, change_ci, tost_ci = _change(n, b, (len(new.runs), len(base.runs)), level)
-    if change_ci is None and change is not None:
-        notes = (*notes, "no CI of the relative change (one value, or estimates not all positive)")
-    need = None
-    if len(base.runs) >= 2 and len(new.runs) >= 2:
-        need = needed_runs(b.run_values, n.run_values, level)
-    result = RowComparison(
-        **key,
-        verdict=NO_CHANGE,
-        reason=why,
-        **sizes,
-        estimate=n.estimate,
-        base_estimate=b.estimate,
-        change=change,
-        change_ci=change_ci,
-        hl_shift=hodges_lehmann(b.medians, n.medians, b.median_draws, n.median_draws, CI_LEVEL),
-        superiority=superiority(np.concatenate(base.runs), np.concatenate(new.runs), CI_LEVEL),
-        p=p,
-        method=method,
-        needed_runs=need,
-        notes=notes,
+    change, change_ci, tost_ci, kind = _change(n, b, level)
+    hl = hodges_lehmann(b.medians, n.medians, b.median_draws, n.median_draws, CI_LEVEL)
+    common = dict(
+        **key, **sizes, estimate=n.estimate, base_estimate=b.estimate, change=change,
+        change_ci=change_ci, change_kind=kind, hl_shift=hl,
+        run_sd=_run_sd(b.run_values, n.run_values), notes=notes,
+    )  # fmt: skip
+    if min(len(base.runs), len(new.runs)) < 2:
+        reason = _one_run_reason(len(base.runs), len(new.runs))
+        return RowComparison(**common, verdict=NO_VERDICT, reason=reason), None
+    p, method = runs_p(b.run_values, n.run_values)
+    return RowComparison(**common, verdict=NO_CHANGE, reason="", p=p, method=method), tost_ci
+
+
+def _limit(r: RowComparison, level: float) -> str:
+    """Why the run count cannot give a verdict here, and how many runs could ("" when it
+    can): a lone change among the family's rows must reach q < level."""
+    floor = lone_change_floor(r.base_runs, r.runs, r.family_rows)
+    if floor < level:
+        return ""
+    need = _runs_for_floor(r.family_rows, level)
+    rows = f" over {r.family_rows} {r.family} rows" if r.family_rows > 1 else ""
+    return (
+        f"; {r.base_runs} vs {r.runs} runs{rows}: the smallest p is "
+        f"{min_attainable_p(r.base_runs, r.runs):.3g}, so a change in this row alone cannot "
+        f"reach q below {floor:.3g}; {need} runs per kernel could"
     )
-    return result, tost_ci
 
 
 def _verdict(r: RowComparison, tost_ci, level: float, delta: float | None) -> RowComparison:
-    """Fill in the verdict and reason once q is known (see the module docstring)."""
-    if r.verdict == NOT_COMPARED:
+    """Fill in the verdict, reason and design calculation once q is known (see the module
+    docstring)."""
+    if r.verdict in (NOT_COMPARED, NO_VERDICT) or r.q is None:
         return r
-    need = r.needed_runs
+    need = None
+    if r.run_sd is not None and r.change_kind == "relative":
+        need = design_runs(r.run_sd, r.effect, level, r.family_rows)
+    r = replace(r, needed_runs=need)
     excludes_zero = r.change_ci is not None and (r.change_ci[0] > 0 or r.change_ci[1] < 0)
-    if r.q is not None and r.q < level and excludes_zero:
+    if r.q < level and excludes_zero:
         better = (r.change > 0) == r.higher_is_better
-        reason = f"q {r.q:.3g} < {level:g}"
-        if r.runs == 1 and r.base_runs == 1:
-            reason += f" over repetitions; {SESSION}"
-        return _with(r, IMPROVED if better else REGRESSED, reason, None)
+        if r.change_kind == "zero share":
+            # More zero samples (woken at once) is better where lower values are.
+            better = (r.change > 0) != r.higher_is_better
+        return replace(
+            r, verdict=IMPROVED if better else REGRESSED, reason=f"q {r.q:.3g} < {level:g}"
+        )
     if delta is not None and tost_ci is not None and -delta < tost_ci[0] and tost_ci[1] < delta:
         ci_pct = round(100 * (1 - 2 * level))
-        return _with(r, EQUIVALENT, f"{ci_pct}% CI of change within ±{delta:g}%", None)
-    if r.q is None:
-        reason = r.reason or "no p-value"
-    elif r.q >= level:
-        reason = f"q {r.q:.3g} ≥ {level:g}"
-        if r.base_runs >= 2 and r.runs >= 2:
-            floor = min_attainable_p(r.base_runs, r.runs)
-            if floor > level:
-                reason += f"; {r.base_runs} vs {r.runs} runs cannot give p < {floor:.3g}"
+        return replace(r, verdict=EQUIVALENT, reason=f"{ci_pct}% CI of change within ±{delta:g}%")
+    if r.q >= level:
+        reason = f"q {r.q:.3g} ≥ {level:g}" + _limit(r, level)
+    elif r.change_ci is None:
+        reason = f"q {r.q:.3g} < {level:g} but the change has no interval (the runs do not vary)"
     else:
-        reason = "CI of the change includes 0"
-    return _with(r, NO_CHANGE, reason, need)
+        reason = "95% CI of the change includes 0"
+    return replace(r, verdict=NO_CHANGE, reason=reason)
 
 
-def _with(r: RowComparison, verdict: str, reason: str, need: int | None) -> RowComparison:
-    return replace(r, verdict=verdict, reason=reason, needed_runs=need)
+def _bh(results: list[RowComparison]) -> list[float | None]:
+    """BH q-values per (new kernel, family) over the rows with a p."""
+    qs: list[float | None] = [None] * len(results)
+    groups: dict[tuple[str, str], list[int]] = {}
+    for i, r in enumerate(results):
+        if r.p is not None:
+            groups.setdefault((r.kernel, r.family), []).append(i)
+    for idx in groups.values():
+        for i, q in zip(idx, multipletests([results[i].p for i in idx], method="fdr_bh")[1],
+                        strict=True):  # fmt: skip
+            qs[i] = float(q)
+    return qs
 
 
 def compare_table(
@@ -431,10 +560,15 @@ def compare_table(
     delta: float | None = None,
     resamples: int = 2000,
     seed: int = 0,
+    families: Mapping[str, str] | None = None,
+    effect: float = DEFAULT_EFFECT,
 ) -> list[RowComparison]:
     """Every row of ``table`` (long format, see ``analysis.ingest.long_table``) of each
-    kernel in ``kernels`` against ``base``; q-values across every compared row."""
+    kernel in ``kernels`` against ``base``; q-values per (kernel, family) of rows
+    (``families``: row → family, default every row in :data:`PRIMARY`); the design
+    calculation for a change of ``effect`` %."""
     rng = np.random.default_rng(seed)
+    families = families or {}
     results: list[tuple[RowComparison, tuple[float, float] | None]] = []
     rows = table.select("row", "unit", "higher_is_better").unique(maintain_order=True)
     for row, unit, hib in rows.iter_rows():
@@ -443,7 +577,8 @@ def compare_table(
         base_kr = _kernel_row(in_row, row, base, unit)
         for kernel in kernels:
             key = {"row": row, "unit": unit, "higher_is_better": hib, "kernel": kernel,
-                   "base": base, "metric": metric}  # fmt: skip
+                   "base": base, "metric": metric, "family": families.get(row, PRIMARY),
+                   "effect": effect}  # fmt: skip
             missing = [k for k in (base, kernel) if k not in present]
             if missing:
                 reason = f"row missing for {', '.join(missing)}"
@@ -451,12 +586,15 @@ def compare_table(
                 continue
             new_kr = _kernel_row(in_row, row, kernel, unit)
             results.append(_compare_row(key, base_kr, new_kr, resamples, rng, level))
-    tested = [i for i, (r, _) in enumerate(results) if r.p is not None]
-    qs = multipletests([results[i][0].p for i in tested], method="fdr_bh")[1] if tested else []
+    plain = [r for r, _ in results]
+    sizes: dict[tuple[str, str], int] = {}
+    for r in plain:
+        if r.p is not None:
+            sizes[(r.kernel, r.family)] = sizes.get((r.kernel, r.family), 0) + 1
     out = []
-    for i, (r, tost_ci) in enumerate(results):
-        q = float(qs[tested.index(i)]) if i in tested else None
-        out.append(_verdict(replace(r, q=q), tost_ci, level, delta))
+    for (r, tost_ci), q in zip(results, _bh(plain), strict=True):
+        r = replace(r, q=q, family_rows=sizes.get((r.kernel, r.family), 1))
+        out.append(_verdict(r, tost_ci, level, delta))
     return out
 
 

@@ -39,6 +39,7 @@ from analysis.stats.bootstrap import run_statistics
 from analysis.stats.rules import mmtests_2018
 from analysis.stats.significance import (
     CI_LEVEL,
+    DEFAULT_EFFECT,
     IMPROVED,
     METRICS,
     POWER,
@@ -48,6 +49,7 @@ from analysis.stats.significance import (
     min_attainable_p,
     shift_function,
 )
+from analysis.stats.validation_compare.simulate import MMLAB
 
 __all__ = [
     "LEVEL",
@@ -70,9 +72,6 @@ _FIGURE_P = (*(d / 10 for d in range(1, 10)), 0.95, 0.99)
 # Ticks of the symmetric-log shift axis (% of the base decile).
 _SHIFT_TICKS = [-300, -100, -30, -10, -3, 0, 3, 10, 30, 100, 300, 1000]
 _MMTESTS_2018_LEVEL = inspect.signature(mmtests_2018).parameters["level"].default
-_VALIDATION_RUNS = 5
-# Power columns of the validation table: one effect per kind of change (the middle one).
-_POWER_CHANGES = ("location", "scale", "tail")
 
 
 @dataclass(frozen=True)
@@ -203,6 +202,7 @@ def comparison_values(cmp: LatencyComparison) -> dict[str, str]:
         "cmp level": f"{LEVEL:g}",
         "cmp ci level": f"{100 * CI_LEVEL:g}",
         "cmp power": f"{100 * POWER:g}",
+        "cmp effect": f"{DEFAULT_EFFECT:g}",
         "cmp tests": str(sum(q is not None for q in cmp.table_q)),
         "cmp base runs": str(first.base_runs),
         "cmp new runs": str(first.runs),
@@ -256,33 +256,60 @@ def latency_table(cmp: LatencyComparison) -> str:
             "$p$: permutation test over runs; $q$: Benjamini--Hochberg over the rows of one "
             "\\texttt{mmlab compare --metric} call, as the tool reports it; "
             "$q_{\\text{all}}$: over every line of this table. Change: new/base$-1$. "
-            f"Runs: runs per kernel that would detect the observed effect with "
-            f"{100 * POWER:g}\\,\\% power, where nothing could be concluded.",
+            f"Runs: design calculation, runs per kernel that would detect a "
+            f"$\\pm{DEFAULT_EFFECT:g}$\\,\\% change with {100 * POWER:g}\\,\\% power given "
+            "the run-to-run spread seen here.",
             "tab:comparison",
         )
     )
 
 
+def _cells(results: dict, effect: bool) -> list[dict]:
+    """Compare cells of the validation: A/A (``effect`` False) or +20 % tables."""
+    return [c for c in results["compare"] if (c["effect"] > 0) == effect]
+
+
+def _method_rates(results: dict, method: str, key: str) -> list[dict]:
+    return [c["methods"][method][key] for c in _cells(results, key in ("power", "fdr"))]
+
+
+def _power_cell(results: dict, runs: int, samples: int | None = None) -> dict | None:
+    """The power of mmlab's verdict for +20 % in the heaviest lognormal at s 0.1."""
+    for c in _cells(results, True):
+        if (c["shape"], c["run_sd"], c["runs"]) == ("lognormal-2", 0.1, runs) and (
+            samples is None or c["samples"] == samples
+        ):
+            return c["methods"][MMLAB]["power"]
+    return None
+
+
 def validation_values(results: dict) -> dict[str, str]:
-    """Macros quoting the validation: simulations, FDR, coverage range, real A/A."""
-    coverage = [c["rate"] for c in results["coverage"]]
-    fdr = results["fdr"]
-    # With 3 runs an exact permutation test cannot reject at 0.05: compare from 5 runs on.
-    aa = pl.DataFrame(results["aa"]).filter(pl.col("runs") >= _VALIDATION_RUNS)
-    mmlab = aa.filter(pl.col("method").str.starts_with("mmlab"))["rate"].max()
-    pooled = aa.filter(pl.col("method").str.starts_with("pooled"))["rate"]
-    return {
-        "val runs": str(_VALIDATION_RUNS),
-        "val mmlab aa": f"{mmlab:.3f}",
-        "val pooled aa": f"{pooled.min():.3f}",
-        "val pooled aa max": f"{pooled.max():.3f}",
+    """Macros quoting the validation: simulations, worst A/A rates, FDR, coverage range,
+    power, real A/A."""
+    mmlab = max(_method_rates(results, MMLAB, "null_row"), key=lambda r: r["rate"])
+    pooled = [
+        r["rate"] for m in ("pooled Welch", "pooled Mann–Whitney")
+        for r in _method_rates(results, m, "null_row")
+    ]  # fmt: skip
+    fwer = max(_method_rates(results, MMLAB, "any_false"), key=lambda r: r["rate"])
+    fdr = max(_method_rates(results, MMLAB, "fdr"), key=lambda r: r["rate"])
+    coverage = [c["coverage"]["rate"] for c in results["compare"]]
+    cell = next(c for c in results["compare"] if c["effect"] == 0)
+    effect = next(c["effect"] for c in _cells(results, True))
+    power = {runs: _power_cell(results, runs, cell["samples"]) for runs in (5, 10)}
+    target = max((c["samples"] for c in _cells(results, True)), default=cell["samples"])
+    values = {
         "val sims": str(results["sims"]),
-        "val fdr": pm(fdr["fdr"], fdr["fdr_mc_se"], 3),
-        "val fdr power": f"{fdr['power']:.3f}",
-        "val fdr rows": str(fdr["rows"]),
-        "val fdr true rows": str(fdr["true_rows"]),
-        "val fdr runs": str(fdr["runs"]),
-        "val fdr tables": str(fdr["sims"]),
+        "val rows": str(_cell_rows(results)),
+        "val samples": str(cell["samples"]),
+        "val target samples": str(target),
+        "val effect": f"{100 * effect:g}",
+        **{f"val runs {k}": str(n) for k, n in (("few", 5), ("more", 10))},
+        "val mmlab aa": pm(mmlab["rate"], mmlab["mc_se"], 3),
+        "val pooled aa": f"{min(pooled):.3f}",
+        "val pooled aa max": f"{max(pooled):.3f}",
+        "val fwer": pm(fwer["rate"], fwer["mc_se"], 3),
+        "val fdr": pm(fdr["rate"], fdr["mc_se"], 3),
         "val coverage low": f"{min(coverage):.3f}",
         "val coverage high": f"{max(coverage):.3f}",
         "val real aa pairs": str(len(results.get("real_aa", []))),
@@ -292,14 +319,17 @@ def validation_values(results: dict) -> dict[str, str]:
             if (f := _real_flags(results, m))
         },
     }
+    for runs, p in power.items():
+        if p is not None:
+            values[f"val power {'few' if runs == 5 else 'more'}"] = pm(p["rate"], p["mc_se"], 2)
+    if (p := _power_cell(results, 10, target)) is not None:
+        values["val power target"] = pm(p["rate"], p["mc_se"], 2)
+    return values
 
 
-def _power_effects(power: pl.DataFrame) -> dict[str, float]:
-    out = {}
-    for change in _POWER_CHANGES:
-        effects = sorted(set(power.filter(pl.col("change") == change)["effect"]))
-        out[change] = effects[len(effects) // 2]
-    return out
+def _cell_rows(results: dict) -> int:
+    """Rows per simulated table (every compare cell has as many)."""
+    return results.get("rows", 4)
 
 
 def _rate(rate: float, se: float) -> str:
@@ -320,40 +350,41 @@ def _pair_label(pair: str) -> str:
     return " vs ".join(Path(side.strip()).name for side in pair.split(" vs "))
 
 
+def _worst(cells: list[dict], method: str, key: str, runs: int) -> str:
+    sel = [c["methods"][method][key] for c in cells if c["runs"] == runs and method in c["methods"]]
+    if not sel:
+        return "--"
+    worst = (
+        max(sel, key=lambda r: r["rate"]) if key != "power" else min(sel, key=lambda r: r["rate"])
+    )
+    return _rate(worst["rate"], worst["mc_se"])
+
+
 def validation_table(results: dict) -> str:
-    """Per method: the worst A/A rejection rate over the shapes at each run count where a
-    test over runs can reject (5 and 10 runs; 3 cannot), the real A/A flags, and
-    the power of one effect per kind of change (mixture shape, 5 runs); ± Monte-Carlo se."""
-    aa, power = pl.DataFrame(results["aa"]), pl.DataFrame(results["power"])
-    effects = _power_effects(power)
-    # Run counts where an exact permutation test over runs can reject at all.
-    runs = [n for n in sorted(set(aa["runs"])) if min_attainable_p(n, n) <= LEVEL]
-    methods = list(dict.fromkeys([*power["method"], *aa["method"]]))
+    """Per method: the worst per-row A/A rate over shapes and run effects at 3, 5 and 10
+    runs, the lowest power for +20 % in one row at 5 and 10 runs (same cells), and the
+    real A/A flags; ± Monte-Carlo se."""
+    aa, effect = _cells(results, False), _cells(results, True)
+    samples = aa[0]["samples"]
+    effect = [c for c in effect if c["samples"] == samples]
+    runs = sorted({c["runs"] for c in aa})
     lines = []
-    for method in methods:
+    for method in aa[0]["methods"]:
         cells = [escape(method)]
-        for n in runs:
-            sel = aa.filter((pl.col("method") == method) & (pl.col("runs") == n))
-            worst = sel.sort("rate", descending=True).row(0, named=True) if sel.height else None
-            cells.append(_rate(worst["rate"], worst["mc_se"]) if worst else "--")
-        for change, effect in effects.items():
-            sel = power.filter(
-                (pl.col("method") == method)
-                & (pl.col("change") == change)
-                & (pl.col("effect") == effect)
-            )
-            cells.append(_rate(sel["rate"][0], sel["mc_se"][0]) if sel.height else "--")
-        flagged = _real_flags(results, method)
+        cells += [_worst(aa, method, "null_row", n) for n in runs]
+        cells += [_worst(effect, method, "power", n) for n in runs if n >= 5]
+        flagged = _real_flags(results, "mmlab p50" if method == MMLAB else method)
         cells.append(f"{flagged[0]}/{flagged[1]}" if flagged else "--")
         lines.append(cells)
     header = [
         "method",
         *(f"A/A $R{{=}}{n}$" for n in runs),
-        *(f"{c} $e{{=}}{effect:g}$" for c, effect in effects.items()),
+        *(f"power $R{{=}}{n}$" for n in runs if n >= 5),
         "real A/A",
     ]
     pairs = "; ".join(escape(_pair_label(r["pair"])) for r in results.get("real_aa", []))
-    power_runs = ", ".join(str(n) for n in sorted(set(power["runs"])))
+    shapes = ", ".join(escape(s) for s in dict.fromkeys(c["shape"] for c in aa))
+    sds = ", ".join(f"{s:g}" for s in sorted({c["run_sd"] for c in aa}))
     return compact(
         table_tex(
             header,
@@ -361,15 +392,14 @@ def validation_table(results: dict) -> str:
             "l" + "r" * (len(header) - 1),
             "Validation on SYNTHETIC data with known truth "
             f"(\\texttt{{python -m analysis.stats.validation\\_compare}}, {results['sims']} "
-            "simulations per A/A cell): rejection rate $\\pm$ Monte-Carlo se. A/A: nothing "
-            "changed, $R$ runs per kernel (fewer cannot give $p <$ the level over runs), worst "
-            "of the lognormal, Pareto and mixture shapes "
-            "(nominal "
-            f"{LEVEL:g}; the mmtests 2018 rule tests at {_MMTESTS_2018_LEVEL:g}). Power: mixture "
-            f"shape, {power_runs} runs per kernel; location: every sample $\\times(1+e)$, "
-            "scale: log-spread $\\times(1+e)$, tail: share of slow samples $\\times(1+e)$. "
-            "Real A/A: REAL captures of the same kernel and configuration twice, rows flagged "
-            f"of rows compared (every flag a false positive) over the pairs {pairs}.",
+            f"tables of {_cell_rows(results)} rows per cell, {samples} samples per run): "
+            "rate $\\pm$ Monte-Carlo se. A/A: nothing changed, share of rows flagged, worst "
+            f"over the shapes ({shapes}) and run-level effects $s$ ({sds}); nominal {LEVEL:g} "
+            f"(the mmtests 2018 rule tests at {_MMTESTS_2018_LEVEL:g}). mmlab: the verdict "
+            "(per-family BH and CI condition); the others flag a row on their own. Power: one "
+            "row of the table $\\times 1.2$, lowest over the same cells. Real A/A: REAL "
+            "captures of the same kernel and configuration twice, rows flagged of rows "
+            f"compared (every flag a false positive; mmlab by the median) over the pairs {pairs}.",
             "tab:validation",
         )
     )
@@ -470,8 +500,9 @@ def _probe_text(probe: RowComparison) -> tuple[list[str], str]:
     ]
     if probe.needed_runs is not None:
         parts.append(
-            f"About {_m(p50 + ' needed runs')} runs per kernel would detect a change of the "
-            f"observed size with {_m('cmp power')}\\,\\% power."
+            f"By design calculation, about {_m(p50 + ' needed runs')} runs per kernel would "
+            f"detect a $\\pm{_m('cmp effect')}$\\,\\% change with {_m('cmp power')}\\,\\% "
+            "power, given the run-to-run spread seen here."
         )
     if probe.hl_shift is not None:
         parts.append(
@@ -525,18 +556,22 @@ _METHOD = (
     "{cmp ci level}\\,\\% CI of the change excludes zero."
 )
 _VALIDATION = (
-    "Table~\\ref{{tab:validation}} is why the decision is made over runs. It comes from "
-    "\\emph{{synthetic}} data with known truth (run-structured heavy-tailed latencies with "
-    "a run-level random effect), not from the captures. With {val runs} or more runs per "
-    "kernel, mmlab's A/A rejection rate is at most {val mmlab aa} (nominal {cmp level}); "
-    "the rules that pool the samples of all runs reject in {val pooled aa} to {val pooled aa max} "
-    "of A/A comparisons, and their apparent power is bought with that error rate. With BH "
-    "over {val fdr rows} rows of which {val fdr true rows} truly changed ({val fdr runs} "
-    "runs, {val fdr tables} tables) the false discovery rate is {val fdr} at power "
-    "{val fdr power}; the {cmp ci level}\\,\\% CI of the change covers the true change in "
-    "{val coverage low} to {val coverage high} of the simulations (conservative, never "
-    "below nominal). A median-deciding comparison does not see a change confined to the "
-    "tail or the spread; the p90 and mean lines do."
+    "Table~\\ref{{tab:validation}} is why the decision is made over runs, and what it costs. "
+    "It comes from \\emph{{synthetic}} data with known truth (tables of {val rows} rows, "
+    "{val samples} samples per run of very heavy-tailed latencies, a run-level random "
+    "effect), put through the whole verdict pipeline, not from the captures. mmlab's "
+    "per-row A/A rate is at most {val mmlab aa} in every cell (nominal {cmp level}); with "
+    "nothing changed, a table shows any false verdict in at most {val fwer} of the "
+    "simulations, and with one changed row the false discovery rate is at most {val fdr}. "
+    "The rules that pool the samples of all runs flag {val pooled aa} to "
+    "{val pooled aa max} of A/A rows: their apparent power is bought with that error "
+    "rate. The {cmp ci level}\\,\\% CI of the change covers the truth in {val coverage low} "
+    "to {val coverage high} of the rows. The price is power at few runs: a +{val effect}\\,\\% "
+    "change of the median in the heaviest lognormal is found in {val power few} of tables "
+    "with {val runs few} runs per kernel and {val power more} with {val runs more} (at "
+    "{val target samples} samples per run, {val power target}). A median-deciding "
+    "comparison does not see a change confined to the tail or the spread; the p90 and "
+    "mean lines do."
 )
 _REAL_AA = (
     " On the {val real aa pairs} real A/A pairs of the last column of "

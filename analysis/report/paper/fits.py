@@ -50,8 +50,8 @@ __all__ = [
     "write_tables",
 ]
 
-# Refits per pooled histogram for percentile CIs and G² p-values: few, so that `make`
-# stays in its time budget; the run-level spread comes from the iterations anyway.
+# Parametric-bootstrap refits per pooled histogram for the G² p-values (lack of fit): few,
+# so that `make` stays in its time budget (the smallest p, 1/21, still flags a rejection).
 BOOTSTRAP = 20
 BAND_BOOTSTRAP = 30  # resamples of the Turnbull band in the survival figure
 # Package data: a byte-for-byte copy of data/mail/000_901e324e43c5b0b5.txt, so that an
@@ -247,8 +247,10 @@ def observables_table(shown: list[Shown]) -> str:
             [*OBSERVABLE_COLUMNS],
             rows,
             "lrrrrrr",
-            "Fitted observables of the best model, each above its 95\\,\\% bootstrap "
-            "percentile CI (resampled sleeps). Mean wait: $E[\\min(T, \\mathrm{timeout})]$. Per "
+            "Fitted observables averaged over the models by AIC weight, each above its "
+            "95\\,\\% CI (delta method on the logit/log scale, with the spread between "
+            "models; as \\texttt{mmlab fit} prints it). "
+            "Mean wait: $E[\\min(T, \\mathrm{timeout})]$. Per "
             "iteration: mean $\\pm$ sd of the mean wait of the best family refitted to each "
             "iteration alone, the run-level spread. A quantile past the timeout rests on the "
             "family's tail; $\\infty$: inside the fitted cure fraction.",
@@ -327,7 +329,10 @@ def section_tex(shown: list[Shown], values: dict[str, str]) -> str:
         f"\\item[--] \\emph{{{escape(s.label)}}}: {escape(note)}"
         for s in shown
         if isinstance(s.fit, GroupFit)
-        for note in s.fit.identifiability
+        for note in (
+            *((s.fit.lack_of_fit,) if s.fit.lack_of_fit else ()),
+            *s.fit.identifiability,
+        )
     ]
     parts = [
         macros_tex(values),
@@ -340,11 +345,15 @@ def section_tex(shown: list[Shown], values: dict[str, str]) -> str:
         "\\FitFamilies{} families, each with and without an atom at zero (sleepers woken "
         "within the first tick) and a cure fraction (sleepers nothing would wake before "
         "the timeout), \\FitModels{} models per group ranked by AIC "
-        "(Table~\\ref{tab:fit-aic}). Each run's sleeps are pooled for the fit; CIs are "
-        "percentiles of \\FitBootstrap{} refits to multinomial resamples of the pooled "
-        "histogram, which take sleeps as independent. They are not (one writeback burst "
+        "(Table~\\ref{tab:fit-aic}). Each run's sleeps are pooled for the fit. An observable "
+        "is averaged over the models by Akaike weight, and its CI (delta method on the "
+        "logit or log scale) adds the spread between the models to each model's own, so "
+        "that it carries the choice of model (Buckland et al.); it takes sleeps as "
+        "independent. They are not (one writeback burst "
         "wakes many sleepers), so Table~\\ref{tab:fit-observables} also gives the spread "
-        "of the best family refitted to each iteration alone. P(timeout) and the mean "
+        "of the best family refitted to each iteration alone. \\FitBootstrap{} "
+        "parametric-bootstrap replicates test each fit (G$^2$); a best model they reject is "
+        "named among the cautions below. P(timeout) and the mean "
         "wait up to the timeout, "
         "$E[\\min(T, \\mathrm{timeout})]$, are fixed by the data; a quantile past the "
         "timeout and the cure fraction rest on the family's tail, which no sleep observes. "

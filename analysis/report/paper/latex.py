@@ -9,6 +9,8 @@ __all__ = ["defined_macros", "escape", "macro_name", "macros_tex", "pm", "table_
 
 _DIGITS = ["Zero", "One", "Two", "Three", "Four", "Five", "Six", "Seven", "Eight", "Nine"]
 _SPECIAL = {c: "\\" + c for c in "&%$#_{}"} | {"~": r"\textasciitilde{}", "^": r"\^{}"}
+# Without T1 font encoding, text-mode < and > print as inverted ! and ?.
+_SPECIAL |= {"<": "$<$", ">": "$>$"}
 
 
 def macro_name(key: str) -> str:

@@ -1,5 +1,29 @@
-"""Validation of ``mmlab compare`` on SYNTHETIC data with known truth (never real results).
+"""Validation of ``mmlab compare`` and ``mmlab fit`` on SYNTHETIC data with known truth
+(never real results).
 
-:mod:`.simulate` draws run-structured heavy-tailed latencies; ``python -m
-analysis.stats.validation_compare`` writes results.md / results.json beside this file.
+:mod:`.simulate` draws run-structured heavy-tailed latencies, :mod:`.fits` throttle groups
+from known waits; ``python -m analysis.stats.validation_compare`` (``make validation``)
+writes results.md / results.json beside this file.
 """
+
+from __future__ import annotations
+
+import polars as pl
+
+__all__ = ["rates_frame"]
+
+
+def rates_frame(results: dict) -> pl.DataFrame:
+    """The compare cells of a ``results.json`` as one row per (cell, method): shape, run
+    effect ``s``, runs, samples, effect, method, per-row null rate, power and FDR (null
+    where a cell has none), each with its Monte-Carlo se."""
+    rows = []
+    for c in results["compare"]:
+        for method, m in c["methods"].items():
+            row = {"shape": c["shape"], "s": c["run_sd"], "runs": c["runs"],
+                   "samples": c["samples"], "effect": c["effect"], "method": method}  # fmt: skip
+            for key in ("null_row", "power", "fdr"):
+                row[key] = m[key]["rate"] if key in m else None
+                row[f"{key}_mc_se"] = m[key]["mc_se"] if key in m else None
+            rows.append(row)
+    return pl.DataFrame(rows)

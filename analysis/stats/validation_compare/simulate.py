@@ -7,7 +7,9 @@ timing), so samples within a run are correlated, as on real captures. Shapes:
 - ``lognormal``: exp(N(0, 1)) · 500;
 - ``pareto``: Pareto (type I) with α = 2.5 and scale 400 (heavy tail: finite variance,
   infinite third moment);
-- ``mixture``: 95 % lognormal(σ 0.3) around 500 plus 5 % slow stalls ×20 (reclaim).
+- ``mixture``: 95 % lognormal(σ 0.3) around 500 plus 5 % slow stalls ×20 (reclaim);
+- ``lognormal-2``: exp(N(0, 2)) · 500 (the audit's very heavy lognormal);
+- ``pareto-1.5``: Pareto (type I) with α = 1.5 and scale 400 (infinite variance).
 
 Changes: ``location`` multiplies every sample by (1 + effect); ``scale`` raises the
 spread (log-deviations from the median ×(1 + effect)); ``tail`` changes only the slow
@@ -16,11 +18,15 @@ component (the mixture's slow share 5 % → 5 %·(1 + effect)), leaving the medi
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-__all__ = ["SHAPES", "kernel_runs"]
+__all__ = ["MMLAB", "SHAPES", "kernel_runs", "rate"]
 
-SHAPES = ("lognormal", "pareto", "mixture")
+# How the validation names mmlab's verdict among the methods it compares.
+MMLAB = "mmlab verdict"
+SHAPES = ("lognormal", "pareto", "mixture", "lognormal-2", "pareto-1.5")
 _MEDIAN = 500.0
 
 
@@ -29,6 +35,10 @@ def _body(shape: str, size: int, rng, tail_share: float) -> np.ndarray:
         return _MEDIAN * rng.lognormal(0.0, 1.0, size)
     if shape == "pareto":
         return 400.0 * (1 + rng.pareto(2.5, size))
+    if shape == "lognormal-2":
+        return _MEDIAN * rng.lognormal(0.0, 2.0, size)
+    if shape == "pareto-1.5":
+        return 400.0 * (1 + rng.pareto(1.5, size))
     slow = rng.random(size) < tail_share
     return _MEDIAN * rng.lognormal(0.0, 0.3, size) * np.where(slow, 20.0, 1.0)
 
@@ -54,3 +64,10 @@ def kernel_runs(
             x = med * (x / med) ** (1 + effect)
         out.append(x)
     return out
+
+
+def rate(hits: int, n: int) -> dict:
+    """A proportion with its Monte-Carlo standard error (at least that of one hit, so a
+    rate of 0 is not shown as exact)."""
+    return {"rate": hits / n, "mc_se": math.sqrt(max(hits, 1) * (n - min(hits, n - 1)) / n) / n,
+            "n": n}  # fmt: skip
