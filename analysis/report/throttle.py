@@ -5,6 +5,8 @@ so that the report and the paper print the same numbers."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import polars as pl
 
 from analysis.report.table import Column, plus_minus, render
@@ -16,7 +18,8 @@ THROTTLE_DIGITS = {"events": 0, "timeout share": 1, "zero share": 1, "mean delay
 STALL_DIGITS = {"count": 0, "summed s": 1, "median ms": 2, "tail ms": 1, "max ms": 0}
 
 
-def _per_run(table: pl.DataFrame, rows_of) -> list[str]:
+def _per_run(table: pl.DataFrame, rows_of: Callable[[pl.DataFrame], list[str]]) -> list[str]:
+    """``run (n iterations)`` and the lines ``rows_of`` makes of that run's rows, per run."""
     out: list[str] = []
     for (run,), rows in table.group_by("run", maintain_order=True):
         out += [f"{run} ({rows['iterations'][0]} iterations)", *rows_of(rows), ""]
