@@ -113,7 +113,7 @@ def test_cli_compare_vmstat_text_fits_80_columns_and_json(work_log, capsys, monk
     assert max(len(line) for line in text.splitlines()) <= 80
     assert "Kswapd efficiency %" in text and "±" in text
     # Rows that are zero everywhere are listed once, not printed as tables of zeros.
-    assert "Zero in every iteration: Direct pages scanned" in text
+    assert "Omitted, zero in every iteration: Direct pages scanned" in text
     assert "-0.00%" not in text
     assert (
         main(["compare-vmstat", "--json", str(work_log / "vanilla"), str(work_log / "patched")])
