@@ -118,8 +118,8 @@ def test_comparison_of_three_runs_in_pairwise_blocks():
     # Two blocks, each headed by the first run and one other.
     heads = [line.split() for line in lines if line.strip().startswith("dirty20")]
     assert heads == [
-        ["dirty20", "dirty5", "change", "better"],
-        ["dirty20", "dirty5-again", "change", "better"],
+        ["dirty20", "dirty5", "better"],
+        ["dirty20", "dirty5-again", "better"],
     ]
     # Rows with no value anywhere ("nothing scanned" in both blocks) are named once below.
     omitted = [line for line in lines if line.startswith("Omitted, no value")]

@@ -168,11 +168,14 @@ def _block(
         rows.append(row)
     columns = [
         _LABEL,
-        *(Column(run, _MEAN.width) for run in runs),
-        *([Column("change", _CHANGE.width)] if pair else []),
-        Column("better", left=True),
+        *(_MEAN for _ in runs),
+        *([_CHANGE] if pair else []),
+        Column(width=6, left=True),
     ]
-    return render(columns, rows)
+    # Run names as span titles over label + base mean and new mean + change (23 columns),
+    # cut from the start when longer (they differ at the end).
+    spans = [(runs[0], 2), *([(runs[1], 2)] if pair else []), ("better", 1)]
+    return render(columns, rows, spans=spans)
 
 
 def format_intervals(series: pl.DataFrame) -> str:
