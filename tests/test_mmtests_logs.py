@@ -287,9 +287,14 @@ def test_compare_on_two_real_thpscale_trees_prints_fault_and_huge_rows(capsys):
     # One verdict paragraph per row, and the elapsed row of tests-timestamp.
     verdicts = [ln for ln in out.splitlines() if ln.startswith(f"  thpscale@{AA[1]}: ")]
     assert len(verdicts) == len(headings) + 1
+    # One run per kernel (a real A/A pair two days apart): described, never given a verdict
+    # (issue 19; the within-run faults are not independent replicates of the kernel).
+    # (A row that is 0 in every sample says so instead.)
     assert all(
-        v.split(": ")[1].startswith(("improved", "regressed", "no change shown")) for v in verdicts
+        v.split(": ")[1].startswith(("no verdict", "no change shown (every value is 0"))
+        for v in verdicts
     )
+    assert not [v for v in verdicts if v.split(": ")[1].startswith(("improved", "regressed"))]
     assert "fake 0 us sample left out" in err
     assert "unit of thpscale fault-base-* in us: mmtests b0b1d143 ExtractThpscale.pm" in err
 
@@ -468,4 +473,6 @@ def test_compare_reads_old_and_new_usemem_namings_of_the_same_files_alike(capsys
     assert expected <= set(rows)
     # elsp-1 is 0.36 s in all 7: a change of 0 with no spread has no estimate (None).
     assert all(rows[r]["change"] in (0, None) and rows[r]["samples"] == 7 for r in expected)
-    assert {rows[r]["verdict"] for r in expected} == {"no change shown"}
+    # The same numbers under two names: never a change (one run each: no verdict, or no
+    # change shown where both runs are identical with no spread).
+    assert {rows[r]["verdict"] for r in expected} <= {"no change shown", "no verdict"}
