@@ -107,8 +107,10 @@ format: $(SYNCED)
 	$(VENV)/bin/ruff format analysis tests notebooks benchmarks
 	$(VENV)/bin/ruff check --fix analysis tests notebooks benchmarks
 
+# Two workers (the machines have 2 cores); a file's tests stay on one worker, so a module's
+# fixtures (the executed notebooks) are built once.
 test: lint $(WARM)
-	$(PY) -m pytest
+	$(PY) -m pytest -n 2 --dist loadfile
 
 bench: $(WARM)
 	$(PY) -m benchmarks.run --out benchmarks
