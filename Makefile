@@ -28,7 +28,8 @@ AB_RUNS := data/stutterp-aa2 data/stutterp-ab-dirty5
 # Debian packages the paper needs (pdflatex + booktabs, fonts, latexmk; pdftotext/pdftoppm).
 LATEX_PACKAGES := texlive-latex-recommended texlive-fonts-recommended latexmk poppler-utils
 
-.PHONY: all setup test lint format bench lock clean paper latex browser validation
+.PHONY: all setup test lint format bench lock clean paper latex browser validation kernels \
+	kernels-test
 
 all: $(BUILD)/report.txt $(EXECUTED) paper
 	@echo "== done: $(BUILD)/report.txt, $(BUILD)/notebooks/, $(PAPER_OUT)/main.pdf =="
@@ -107,8 +108,10 @@ format: $(SYNCED)
 	$(VENV)/bin/ruff format analysis tests notebooks benchmarks
 	$(VENV)/bin/ruff check --fix analysis tests notebooks benchmarks
 
+# Two workers (the machines have 2 cores); a file's tests stay on one worker, so a module's
+# fixtures (the executed notebooks) are built once.
 test: lint $(WARM)
-	$(PY) -m pytest
+	$(PY) -m pytest -n 2 --dist loadfile
 
 bench: $(WARM)
 	$(PY) -m benchmarks.run --out benchmarks
@@ -121,8 +124,17 @@ validation: $(SYNCED)
 # Regenerate the lock and the conda environment's pinned requirements together.
 lock:
 	$$(command -v uv || echo $(PYTHON) -m uv) lock
-	$$(command -v uv || echo $(PYTHON) -m uv) export --frozen --no-dev --no-emit-project \
+	$$(command -v uv || echo $(PYTHON) -m uv) export --frozen --no-default-groups --no-emit-project \
 		--no-hashes --format requirements-txt -o requirements.lock.txt
+
+# Patched kernels for `mmlab capture --kernel` (not part of `make`: tens of minutes on two
+# cores): Debian's linux-source-6.12 + kernels/patches/ -> build/kernels/bzImage + build.json.
+# virtme-ng (dependency group `kernels`) is in the default sync of `make setup`.
+kernels: $(SYNCED)
+	bash kernels/build.sh
+# Boots build/kernels/bzImage under virtme-ng (skipped when qemu or the image is missing).
+kernels-test: $(SYNCED)
+	PATH=$(CURDIR)/$(VENV)/bin:$$PATH MMLAB_VM_TESTS=1 $(PY) -m pytest -m vm tests/test_capture_vm_boot.py
 
 clean:
 	rm -rf $(BUILD) .pytest_cache .ruff_cache .hypothesis

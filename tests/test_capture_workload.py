@@ -128,3 +128,28 @@ def test_read_io_counts_this_process_writes_exactly(tmp_path):
 def test_read_io_of_a_missing_process_is_empty():
     # pid_max is at most 2**22, so this pid never exists: no counters, no exception.
     assert workload.read_io(2**22 + 1) == {}
+
+
+def test_filer_creates_its_files_once_and_keeps_looking_them_up(tmp_path):
+    """2,500 empty files (a few MB of dentries and inodes: no cgroup needed) in directories
+    of FILES_PER_DIR; a second filer finds them all and creates nothing."""
+    files = 2_500
+    code = (
+        "import signal, sys; from pathlib import Path; from analysis.capture import workload; "
+        "signal.signal(signal.SIGTERM, workload._on_term); "
+        f"workload.run_filer(Path({str(tmp_path / 'slab')!r}), {files})"
+    )
+    for _ in range(2):
+        proc = subprocess.Popen([sys.executable, "-c", code], cwd=REPO)
+        deadline = time.monotonic() + 120
+        while sum(1 for _ in (tmp_path / "slab").rglob("f*")) < files:
+            assert time.monotonic() < deadline, "filer never created its files"
+            time.sleep(0.05)
+        time.sleep(0.2)  # lookups only from here on
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=10) == 0
+        dirs = sorted(p.name for p in (tmp_path / "slab").iterdir())
+        assert dirs == ["d0", "d1", "d2"]  # 1000 + 1000 + 500
+        names = {p.name for p in (tmp_path / "slab").rglob("f*")}
+        assert names == {f"f{i}" for i in range(files)}
+        assert all(p.stat().st_size == 0 for p in (tmp_path / "slab" / "d2").iterdir())

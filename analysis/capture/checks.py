@@ -35,6 +35,7 @@ _POSITIVE = (
     ("--probe-seconds", "probe_s", 0, False),
     ("--buffer-kb", "buffer_kb", 1, True),
     ("--limit-mb", "limit_mb", 1, True),
+    ("--slab-files", "slab_files", 0, True),
 )
 
 

@@ -182,6 +182,7 @@ class CaptureConfig:
     probe_s: float = 2.0
     command_line: tuple[str, ...] = ()
     system_wide: bool = False
+    slab_files: int = 0
 
 
 @dataclass
@@ -336,6 +337,7 @@ class Session:
             "duration_s": duration_s,
             "warmup_s": self.cfg.warmup_s,
             "seed": plan.workers * 1000,
+            "slab_files": self.cfg.slab_files,
         }
 
     def run_launcher(self, spec: dict, duration_s: float) -> tuple[dict, float, float]:

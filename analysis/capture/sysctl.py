@@ -13,12 +13,13 @@ __all__ = ["PROC_SYS", "SysctlChanger", "parse_assignment", "read_tree", "sysctl
 PROC_SYS = Path("/proc/sys")
 
 
-def parse_assignment(text: str) -> tuple[str, str]:
-    """Split ``vm.dirty_ratio=5`` into ``("vm.dirty_ratio", "5")``; bad text is an InputError."""
+def parse_assignment(text: str, option: str = "--set") -> tuple[str, str]:
+    """Split ``vm.dirty_ratio=5`` into ``("vm.dirty_ratio", "5")``; bad text is an InputError
+    naming ``option``."""
     name, sep, value = text.partition("=")
     name, value = name.strip(), value.strip()
     if not sep or not name or not value or "/" in name or ".." in name:
-        raise InputError("--set", f"expected NAME=VALUE like vm.dirty_ratio=5, got {text!r}")
+        raise InputError(option, f"expected NAME=VALUE like vm.dirty_ratio=5, got {text!r}")
     return name, value
 
 

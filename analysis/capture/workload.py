@@ -1,10 +1,12 @@
-"""The stutterp workers: anon-latency probe, random file writers and anon hogs.
+"""The stutterp workers: anon-latency probe, random file writers, anon hogs, and a filer.
 
 Run as ``python -m analysis.capture.workload SPEC.json`` by a shell that has already moved
 itself into the capture's memory cgroup and ``exec``'d Python, so every page the workers
 touch is charged to that cgroup. The launcher forks the workers (sharing the interpreter's
 pages copy-on-write, which keeps the per-worker overhead charged to the cgroup small), lets
 them run, stops them with SIGTERM, and prints one JSON line describing how each ended.
+The optional filer (``slab_files`` > 0) keeps that many empty files' dentries and inodes in
+use, so the capture's slab shrinkers have real caches to work on.
 
 Standard library only: this module is imported in every worker process.
 """
@@ -29,6 +31,7 @@ __all__ = [
     "main",
     "read_io",
     "retouch_ns",
+    "run_filer",
     "run_hog",
     "run_phase",
     "run_probe",
@@ -38,6 +41,9 @@ __all__ = [
 
 PAGE_BYTES = 4096
 WRITE_BLOCK_BYTES = 4096
+# Files per directory of the filer: large directories would make lookups, not the dentry
+# and inode caches, the cost.
+FILES_PER_DIR = 1000
 LATENCY_UNIT = "us"
 LOG_HEADER = (
     "# mmlab anon-latency probe (stutterp mmap-N): one line per mapping: "
@@ -106,6 +112,29 @@ def run_writer(path: Path, file_bytes: int, seed: int) -> None:
             os.pwrite(fd, payload, rng.randrange(blocks) * WRITE_BLOCK_BYTES)
     finally:
         os.close(fd)
+
+
+def run_filer(directory: Path, files: int) -> None:
+    """Look up ``files`` empty files in ``directory`` in turn, creating any that is missing.
+
+    Each lookup that misses the dentry cache allocates a dentry and an inode (``dentry``,
+    ``ext4_inode_cache`` slabs), charged to the cgroup; ext4 allocates inodes without
+    ``__GFP_FS``, so the reclaim those charges enter cannot run the superblock shrinker
+    (``super_cache_scan``) and defers its work (docs/shrinker-deferral.md "Terms"). The
+    files persist across phases (the capture's work directory is removed at its end), so
+    the first phase creates them and later phases read back what the shrinkers freed.
+    """
+    directory.mkdir(exist_ok=True)
+    while not _stop:
+        for i in range(files):
+            if _stop:
+                break
+            path = directory / f"d{i // FILES_PER_DIR}" / f"f{i}"
+            try:
+                os.stat(path)
+            except FileNotFoundError:
+                path.parent.mkdir(exist_ok=True)
+                os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
 
 
 def touch_pages(region: mmap.mmap, value: int) -> None:
@@ -195,7 +224,8 @@ def read_io(pid: int) -> dict[str, int]:
 
 
 def run_phase(spec: dict) -> dict:
-    """Run one worker count: writers first, then (after ``warmup_s``) hogs and the probe."""
+    """Run one worker count: writers and the filer first, then (after ``warmup_s``) hogs and
+    the probe."""
     work_dir = Path(spec["work_dir"])
     children: dict[int, str] = {}
     early: dict[int, int] = {}
@@ -204,6 +234,8 @@ def run_phase(spec: dict) -> dict:
         children[_fork(run_writer, path, spec["file_bytes_per_writer"], spec["seed"] + i)] = (
             "writer"
         )
+    if spec.get("slab_files", 0) > 0:
+        children[_fork(run_filer, work_dir / "slab", spec["slab_files"])] = "filer"
     time.sleep(spec["warmup_s"])
     for _ in range(spec["hogs"]):
         children[_fork(run_hog, spec["anon_bytes_per_hog"])] = "hog"

@@ -77,6 +77,33 @@ def register(subparsers) -> None:
         action="store_true",
         help="trace every task, not only the workload and kswapd/kcompactd",
     )
+    p.add_argument(
+        "--slab-files",
+        type=int,
+        default=0,
+        help="empty files a filer worker keeps looking up (dentry and inode slab for the "
+        "shrinkers; 0: no filer)",
+    )
+    vm = p.add_argument_group(
+        "patched kernel in a guest",
+        "with --kernel the capture runs inside a virtme-ng guest booted with BZIMAGE (from "
+        "`make kernels`, with build.json beside it); all pressure stays in the guest and "
+        "OUT/RUN/vm.json records kernel build, patch hash, knobs and KVM or TCG",
+    )
+    vm.add_argument("--kernel", type=Path, metavar="BZIMAGE", help="boot this kernel in a VM")
+    vm.add_argument(
+        "--sysctl",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="sysctl to set in the guest before the capture (repeatable; needs --kernel)",
+    )
+    vm.add_argument("--accel", choices=("auto", "kvm", "tcg"), default="auto")
+    vm.add_argument("--guest-memory-mb", type=int, default=2048)
+    vm.add_argument("--guest-cpus", type=int, default=2)
+    vm.add_argument("--guest-disk-mb", type=int, default=4096, help="sparse virtio disk")
+    vm.add_argument("--guest-cgroup", type=int, choices=(1, 2), default=1)
+    vm.add_argument("--guest-timeout", type=float, default=3600.0, help="seconds")
     p.set_defaults(func=run)
 
 
@@ -100,6 +127,7 @@ def _recover(args: argparse.Namespace) -> int:
 def run(args: argparse.Namespace) -> int:
     from analysis.capture import sysctl
     from analysis.capture.run import CaptureConfig, Interrupted, capture
+    from analysis.errors import InputError
     from analysis.report.capture import format_capture
     from analysis.report.json_output import dumps
 
@@ -124,7 +152,12 @@ def run(args: argparse.Namespace) -> int:
         probe_s=args.probe_seconds,
         command_line=tuple(sys.argv),
         system_wide=args.system_wide,
+        slab_files=args.slab_files,
     )
+    if args.kernel is not None:
+        return _run_in_guest(cfg, args)
+    if args.sysctl:
+        raise InputError("--sysctl", "sets a guest's knobs: give --kernel (or use --set)")
     display = _Display()
     try:
         with display:
@@ -134,6 +167,50 @@ def run(args: argparse.Namespace) -> int:
         print(f"mmlab capture: interrupted by {exc}; state restored{cut}", file=sys.stderr)
         return 128 + exc.signum
     print(dumps(metas) if args.json else format_capture(metas))
+    return 0
+
+
+def _run_in_guest(cfg, args: argparse.Namespace) -> int:
+    from analysis.capture import sysctl
+    from analysis.capture.run import Interrupted, raise_on_signals
+    from analysis.capture.vm import GuestConfig, choose_accel, run_guest_capture
+    from analysis.report.json_output import dumps
+
+    accel, reason = choose_accel(args.accel)
+    guest = GuestConfig(
+        kernel=args.kernel.resolve(),
+        sysctls=tuple(sysctl.parse_assignment(s, option="--sysctl") for s in args.sysctl),
+        accel=accel,
+        accel_reason=reason,
+        memory_mb=args.guest_memory_mb,
+        cpus=args.guest_cpus,
+        disk_mb=args.guest_disk_mb,
+        cgroup=args.guest_cgroup,
+        timeout_s=args.guest_timeout,
+    )
+    try:
+        # SIGTERM as SIGINT: the host side's cleanup kills the VM and removes the shared dir.
+        with raise_on_signals():
+            result = run_guest_capture(cfg, guest)
+    except Interrupted as exc:
+        print(f"mmlab capture: interrupted by {exc}; guest stopped", file=sys.stderr)
+        return 130
+    summary = {
+        "run_dir": result.run_dir,
+        "accelerator": accel,
+        "wall_s": result.wall_s,
+        "guest_boot_s": result.boot_s,
+        "guest_capture_s": result.capture_s,
+        "sysctls_read_back": result.provenance["sysctls_read_back"],
+    }
+    if args.json:
+        print(dumps(summary))
+    else:
+        print(
+            f"{result.run_dir}: {accel.upper()} guest, boot {result.boot_s:.1f} s, capture "
+            f"{result.capture_s:.1f} s, wall {result.wall_s:.1f} s; provenance in "
+            f"{result.run_dir / 'vm.json'}"
+        )
     return 0
 
 

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DETAIL_FIRST",
     "DETAIL_LAST",
+    "GUEST_SWEEPS",
     "SECTIONS",
     "TEST_TREES",
     "ReportData",
@@ -196,16 +197,21 @@ DETAIL_LAST: tuple[tuple[str, Callable[[ReportData], str]], ...] = (
 
 # Third-party trees bundled for the tests, not captures of this project's workload.
 TEST_TREES = ("mmtests-ci", "mmtests-ci-more", "mmtests-formats")
+# Sweeps captured in an emulated (TCG) guest of the patched kernel (docs/patched-kernels.md
+# "Running a capture in a guest"): another platform, whose times must not be compared with
+# the host's captures; they are reported when named (``mmlab report data/vm-6.12``).
+GUEST_SWEEPS = ("vm-6.12",)
 
 
 def capture_runs(data: Path) -> tuple[Run, ...]:
-    """Every run under ``data`` except the bundled third-party test trees, in path order."""
+    """Every run under ``data`` except the bundled third-party test trees and the guest
+    sweeps below it, in path order."""
     # An iteration directory given as ``data`` has its run directory above ``data``.
+    skip = set(TEST_TREES) | set(GUEST_SWEEPS)
     return tuple(
         run
         for run in find_runs(data)
-        if not run.path.is_relative_to(data)
-        or not set(run.path.relative_to(data).parts) & set(TEST_TREES)
+        if not run.path.is_relative_to(data) or not set(run.path.relative_to(data).parts) & skip
     )
 
 

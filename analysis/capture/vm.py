@@ -1,0 +1,341 @@
+"""``mmlab capture --kernel``: the same capture inside a virtme-ng guest booted with that kernel.
+
+The host only builds a command and moves files: it boots ``vng --run BZIMAGE`` (virtme-ng:
+the host's filesystem as the guest's root over 9p, read-only), hands the guest a fresh
+virtio-blk disk image for the writers' dirty and writeback pages and a shared directory,
+and the guest (:mod:`analysis.capture.guest`) formats the disk, mounts the memory cgroup
+hierarchy, sets the ``--sysctl`` knobs, runs the ordinary ``mmlab capture`` on the disk and
+copies the mmtests tree into the shared directory. All memory pressure is inside the guest;
+nothing on the host is changed apart from the output directory.
+
+Provenance (``vm.json`` beside the run's ``iter-N`` directories) records the kernel build
+(``build.json`` written by ``make kernels`` beside the image: source package, patch-series
+hash, config and compiler), each knob as requested and as the guest read it back, the
+guest's size, the exact ``vng`` command, and whether it ran under KVM or TCG emulation
+(docs/patched-kernels.md "Running a capture in a guest").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import platform
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from analysis.errors import InputError
+
+__all__ = [
+    "BUILD_RECORD",
+    "GUEST_SHARE",
+    "GuestConfig",
+    "GuestResult",
+    "capture_argv",
+    "choose_accel",
+    "guest_spec",
+    "provenance",
+    "read_build_record",
+    "run_guest_capture",
+    "vng_command",
+]
+
+# Written by `make kernels` (kernels/build.sh) beside the bzImage.
+BUILD_RECORD = "build.json"
+REQUIRED_RECORD_KEYS = ("kernel_release", "source_package", "patch_series_sha256", "compiler")
+# Where the guest sees the host's shared directory.
+GUEST_SHARE = "/run/mmlab-share"
+# The guest's mount point of the virtio disk, and the capture's output directory on it.
+GUEST_DISK_MOUNT = "/run/mmlab-disk"
+REPO_ROOT = Path(__file__).resolve().parents[2]
+# vm_dirty_ratio's built-in value (mm/page-writeback.c): the guest's unless --sysctl sets it.
+DEFAULT_DIRTY_RATIO = 20
+
+
+@dataclass(frozen=True)
+class GuestConfig:
+    """One guest capture: the kernel, the guest's size, the knobs, the accelerator.
+
+    ``memory_mb`` is the guest's RAM (qemu ``-m``), ``disk_mb`` the size of the sparse
+    virtio disk image, ``cgroup`` the memory cgroup version the guest mounts (1: the
+    ``memory`` controller on its own hierarchy, where reclaim throttles memcg reclaimers on
+    writeback; 2: the unified hierarchy). ``accel`` is ``kvm`` or ``tcg``.
+    """
+
+    kernel: Path
+    sysctls: tuple[tuple[str, str], ...] = ()
+    accel: str = "tcg"
+    accel_reason: str = ""
+    memory_mb: int = 2048
+    cpus: int = 2
+    disk_mb: int = 4096
+    cgroup: int = 1
+    timeout_s: float = 3600.0
+
+
+@dataclass(frozen=True)
+class GuestResult:
+    """What the host measured and the guest reported (seconds; ``boot_s`` is the guest's
+    ``/proc/uptime`` when the guest side started)."""
+
+    run_dir: Path
+    wall_s: float
+    boot_s: float
+    capture_s: float
+    provenance: dict = field(default_factory=dict)
+
+
+def read_build_record(kernel: Path) -> dict:
+    """The ``build.json`` beside ``kernel``; an InputError names what is missing."""
+    if not kernel.is_file():
+        raise InputError(kernel, "no such kernel image")
+    record_path = kernel.parent / BUILD_RECORD
+    if not record_path.is_file():
+        raise InputError(
+            record_path,
+            "missing: the kernel's build record (run `make kernels`, which writes it beside "
+            "the image); without it the capture could not say which patches it ran",
+        )
+    try:
+        record = json.loads(record_path.read_text())
+    except json.JSONDecodeError as exc:
+        raise InputError(record_path, f"line {exc.lineno}: not JSON: {exc.msg}") from None
+    missing = [k for k in REQUIRED_RECORD_KEYS if not record.get(k)]
+    if missing:
+        raise InputError(record_path, f"lacks {', '.join(missing)}")
+    return record
+
+
+def choose_accel(
+    requested: str, kvm_dev: Path = Path("/dev/kvm"), cpuinfo: Path = Path("/proc/cpuinfo")
+) -> tuple[str, str]:
+    """``(accelerator, reason)``: ``kvm`` or ``tcg`` for ``--accel auto|kvm|tcg``.
+
+    ``auto`` uses KVM only on bare metal: where the host is itself a virtual machine (the
+    ``hypervisor`` CPU flag) a nested guest hung in its firmware on these machines, so
+    ``auto`` chooses TCG emulation there; ``--accel kvm`` still tries.
+    """
+    if requested == "tcg":
+        return "tcg", "--accel tcg"
+    usable = kvm_dev.exists() and os.access(kvm_dev, os.R_OK | os.W_OK)
+    if requested == "kvm":
+        if not usable:
+            raise InputError(kvm_dev, "--accel kvm: missing or not readable and writable")
+        return "kvm", "--accel kvm"
+    if requested != "auto":
+        raise InputError("--accel", f"expected auto, kvm or tcg, got {requested!r}")
+    if not usable:
+        return "tcg", f"{kvm_dev} missing or not usable"
+    flags = next(
+        (
+            line.split(":", 1)[1].split()
+            for line in cpuinfo.read_text().splitlines()
+            if line.startswith("flags")
+        ),
+        [],
+    )
+    if "hypervisor" in flags:
+        return "tcg", (
+            "the host is itself a virtual machine (CPU flag 'hypervisor'): nested KVM guests "
+            "hung in the firmware here; --accel kvm to try anyway"
+        )
+    return "kvm", f"{kvm_dev} usable on bare metal"
+
+
+def capture_argv(cfg) -> list[str]:
+    """The ``mmlab capture`` options that repeat ``cfg`` (a CaptureConfig) inside the guest,
+    without the output directory (the guest's disk) and without ``--set``: the guest's
+    knobs are set before the capture starts, so every iteration's ``sysctls_vm_before``
+    shows them."""
+    argv = [
+        "--run", cfg.run,
+        "--iterations", str(cfg.iterations),
+        "--workers", ",".join(str(w) for w in cfg.workers),
+        "--duration", repr(cfg.duration_s),
+        "--limit-mb", str(cfg.limit_mb),
+        "--interval", repr(cfg.interval_s),
+        "--buffer-kb", str(cfg.buffer_kb),
+        "--compress", cfg.compression,
+        "--warmup", repr(cfg.warmup_s),
+        "--probe-seconds", repr(cfg.probe_s),
+        "--slab-files", str(cfg.slab_files),
+    ]  # fmt: skip
+    if cfg.events_include:
+        argv += ["--events", ",".join(cfg.events_include)]
+    if cfg.system_wide:
+        argv.append("--system-wide")
+    if cfg.sets:
+        raise InputError("--set", "with --kernel, name the guest's knobs with --sysctl")
+    return argv
+
+
+def guest_spec(guest: GuestConfig, inner_argv: list[str]) -> dict:
+    """What the guest side reads from the shared directory (``spec.json``)."""
+    return {
+        "disk_mount": GUEST_DISK_MOUNT,
+        "share": GUEST_SHARE,
+        "cgroup": guest.cgroup,
+        "sysctls": [list(kv) for kv in guest.sysctls],
+        "capture_argv": inner_argv,
+    }
+
+
+def vng_command(guest: GuestConfig, share: Path, disk: Path, python: str) -> list[str]:
+    """The ``vng`` command that boots ``guest.kernel`` and runs the guest side.
+
+    ``--force-9p``: the root is the host's filesystem over 9p (virtiofs needs a host
+    daemon); ``--disable-kvm`` under TCG; the disk image is attached as virtio-blk.
+    """
+    inner = shlex.join([python, "-m", "analysis.capture.guest", f"{GUEST_SHARE}/spec.json"])
+    cmd = ["vng", "--run", str(guest.kernel), "--force-9p"]
+    if guest.accel == "tcg":
+        cmd.append("--disable-kvm")
+    cmd += [
+        "--memory", f"{guest.memory_mb}M",
+        "--cpus", str(guest.cpus),
+        "--disk", str(disk),
+        "--rwdir", f"{GUEST_SHARE}={share}",
+        "--cwd", str(REPO_ROOT),
+        "--exec", inner,
+    ]  # fmt: skip
+    return cmd
+
+
+def _tool_version(argv: list[str]) -> str:
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"unknown ({exc})"
+    return (out.stdout or out.stderr).strip().splitlines()[0] if out.stdout or out.stderr else ""
+
+
+def provenance(
+    guest: GuestConfig, record: dict, command: list[str], guest_result: dict, timings: dict
+) -> dict:
+    """The run's ``vm.json``: kernel build, knobs requested and read back, guest, accelerator."""
+    return {
+        "tool": "mmlab capture --kernel",
+        "kernel_image": str(guest.kernel),
+        "kernel_build": record,
+        "accelerator": guest.accel,
+        "accelerator_reason": guest.accel_reason,
+        "timing_note": (
+            "TCG: the guest's CPUs are emulated; times are not bare-metal times, relative "
+            "effects of a knob on the same platform are still real kernel behaviour"
+            if guest.accel == "tcg"
+            else "KVM: hardware-virtualised guest"
+        ),
+        "guest": {k: v for k, v in asdict(guest).items() if k not in ("kernel", "sysctls")},
+        "sysctls_requested": dict(guest.sysctls),
+        "sysctls_read_back": guest_result.get("sysctls_read_back", {}),
+        "guest_uname": guest_result.get("uname"),
+        "guest_cgroup": guest_result.get("cgroup"),
+        "guest_disk": guest_result.get("disk"),
+        "vng_command": command,
+        "vng_version": _tool_version(["vng", "--version"]),
+        "qemu_version": _tool_version(["qemu-system-x86_64", "--version"]),
+        "host": {"kernel_release": platform.release(), "machine": platform.machine()},
+        "timings_s": timings,
+    }
+
+
+def _knob_check(run_dir: Path, prov: dict) -> list[dict] | str:
+    """Each iteration's trace against the knobs the guest read back (knobs.check_iteration);
+    a note instead when the build record has no CONFIG_HZ to turn milliseconds into µs."""
+    from analysis.capture.knobs import check_iteration
+    from analysis.ingest.captures import traces_below
+
+    hz = prov["kernel_build"].get("config_hz")
+    if not hz:
+        return "not checked: build.json has no config_hz"
+    knobs = {n: v["read_back"] for n, v in prov["sysctls_read_back"].items()}
+    traces = traces_below(run_dir)
+    return [{"iteration": t.parent.name, **check_iteration(t, knobs, hz)} for t in traces]
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+def run_guest_capture(cfg, guest: GuestConfig) -> GuestResult:
+    """Boot the guest, run ``cfg`` (a CaptureConfig) inside it, move its tree to
+    ``cfg.out/cfg.run`` and write ``vm.json`` there. InputError when the guest's capture
+    failed (its message and the console's last lines)."""
+    from analysis.capture.checks import check_arguments, check_out
+    from analysis.capture.plan import MIB
+
+    record = read_build_record(guest.kernel)
+    # The guest checks against its own MemAvailable; here, before booting, the limit must at
+    # least fit half the guest's RAM, at the guest's (the kernel default's) dirty ratio.
+    dirty_ratio = dict(guest.sysctls).get("vm.dirty_ratio", str(DEFAULT_DIRTY_RATIO))
+    if not dirty_ratio.isdigit():
+        raise InputError("--sysctl", f"vm.dirty_ratio must be an integer, got {dirty_ratio!r}")
+    check_arguments(cfg, guest.memory_mb * MIB, int(dirty_ratio))
+    if shutil.which("vng") is None:
+        raise InputError(
+            "vng", "not on PATH: `make setup` installs virtme-ng (dependency group kernels)"
+        )
+    check_out(cfg.out, cfg.run)
+    inner = capture_argv(cfg)
+    cfg.out.mkdir(parents=True, exist_ok=True)
+    share = cfg.out / f".mmlab-vm-{os.getpid()}"
+    share.mkdir()
+    try:
+        disk = share / "disk.img"
+        with open(disk, "wb") as f:
+            f.truncate(guest.disk_mb << 20)
+        (share / "spec.json").write_text(json.dumps(guest_spec(guest, inner), indent=2))
+        command = vng_command(guest, share, disk, sys.executable)
+        t0 = time.monotonic()
+        with open(share / "console.log", "wb") as console:
+            proc = subprocess.Popen(
+                command, stdin=subprocess.DEVNULL, stdout=console, stderr=subprocess.STDOUT,
+                cwd=REPO_ROOT, start_new_session=True,
+            )  # fmt: skip
+            try:
+                proc.wait(timeout=guest.timeout_s)
+            except subprocess.TimeoutExpired:
+                _kill_group(proc)
+                raise InputError(
+                    "--guest-timeout", f"the guest ran longer than {guest.timeout_s:.0f} s"
+                ) from None
+            except BaseException:
+                _kill_group(proc)
+                raise
+        wall = time.monotonic() - t0
+        result_path = share / "result.json"
+        console_tail = "\n".join((share / "console.log").read_text(errors="replace")
+                                 .splitlines()[-15:])  # fmt: skip
+        if not result_path.is_file():
+            raise InputError(
+                guest.kernel,
+                f"the guest wrote no result (vng exit {proc.returncode}); console:\n{console_tail}",
+            )
+        result = json.loads(result_path.read_text())
+        if result.get("error") or result.get("capture_rc") != 0:
+            raise InputError(
+                guest.kernel,
+                f"the capture in the guest failed: {result.get('error') or result.get('stderr')}",
+            )
+        run_dir = cfg.out / cfg.run
+        shutil.move(share / "out" / cfg.run, run_dir)
+        timings = {
+            "vng_wall": wall,
+            "guest_boot": result["boot_s"],
+            "guest_capture": result["capture_s"],
+        }
+        prov = {"command_line": list(cfg.command_line)}
+        prov |= provenance(guest, record, command, result, timings)
+        prov["knob_check"] = _knob_check(run_dir, prov)
+        (run_dir / "vm.json").write_text(json.dumps(prov, indent=2) + "\n")
+        return GuestResult(run_dir, wall, result["boot_s"], result["capture_s"], prov)
+    finally:
+        shutil.rmtree(share, ignore_errors=True)
