@@ -118,3 +118,23 @@ def test_compare_runs_on_the_sweep(capsys):
     base, other = sorted(RUNS, key=lambda p: p.name)[:2]
     assert cli.main(["compare", str(base), str(other)]) == 0
     assert base.name in capsys.readouterr().out
+
+
+def test_tcg_runs_are_labelled_wherever_they_are_shown(tmp_path, capsys):
+    """Issue 21: data made under TCG is labelled as such in compare (text and JSON) and the
+    report; a host capture carries no such label."""
+    from analysis.cli import main
+    from analysis.ingest import mmtests
+
+    aa1, wb20 = SWEEP / "aa1", SWEEP / "wb20"
+    assert "TCG-emulated guest" in mmtests.find_runs(wb20)[0].emulated
+    assert mmtests.find_runs(DATA / "stutterp-aa2")[0].emulated is None
+    assert main(["compare", str(aa1), str(wb20), "--resamples", "100"]) == 0
+    head = capsys.readouterr().out.split("Comparison of")[0]
+    assert head.count("NOTE: ") == 2 and "aa1 was captured in a TCG-emulated guest" in head
+    assert main(["compare", str(aa1), str(wb20), "--json", "--resamples", "100"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert all(len(r["platform"]) == 2 for r in rows)
+    assert main(["report", str(aa1), str(wb20)]) == 0
+    summary = capsys.readouterr().out.split("== Workload latency")[0]
+    assert "TCG-emulated guest" in summary

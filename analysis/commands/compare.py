@@ -116,13 +116,20 @@ def run_compare(args: argparse.Namespace) -> int:
         print(f"mmlab compare: unit of {line}", file=sys.stderr)
     for line in skipped:
         print(f"mmlab compare: skipped {line}", file=sys.stderr)
+    platforms = loaded.platforms if loaded else ()
     fmt = "json" if args.json else args.format
     if fmt == "json":
         rows = to_json(results)
         for row in rows:  # a table states its units itself: no source to name
             row["unit_source"] = loaded.unit_source(row["row"]) if loaded else None
+            row["platform"] = [
+                p for p in platforms if p.split(" ", 1)[0] in (row["base"], row["kernel"])
+            ]
         print(json.dumps(rows, indent=2, allow_nan=False))
-    elif fmt == "markdown":
+        return 0
+    # Emulated captures are labelled above the table a reader pastes, not only on stderr.
+    print("".join(f"{fit(f'NOTE: {p}')}\n" for p in platforms), end="")
+    if fmt == "markdown":
         print(format_markdown(results), end="")
     else:
         print(fit(format_mmtests(table, results)), end="")

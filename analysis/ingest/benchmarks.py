@@ -69,6 +69,8 @@ class Loaded:
     # row -> family of rows tested together (``analysis.stats.significance``): the
     # workload's own rows, trace-derived rows, vmstat Ops rows.
     families: dict[str, str] = field(default_factory=dict)
+    # One sentence per run captured on an emulated platform (Run.emulated).
+    platforms: tuple[str, ...] = ()
 
     def unit_source(self, row: str) -> str | None:
         """Where ``row``'s unit comes from; None for rows mmlab computes itself (traces,
@@ -180,7 +182,9 @@ def load_runs(
     records, skipped, units, families = [], [], {}, {}
     # Kernel label = run name, told apart as find_runs would (mmtests trees of one benchmark
     # share the run directory name).
-    for run in mmtests.unique_runs(tuple(run for p in paths for run in mmtests.find_runs(p))):
+    runs = mmtests.unique_runs(tuple(run for p in paths for run in mmtests.find_runs(p)))
+    platforms = tuple(note for run in runs if (note := run.emulated))
+    for run in runs:
         for it in run.iterations:
             rows, bad, sources = _rows(it, traces, ops, checkout)
             records += [(run.name, r, str(it.index), v, u, h) for r, v, u, h, _ in rows]
@@ -192,4 +196,4 @@ def load_runs(
     _one_unit_per_row(table)
     lines = tuple(UnitSource(b, fam, u, src) for (b, fam, u), src in units.items())
     # The same note from every run of a benchmark (a checkout's yaml) is said once.
-    return Loaded(table, tuple(dict.fromkeys(skipped)), lines, families)
+    return Loaded(table, tuple(dict.fromkeys(skipped)), lines, families, platforms)

@@ -270,6 +270,28 @@ class Run:
     path: Path
     iterations: tuple[Iteration, ...]
 
+    @property
+    def emulated(self) -> str | None:
+        """A sentence when the run was captured in a guest whose CPUs were emulated (TCG),
+        from the ``vm.json`` that ``mmlab capture --kernel`` writes beside the iterations;
+        None for a host capture, a KVM guest or a plain mmtests tree. Times under emulation
+        are not bare-metal times (docs/patched-kernels.md "Running a capture in a guest")."""
+        vm = self.path / "vm.json"
+        if not vm.exists():
+            return None
+        try:
+            found = json.loads(read_text(vm))
+        except json.JSONDecodeError as exc:
+            raise InputError(vm, f"not JSON: {exc.msg}", line=exc.lineno) from None
+        if not isinstance(found, dict) or "accelerator" not in found:
+            raise InputError(vm, "no 'accelerator': not the vm.json of mmlab capture --kernel")
+        if found["accelerator"] != "tcg":
+            return None
+        return (
+            f"{self.name} was captured in a TCG-emulated guest ({vm}): its times are not "
+            "bare-metal times; compare it only with runs of the same platform"
+        )
+
 
 def _checked(iteration: Path) -> Path:
     """``iteration`` itself, or an error when mmtests left it empty (a run that died)."""

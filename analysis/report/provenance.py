@@ -62,6 +62,7 @@ def iteration_provenance(run: Run, iteration: Iteration) -> Provenance:
             system.get("hostname"),
             cpu.get("model"),
             f"{cpu['logical_cpus']} CPUs" if cpu.get("logical_cpus") else None,
+            "TCG-emulated guest" if run.emulated else None,
         )
         if part
     )
