@@ -156,6 +156,10 @@ _NOT_SETTINGS = frozenset(
         "system.kconfig_available",
     }
 )
+# Sysctls the kernel sizes itself from free memory at boot (mm/util.c init_user_reserve,
+# init_admin_reserve): they differ by a few pages between boots, so they are settings only
+# when a capture set them.
+_BOOT_SIZED = frozenset({"vm.user_reserve_kbytes", "vm.admin_reserve_kbytes"})
 # Memory cgroup files that set a limit or policy (v1 and v2); the rest are usage counters.
 _CGROUP_SETTING = re.compile(
     r"memory\.((\w+\.)*limit_in_bytes|swappiness|use_hierarchy|move_charge_at_immigrate"
@@ -201,8 +205,9 @@ def capture_settings(iteration: Iteration) -> dict[str, str]:
     limit are :class:`Provenance` fields (:func:`run_differences`), not repeated here.
     A plain mmtests tree (no mmlab.json) has its kconfig only."""
     meta = iteration.metadata
-    sysctls = dict(meta.get("sysctls_vm_before", {}))
-    sysctls |= {name: change["to"] for name, change in meta.get("sysctl_changes", {}).items()}
+    changes = meta.get("sysctl_changes", {})
+    sysctls = {k: v for k, v in meta.get("sysctls_vm_before", {}).items() if k not in _BOOT_SIZED}
+    sysctls |= {name: change["to"] for name, change in changes.items()}
     settings = {**sysctls, **_flat("config", meta.get("config", {}))}
     settings |= _flat("system", meta.get("system", {}))
     cgroup = meta.get("cgroup", {})
