@@ -33,10 +33,10 @@ from pathlib import Path
 import polars as pl
 
 from analysis.ingest import histogram
-from analysis.ingest.captures import traces_below
 from analysis.metrics.trace_analysis import analyse_file, analyse_trace, pooled, reclaim_series
 from analysis.report import charts
 from analysis.report.charts import backlog_chart, delay_chart, timeline_chart
+from analysis.report.document import capture_traces
 from analysis.report.trace_analysis import format_analysis, format_distributions
 from analysis.stats.describe import distribution_table
 
@@ -74,7 +74,7 @@ seed_chart
 
 # %%
 # Each trace with its iteration's CONFIG_HZ and vmstat deltas, as build/report.txt has it.
-traces = traces_below(Path(capture))
+traces = capture_traces(Path(capture))
 results = {f"{p.parent.parent.name}/{p.parent.name}": analyse_file(p) for p in traces}
 for result in results.values():
     print(format_analysis(result))

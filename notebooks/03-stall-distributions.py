@@ -37,10 +37,10 @@ import altair as alt
 import polars as pl
 
 from analysis.ingest import histogram
-from analysis.ingest.captures import traces_below
 from analysis.metrics import throttle
 from analysis.metrics.trace_analysis import analyse_file
 from analysis.report import charts
+from analysis.report.document import capture_traces
 from analysis.report.fit import format_duration_fits, format_fits, summary_frame
 from analysis.report.fit_figures import bins_chart, km_chart, survival_chart
 from analysis.stats.durations import fit_duration_models
@@ -91,7 +91,7 @@ seed_chart
 # per-iteration estimates, not a pooled fit (sleeps within a capture are not independent).
 
 # %%
-traces = traces_below(Path(capture))
+traces = capture_traces(Path(capture))
 analyses = {f"{p.parent.parent.name}/{p.parent.name}": analyse_file(p) for p in traces}
 capture_fits = {
     name: fit_throttle_groups(

@@ -37,7 +37,6 @@ from pathlib import Path
 
 import polars as pl
 
-from analysis.ingest.captures import traces_below
 from analysis.models.shrinker import (
     GENERATIONS,
     Variant,
@@ -48,13 +47,14 @@ from analysis.models.shrinker import (
     outputs,
 )
 from analysis.report import charts
+from analysis.report.document import capture_traces
 from analysis.report.shrinker_model import backlog_chart, format_model_run, tradeoff_chart
 
 charts.offline()  # static SVG charts: they show with no network and in any viewer
 
 figures = Path(build_dir) / "figures"
 figures.mkdir(parents=True, exist_ok=True)
-traces = traces_below(Path(capture))
+traces = capture_traces(Path(capture))
 calls = {f"{t.parent.parent.name}/{t.parent.name}": load_invocations(t) for t in traces}
 paths = {f"{t.parent.parent.name}/{t.parent.name}": t for t in traces}
 

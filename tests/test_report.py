@@ -283,3 +283,18 @@ def test_summary_verdicts_print_the_papers_numbers(ab_report):
         change += f"{plain(key + ' change high')}]"
         assert line.split()[2:4] == [plain(key + " base"), plain(key + " new")], line
         assert change in line and line.split()[-4] == plain(key + " q"), line
+
+
+def test_notebook_traces_come_from_the_reports_runs():
+    """The notebooks' traces under data/ are those of the report's runs: no guest (TCG)
+    sweep mixed with the host's captures unless it is named."""
+    from analysis.ingest.captures import traces_below
+    from analysis.report.document import capture_traces
+
+    every = traces_below(DATA)
+    kept = capture_traces(DATA)
+    guest = [t for t in every if "vm-6.12" in t.parts]
+    assert guest and kept and set(kept) == set(every) - set(guest)
+    assert capture_traces(DATA / "vm-6.12") == traces_below(DATA / "vm-6.12")
+    iteration = kept[0].parent  # a notebook parameter may name one iteration
+    assert capture_traces(iteration) == [t for t in kept if t.parent == iteration]

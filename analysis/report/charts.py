@@ -36,6 +36,9 @@ def offline() -> None:
     """
     alt.theme.enable(THEME)
     alt.renderers.enable("svg")
+    # The 5000-row guard keeps specs with inline data out of notebooks; an SVG holds marks,
+    # not data, so a capture's 25,000-point backlog draws instead of raising.
+    alt.data_transformers.disable_max_rows()
 
 
 def delay_chart(delays: pl.DataFrame, title: str) -> alt.FacetChart:

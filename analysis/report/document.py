@@ -19,6 +19,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from analysis.ingest.captures import traces_below
 from analysis.ingest.mmtests import Run, find_runs, unique_runs
 from analysis.metrics.compare import compare_runs
 from analysis.metrics.throttle_runs import run_throttle_table
@@ -51,6 +52,7 @@ __all__ = [
     "ReportData",
     "build_report",
     "capture_runs",
+    "capture_traces",
     "captures_section",
     "iteration_section",
     "latency_section",
@@ -203,16 +205,24 @@ TEST_TREES = ("mmtests-ci", "mmtests-ci-more", "mmtests-formats")
 GUEST_SWEEPS = ("vm-6.12",)
 
 
+def _below_skipped(path: Path, data: Path) -> bool:
+    """``path`` lies in a third-party test tree or a guest sweep below ``data`` (one named
+    as ``data`` itself, or above it, counts as asked for)."""
+    skip = set(TEST_TREES) | set(GUEST_SWEEPS)
+    return path.is_relative_to(data) and bool(set(path.relative_to(data).parts) & skip)
+
+
 def capture_runs(data: Path) -> tuple[Run, ...]:
     """Every run under ``data`` except the bundled third-party test trees and the guest
     sweeps below it, in path order."""
     # An iteration directory given as ``data`` has its run directory above ``data``.
-    skip = set(TEST_TREES) | set(GUEST_SWEEPS)
-    return tuple(
-        run
-        for run in find_runs(data)
-        if not run.path.is_relative_to(data) or not set(run.path.relative_to(data).parts) & skip
-    )
+    return tuple(run for run in find_runs(data) if not _below_skipped(run.path, data))
+
+
+def capture_traces(data: Path) -> list[Path]:
+    """Every trace under ``data`` (a trace file: itself) of the runs :func:`capture_runs`
+    keeps: the notebooks' traces, from the same runs as the report's."""
+    return [t for t in traces_below(data) if not _below_skipped(t, data)]
 
 
 def _warnings(data: ReportData) -> str:
