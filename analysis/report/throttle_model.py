@@ -358,7 +358,8 @@ def format_validation(scores: Sequence[QuantityScore], calibration: str) -> str:
         mark = " (beyond the calibration's timeout: extrapolated)" if first.extrapolated else ""
         lines += [
             "",
-            f"{capture}: tau {first.tau_us:.0f} us vs {first.calibration_tau_us:.0f} us "
+            f"{capture}:",
+            f"  tau {first.tau_us:.0f} us vs {first.calibration_tau_us:.0f} us "
             f"({kind}), {len(first.observed)} runs{mark}",
             f"  {'quantity':<12} {'predicted [95% PI]':<20} {'observed±sd':<12} {'in':<3}"
             f" {'model':>6} {'none':>6} {'lin':>6} {'p':>5}",
