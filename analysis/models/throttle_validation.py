@@ -15,8 +15,8 @@ and with nothing from the validation capture but τ, four run-level quantities:
 Each observed run of the validation capture is scored against:
 
 - the **model**, at run level: the same prediction by models calibrated on one run each
-  (n runs); its mean is the prediction and mean ± t(n−1, 0.975)·sd·√(1 + 1/n), clipped to
-  the quantity's range, the 95 % **prediction interval** for one new run. A run "falls in"
+  (n runs); their mean and 95 % **prediction interval** for one new run
+  (:func:`analysis.models.run_scoring.prediction_interval`). A run "falls in"
   when its observed value lies inside. At τ₀ each run's model gives back that run's own
   values (Kaplan–Meier at the censoring point; velocity by construction), so the A/A
   prediction is the no-change baseline. The pooled calibration's prediction with its
@@ -39,13 +39,14 @@ A/A check: the prediction must agree within the run-to-run noise. See
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from analysis.errors import InputError
+from analysis.models.run_scoring import change_p, inside, prediction_interval
 from analysis.models.throttle import (
     CycleModel,
     Estimate,
@@ -55,7 +56,6 @@ from analysis.models.throttle import (
     predict_cycle,
     predict_timeout,
 )
-from analysis.stats.significance import permutation_p
 
 __all__ = [
     "QUANTITIES",
@@ -68,7 +68,6 @@ __all__ = [
 
 QUANTITIES = ("p_timeout", "mean_stall_us", "velocity_pps", "efficiency")
 SHARES = ("p_timeout", "efficiency")  # scored in absolute percentage points
-LEVEL = 0.95
 
 
 @dataclass(frozen=True)
@@ -147,17 +146,6 @@ class QuantityScore:
     extrapolated: bool
 
 
-def _prediction_interval(
-    centre: float, per_run_values: Sequence[float], quantity: str
-) -> tuple[float, float] | None:
-    n = len(per_run_values)
-    if n < 2:
-        return None
-    half = stats.t.ppf(0.5 + LEVEL / 2, n - 1) * np.std(per_run_values, ddof=1) * np.sqrt(1 + 1 / n)
-    high = 1.0 if quantity in SHARES else np.inf
-    return float(max(centre - half, 0.0)), float(min(centre + half, high))
-
-
 def _errors(predicted: float | np.ndarray, observed: np.ndarray, quantity: str) -> np.ndarray:
     diff = np.abs(np.asarray(predicted) - observed)
     return diff * 100 if quantity in SHARES else diff / observed
@@ -209,11 +197,10 @@ def score_capture(
             "mean_stall_us": no_change * scale,
             "velocity_pps": float(np.mean([linear_velocity(r, tau) for r in base])),
         }.get(q, no_change)
-        centre = float(np.mean(per_run_pred[q]))
-        interval = _prediction_interval(centre, per_run_pred[q], q)
+        centre, interval = prediction_interval(
+            per_run_pred[q], upper=1.0 if q in SHARES else math.inf
+        )
         model_err = _errors(centre, obs, q)
-        inside = 0 if interval is None else int(np.sum((obs >= interval[0]) & (obs <= interval[1])))
-        both = len(obs) >= 2 and len(calib) >= 2
         out.append(
             QuantityScore(
                 capture=capture,
@@ -224,7 +211,7 @@ def score_capture(
                 pooled=pooled[q],
                 interval=interval,
                 observed=tuple(float(v) for v in obs),
-                inside=inside,
+                inside=inside(list(obs), interval),
                 error_unit="pp" if q in SHARES else "relative",
                 model_error=float(model_err.mean()),
                 model_error_sd=float(np.std(model_err, ddof=1)) if len(obs) >= 2 else None,
@@ -232,7 +219,7 @@ def score_capture(
                 no_change_error=float(_errors(no_change, obs, q).mean()),
                 linear=linear,
                 linear_error=float(_errors(linear, obs, q).mean()),
-                change_p=permutation_p(calib, obs, seed)[0] if both else None,
+                change_p=change_p(list(calib), list(obs), seed),
                 extrapolated=tau > cycle.wait.support_limit_us,
             )
         )
