@@ -114,3 +114,11 @@ def test_command_json(capsys):
     ]
     assert {r["divisor"] for r in rows} == {"priority"}
     assert all(len(r["observed_runs"]) == 5 for r in rows)
+
+
+def test_no_freed_prediction_without_a_scanned_object(runs):
+    # Three aa1 iterations (0, 2, 4) scanned nothing: their freed-per-scanned ratio is unknown.
+    idle = [c for c in runs["aa1"] if c["scanned_objects"].sum() == 0]
+    assert len(idle) == 3
+    scores = score_divisor(idle, "2^priority", runs["div1"], "1", "div1")
+    assert [s.quantity for s in scores] == ["scanned_objects", "backlog_objects", "kswapd_share"]

@@ -106,7 +106,7 @@ def _validate(args: argparse.Namespace) -> int:
         )
     ]
     if args.json:
-        print(json.dumps(shrinker_validation_json(scores, str(capture)), indent=2))
+        print(json.dumps(shrinker_validation_json(scores, str(capture)), indent=2, allow_nan=False))
     else:
         print(format_shrinker_validation(scores, str(capture)), end="")
     return 0

@@ -9,7 +9,8 @@ against it; iterations that disagree are refused). Per run, the quantities compa
 - ``scanned_objects``: objects scanned by every ``do_shrink_slab()`` call (sum of
   ``mm_shrink_slab_end`` ``total_scan`` handed to ``scan_objects()``: the replay's own);
 - ``freed_objects``: objects freed; the replay has no freeing of its own, so it is its
-  scanned objects x the calibration capture's pooled freed-per-scanned ratio;
+  scanned objects x the calibration capture's pooled freed-per-scanned ratio (left out
+  when the calibration scanned nothing: the ratio is unknown);
 - ``backlog_objects``: mean ``nr_deferred`` taken per call (``mm_shrink_slab_start``
   ``nr_objects_to_shrink``; the replay's own counter);
 - ``kswapd_share``: share of calls made by kswapd (the replay keeps the calibration's
@@ -117,7 +118,9 @@ def score_divisor(
     base = [observed(c) for c in calibration]
     seen = [observed(c) for c in targets]
     out = []
-    for q in SHRINKER_QUANTITIES:
+    # Without any object scanned in the calibration its freed-per-scanned ratio is unknown:
+    # no freed prediction rather than a made-up one.
+    for q in (q for q in SHRINKER_QUANTITIES if scanned or q != "freed_objects"):
         obs = np.array([s[q] for s in seen])
         calib = [b[q] for b in base]
         share = q == "kswapd_share"
