@@ -6,6 +6,10 @@ First checks that the capturing kernel's rule reproduces every call's own ``tota
 deferral ``--divisor`` (1, priority, 2^priority or an integer; default: the
 generation's own). TRACE may be a trace file or a directory holding ``ftrace-*`` traces.
 Arithmetic and assumptions: docs/shrinker-deferral.md, analysis/models/shrinker.py.
+``--validate OTHER [OTHER ...]`` (TRACE: one ``mmlab capture --kernel`` capture) replays
+TRACE's runs under the divisor each OTHER ran (its vm.json knob check) and scores OTHER's
+runs: scanned and freed objects, backlog, kswapd share (docs/model-validation.md
+"Shrinker deferral").
 """
 
 from __future__ import annotations
@@ -47,6 +51,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="G2: defer nr + delta - scanned, not the patch's literal nr - scanned",
     )
+    p.add_argument(
+        "--validate",
+        type=Path,
+        nargs="+",
+        action="extend",
+        metavar="OTHER",
+        help="captures that ran another divisor to score the replay against",
+    )
     p.add_argument("--json", action="store_true", help="JSON instead of text")
     p.set_defaults(func=run)
 
@@ -56,6 +68,8 @@ def run(args: argparse.Namespace) -> int:
     from analysis.models.shrinker import Variant, load_invocations, model_trace
     from analysis.report.shrinker_model import format_model_run, model_run_json
 
+    if args.validate:
+        return _validate(args)
     variant = Variant(args.generation, args.divisor, args.kswapd_only, not args.fixed)
     traces = [t for path in args.paths for t in (traces_below(path) if path.is_dir() else [path])]
     runs = [model_trace(load_invocations(trace), variant, trace=trace) for trace in traces]
@@ -63,4 +77,36 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps([model_run_json(r) for r in runs], indent=2, allow_nan=False))
     else:
         print("\n".join(format_model_run(r) for r in runs), end="")
+    return 0
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from analysis.errors import InputError
+    from analysis.ingest.captures import traces_below
+    from analysis.models.shrinker import load_invocations
+    from analysis.models.shrinker_validation import capture_divisor, score_divisor
+    from analysis.report.shrinker_model import (
+        format_shrinker_validation,
+        shrinker_validation_json,
+    )
+
+    if len(args.paths) != 1 or not args.paths[0].is_dir():
+        raise InputError(args.paths[0], "--validate needs one calibration capture directory")
+    capture = args.paths[0]
+
+    def runs(path: Path) -> list:
+        return [load_invocations(t) for t in traces_below(path)]
+
+    calibration = runs(capture)
+    scores = [
+        score
+        for other in args.validate
+        for score in score_divisor(
+            calibration, capture_divisor(capture), runs(other), capture_divisor(other), str(other)
+        )
+    ]
+    if args.json:
+        print(json.dumps(shrinker_validation_json(scores, str(capture)), indent=2, allow_nan=False))
+    else:
+        print(format_shrinker_validation(scores, str(capture)), end="")
     return 0

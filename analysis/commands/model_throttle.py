@@ -6,8 +6,11 @@ CAPTURE is a capture, run or ``iter-N`` directory; every trace below it is one r
 ``--wait`` picks each reason's latent wait: ``fit`` (the best censored, jiffy-quantised
 fit of its throttles, as ``mmlab fit``), ``empirical`` (Kaplan–Meier), or ``auto`` (the fit
 where it is identified, else Kaplan–Meier); the output says which and why. Beyond the
-observed timeout only a fit can speak. ``--validate OTHER`` scores the model calibrated
-on CAPTURE against OTHER's runs; ``--phase``/``--validate-phase`` restrict either to the
+observed timeout only a fit can speak. ``--validate OTHER [OTHER ...]`` predicts, from
+CAPTURE alone, each OTHER at the timeout it ran (its trace's ``usec_timeout``) and scores
+every run of it beside two naive baselines (no change; every sleep scaled with the timeout):
+one table (docs/model-validation.md "Throttle timeout"); OTHER at CAPTURE's own timeout is
+an A/A check; ``--phase``/``--validate-phase`` restrict either to the
 phases an ``mmlab capture --workers 4,8,16`` ran with that many workers (OTHER may be
 CAPTURE itself).
 """
@@ -62,7 +65,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="latent wait per reason: censored fit, Kaplan-Meier, or auto (fit where "
         "identified; default)",
     )
-    p.add_argument("--validate", type=Path, metavar="OTHER", help="capture to validate on")
+    p.add_argument(
+        "--validate",
+        type=Path,
+        nargs="+",
+        action="extend",
+        metavar="OTHER",
+        help="captures that ran other timeouts to validate on (one or more)",
+    )
     p.add_argument(
         "--phase",
         type=int,
@@ -86,8 +96,15 @@ def _label(path: Path | None, workers: int | None) -> str:
 def run(args: argparse.Namespace) -> int:
     from analysis.errors import InputError
     from analysis.models import throttle as model
+    from analysis.models.throttle_validation import score_capture
     from analysis.models.throttle_waits import calibrate_with_waits
-    from analysis.report.throttle_model import as_json, build_report, format_report
+    from analysis.report.throttle_model import (
+        as_json,
+        build_report,
+        format_report,
+        format_validation,
+        validation_json,
+    )
 
     if args.bootstrap < 0:
         raise InputError(args.capture, f"--bootstrap must be ≥ 0, got {args.bootstrap}")
@@ -106,19 +123,29 @@ def run(args: argparse.Namespace) -> int:
         for r in calibrated.reasons
     }
     other = args.phase if args.validate_phase is None else args.validate_phase
-    targets = model.observe(args.validate, workers=other) if args.validate else None
-    report = build_report(
-        _label(args.capture, args.phase),
-        runs,
-        calibrated,
-        taus,
-        targets,
-        _label(args.validate, other),
-        waits=waits,
-        seed=args.seed,
-    )
+    label = _label(args.capture, args.phase)
+    scores = [
+        score
+        for target in args.validate or ()
+        for r in calibrated.reasons
+        for score in score_capture(
+            calibrated,
+            runs,
+            model.observe(target, workers=other),
+            r.reason,
+            _label(target, other),
+            seed=args.seed,
+        )
+    ]
+    report = build_report(label, runs, calibrated, taus, waits=waits, seed=args.seed)
     if args.json:
-        print(json.dumps(as_json(report), indent=2, allow_nan=False))
+        out = as_json(report)
+        if args.validate:
+            out["validation"] = validation_json(scores, label)
+        print(json.dumps(out, indent=2, allow_nan=False))
     else:
         print(format_report(report))
+        if args.validate:
+            print()
+            print(format_validation(scores, label))
     return 0

@@ -9,13 +9,24 @@ from __future__ import annotations
 
 import math
 import textwrap
+from collections.abc import Sequence
 
 import altair as alt
 import polars as pl
 
 from analysis.models.shrinker import ContextWork, ModelRun, Variant, outputs
+from analysis.models.shrinker_validation import ShrinkerScore
+from analysis.stats.describe import mean_sd
 
-__all__ = ["backlog_chart", "caveats", "format_model_run", "model_run_json", "tradeoff_chart"]
+__all__ = [
+    "backlog_chart",
+    "caveats",
+    "format_model_run",
+    "format_shrinker_validation",
+    "model_run_json",
+    "shrinker_validation_json",
+    "tradeoff_chart",
+]
 
 
 def _num(value: float | int | None, digits: int = 1) -> str:
@@ -196,3 +207,79 @@ def backlog_chart(backlogs: dict[str, pl.DataFrame], title: str, bins: int = 400
         )
         .properties(width=520, height=200, title=title)
     )
+
+
+SHRINKER_LABELS = {
+    "scanned_objects": ("scanned obj", ".0f", "objects"),
+    "freed_objects": ("freed obj", ".0f", "objects"),
+    "backlog_objects": ("nr_deferred", ".0f", "objects"),
+    "kswapd_share": ("kswapd calls", ".3f", "pp"),
+}
+
+
+def format_shrinker_validation(scores: Sequence[ShrinkerScore], calibration: str) -> str:
+    """The replay-vs-kernel table of
+    :func:`analysis.models.shrinker_validation.score_divisor`, at most 80 columns."""
+    lines = [
+        f"shrinker deferral replay of {calibration} against kernels that ran the divisor",
+        "  replayed: mean of one replay per calibration run; PI: run-level 95% interval",
+        "  for one new run; in: runs inside it; errors: mean |error| over runs (objects;",
+        "  pp for the share); none = calibration's run mean; p: permutation over runs,",
+        "  calibration vs this capture; nr_deferred: mean taken per call",
+    ]
+    for capture in dict.fromkeys(s.capture for s in scores):
+        rows = [s for s in scores if s.capture == capture]
+        first = rows[0]
+        kind = "A/A" if first.divisor == first.calibration_divisor else "replayed"
+        lines += [
+            "",
+            f"{capture}:",
+            f"  divisor {first.divisor} vs {first.calibration_divisor} ({kind}), "
+            f"{len(first.observed)} runs",
+            f"  {'quantity':<12} {'replayed [95% PI]':<24} {'observed±sd':<14} {'in':<3}"
+            f" {'model':>7} {'none':>7} {'p':>5}",
+        ]
+        for s in rows:
+            label, fmt, _ = SHRINKER_LABELS[s.quantity]
+            pi = format(s.predicted, fmt) + (
+                ""
+                if s.interval is None
+                else f" [{format(s.interval[0], fmt)}, {format(s.interval[1], fmt)}]"
+            )
+            mean, sd = mean_sd(list(s.observed))
+            spread = format(mean, fmt) + ("" if sd is None else f"±{format(sd, fmt)}")
+            lines.append(
+                f"  {label:<12} {pi:<24} {spread:<14} {s.inside}/{len(s.observed):<1} "
+                f"{s.model_error:>7.0f} {s.no_change_error:>7.0f} {_num(s.change_p, 3):>5}"
+            )
+        lines.append("  per run:")
+        for s in rows:
+            label, fmt, _ = SHRINKER_LABELS[s.quantity]
+            lines.append(f"    {label:<12} " + " ".join(format(v, fmt) for v in s.observed))
+    return "\n".join(lines) + "\n"
+
+
+def shrinker_validation_json(scores: Sequence[ShrinkerScore], calibration: str) -> dict:
+    """:func:`format_shrinker_validation`'s table as JSON-ready data."""
+    return {
+        "calibration": calibration,
+        "level": 0.95,
+        "scores": [
+            {
+                "capture": s.capture,
+                "quantity": s.quantity,
+                "unit": SHRINKER_LABELS[s.quantity][2],
+                "divisor": s.divisor,
+                "calibration_divisor": s.calibration_divisor,
+                "replayed": s.predicted,
+                "prediction_interval": None if s.interval is None else list(s.interval),
+                "observed_runs": list(s.observed),
+                "runs_inside_interval": s.inside,
+                "model_error": s.model_error,
+                "no_change": s.no_change,
+                "no_change_error": s.no_change_error,
+                "change_permutation_p": s.change_p,
+            }
+            for s in scores
+        ],
+    }

@@ -19,10 +19,18 @@ from analysis.models.throttle import (
     runs_needed,
     validate,
 )
+from analysis.models.throttle_validation import QuantityScore
 from analysis.models.throttle_waits import WaitChoice
 from analysis.stats.describe import mean_sd
 
-__all__ = ["ThrottleReport", "as_json", "build_report", "format_report"]
+__all__ = [
+    "ThrottleReport",
+    "as_json",
+    "build_report",
+    "format_report",
+    "format_validation",
+    "validation_json",
+]
 
 ASSUMPTIONS = (
     "T is the same at any timeout; beyond the observed timeout (rows marked *) only a "
@@ -314,4 +322,108 @@ def as_json(report: ThrottleReport) -> dict:
             "baseline_efficiency_error": v.baseline_efficiency_error,
         },
         "assumptions": list(ASSUMPTIONS),
+    }
+
+
+VALIDATION_LABELS = {
+    "p_timeout": ("P(timeout)", ".3f", ".2f"),
+    "mean_stall_us": ("stall us", ".0f", ".0f"),
+    "velocity_pps": ("velocity p/s", ".0f", ".0f"),
+    "efficiency": ("efficiency", ".3f", ".2f"),
+}
+
+
+def _score_error(value: float, unit: str) -> str:
+    return f"{value:.1f}pp" if unit == "pp" else f"{value:.0%}"
+
+
+def format_validation(scores: Sequence[QuantityScore], calibration: str) -> str:
+    """The out-of-sample table of :func:`analysis.models.throttle_validation.score_capture`
+    over every validation capture, at most 80 columns."""
+    lines = [
+        f"out-of-sample validation: calibrated on {calibration}, predicted at each "
+        "capture's own timeout",
+        "  predicted: mean of models calibrated on one run each; PI: their run-level 95%",
+        "  prediction interval for one new run;",
+        "  in: validation runs inside it; errors: mean over runs, pp = percentage points",
+        "  of a share, % = relative; none = no change, lin = every sleep x tau/tau0;",
+        "  p: permutation over runs, calibration vs this capture (did the knob act?)",
+    ]
+    for capture in dict.fromkeys(s.capture for s in scores):
+        rows = [s for s in scores if s.capture == capture]
+        first = rows[0]
+        kind = (
+            "A/A, same timeout" if first.tau_us == first.calibration_tau_us else "another timeout"
+        )
+        mark = " (beyond the calibration's timeout: extrapolated)" if first.extrapolated else ""
+        lines += [
+            "",
+            f"{capture}:",
+            f"  tau {first.tau_us:.0f} us vs {first.calibration_tau_us:.0f} us "
+            f"({kind}), {len(first.observed)} runs{mark}",
+            f"  {'quantity':<12} {'predicted [95% PI]':<20} {'observed±sd':<12} {'in':<3}"
+            f" {'model':>6} {'none':>6} {'lin':>6} {'p':>5}",
+        ]
+        for s in rows:
+            label, fmt, short = VALIDATION_LABELS[s.quantity]
+            pi = (
+                format(s.predicted, fmt)
+                if s.interval is None
+                else f"{format(s.predicted, fmt)} "
+                f"[{format(s.interval[0], short)}, {format(s.interval[1], short)}]"
+            )
+            mean, sd = mean_sd(list(s.observed))
+            spread = format(mean, fmt) + ("" if sd is None else f"±{format(sd, fmt)}")
+            errors = " ".join(
+                f"{_score_error(e, s.error_unit):>6}"
+                for e in (s.model_error, s.no_change_error, s.linear_error)
+            )
+            inside = f"{s.inside}/{len(s.observed)}"
+            lines.append(
+                f"  {label:<12} {pi:<20} {spread:<12} {inside:<3} {errors} "
+                f"{_opt(s.change_p, '.3f'):>5}"
+            )
+        lines.append("  per run (x: outside the PI):")
+        for s in rows:
+            label, fmt, _ = VALIDATION_LABELS[s.quantity]
+            outside = [
+                s.interval is not None and not s.interval[0] <= v <= s.interval[1]
+                for v in s.observed
+            ]
+            values = " ".join(
+                format(v, fmt) + ("x" if out else "")
+                for v, out in zip(s.observed, outside, strict=True)
+            )
+            lines.append(f"    {label:<12} {values}")
+    return "\n".join(_wrap(line) for line in lines)
+
+
+def validation_json(scores: Sequence[QuantityScore], calibration: str) -> dict:
+    """:func:`format_validation`'s table as JSON-ready data (units in the key names)."""
+    return {
+        "calibration": calibration,
+        "level": 0.95,
+        "scores": [
+            {
+                "capture": s.capture,
+                "quantity": s.quantity,
+                "tau_us": s.tau_us,
+                "calibration_tau_us": s.calibration_tau_us,
+                "predicted": s.predicted,
+                "pooled": _est(s.pooled),
+                "prediction_interval": None if s.interval is None else list(s.interval),
+                "observed_runs": list(s.observed),
+                "runs_inside_interval": s.inside,
+                "error_unit": s.error_unit,
+                "model_error": s.model_error,
+                "model_error_sd": s.model_error_sd,
+                "no_change": s.no_change,
+                "no_change_error": s.no_change_error,
+                "linear": s.linear,
+                "linear_error": s.linear_error,
+                "change_permutation_p": s.change_p,
+                "extrapolated": s.extrapolated,
+            }
+            for s in scores
+        ],
     }

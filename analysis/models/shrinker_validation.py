@@ -1,0 +1,145 @@
+"""The shrinker-deferral replay scored against kernels that ran the other divisor.
+
+Each calibration run (a trace of the default kernel) is replayed
+(:func:`analysis.models.shrinker.replay`, rule G3 of ``docs/shrinker-deferral.md``) under
+the deferral divisor a validation capture ran, read from its ``vm.json`` ``knob_check``
+(``mmlab capture --kernel`` checked every ``mm_shrink_slab_start`` of the iteration
+against it; iterations that disagree are refused). Per run, the quantities compared are:
+
+- ``scanned_objects``: objects scanned by every ``do_shrink_slab()`` call (sum of
+  ``mm_shrink_slab_end`` ``total_scan`` handed to ``scan_objects()``: the replay's own);
+- ``freed_objects``: objects freed; the replay has no freeing of its own, so it is its
+  scanned objects x the calibration capture's pooled freed-per-scanned ratio (left out
+  when the calibration scanned nothing: the ratio is unknown);
+- ``backlog_objects``: mean ``nr_deferred`` taken per call (``mm_shrink_slab_start``
+  ``nr_objects_to_shrink``; the replay's own counter);
+- ``kswapd_share``: share of calls made by kswapd (the replay keeps the calibration's
+  calls, so this is the calibration's split by construction).
+
+Predictions are per calibration run, then the run-level interval of
+:mod:`analysis.models.run_scoring`; errors are absolute (objects; percentage points for
+the share), as runs that scanned nothing make relative errors undefined. The replay keeps
+the calibration's call sequence, ``freeable`` and ``delta`` (``docs/shrinker-deferral.md``
+and :mod:`analysis.models.shrinker`): it cannot see that a kernel which scans more slab
+frees objects, changes the cache it counts and so how often and how hard reclaim calls
+the shrinker. See ``docs/model-validation.md`` "Shrinker deferral".
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from analysis.errors import InputError
+from analysis.models.run_scoring import change_p, inside, prediction_interval
+from analysis.models.shrinker import Variant, replay
+
+__all__ = ["SHRINKER_QUANTITIES", "ShrinkerScore", "capture_divisor", "observed", "score_divisor"]
+
+SHRINKER_QUANTITIES = ("scanned_objects", "freed_objects", "backlog_objects", "kswapd_share")
+
+
+def capture_divisor(capture: Path) -> str:
+    """The deferral divisor every iteration of ``capture`` was checked to run (its
+    ``vm.json`` ``knob_check``)."""
+    found = sorted(Path(capture).rglob("vm.json"))
+    if len(found) != 1:
+        raise InputError(capture, f"expected one vm.json below it, found {len(found)}")
+    try:
+        checks = json.loads(found[0].read_text())["knob_check"]
+        divisors = {c["deferral"]["divisor"] for c in checks}
+    except (ValueError, KeyError, TypeError) as exc:
+        raise InputError(found[0], f"no knob_check deferral divisor ({exc})") from None
+    if len(divisors) != 1:
+        raise InputError(found[0], f"iterations ran different divisors {sorted(divisors)}")
+    return divisors.pop()
+
+
+def observed(calls: pl.DataFrame) -> dict[str, float]:
+    """One run's observed quantities from its shrinker calls (invocation frame)."""
+    return {
+        "scanned_objects": float(calls["scanned_objects"].sum()),
+        "freed_objects": float(calls["freed_objects"].sum()),
+        "backlog_objects": float(calls["deferred_in_objects"].mean()),
+        "kswapd_share": float((calls["context"] == "kswapd").mean()),
+    }
+
+
+@dataclass(frozen=True)
+class ShrinkerScore:
+    """One quantity of one validation capture: replayed (mean of the one-run replays) with
+    its run-level interval, the observed runs, how many fall inside, the mean absolute
+    per-run error of the replay and of no change (the calibration's run mean), and the
+    permutation p of the observed change from the calibration runs."""
+
+    capture: str
+    quantity: str
+    divisor: str
+    calibration_divisor: str
+    predicted: float
+    interval: tuple[float, float] | None
+    observed: tuple[float, ...]
+    inside: int
+    model_error: float
+    no_change: float
+    no_change_error: float
+    change_p: float | None
+
+
+def score_divisor(
+    calibration: Sequence[pl.DataFrame],
+    calibration_divisor: str,
+    targets: Sequence[pl.DataFrame],
+    divisor: str,
+    capture: str,
+    *,
+    seed: int = 0,
+) -> tuple[ShrinkerScore, ...]:
+    """Replay every calibration run's calls under ``divisor`` and score against the runs
+    of ``capture`` (``targets``, their invocation frames)."""
+    if not calibration or not targets:
+        raise InputError(capture, "no shrinker calls to replay or to score against")
+    scanned = sum(float(c["scanned_objects"].sum()) for c in calibration)
+    freed = sum(float(c["freed_objects"].sum()) for c in calibration)
+    ratio = min(freed, scanned) / scanned if scanned else math.nan
+    replays = [replay(c, Variant("G3", divisor)) for c in calibration]
+    predicted = {
+        "scanned_objects": [float(r.scanned_objects) for r in replays],
+        "freed_objects": [r.scanned_objects * ratio for r in replays],
+        "backlog_objects": [float(r.calls["nr_objects"].mean()) for r in replays],
+        "kswapd_share": [float((c["context"] == "kswapd").mean()) for c in calibration],
+    }
+    base = [observed(c) for c in calibration]
+    seen = [observed(c) for c in targets]
+    out = []
+    # Without any object scanned in the calibration its freed-per-scanned ratio is unknown:
+    # no freed prediction rather than a made-up one.
+    for q in (q for q in SHRINKER_QUANTITIES if scanned or q != "freed_objects"):
+        obs = np.array([s[q] for s in seen])
+        calib = [b[q] for b in base]
+        share = q == "kswapd_share"
+        centre, interval = prediction_interval(predicted[q], upper=1.0 if share else math.inf)
+        scale = 100.0 if share else 1.0
+        out.append(
+            ShrinkerScore(
+                capture=capture,
+                quantity=q,
+                divisor=divisor,
+                calibration_divisor=calibration_divisor,
+                predicted=centre,
+                interval=interval,
+                observed=tuple(float(v) for v in obs),
+                inside=inside(list(obs), interval),
+                model_error=float(np.mean(np.abs(centre - obs)) * scale),
+                no_change=float(np.mean(calib)),
+                no_change_error=float(np.mean(np.abs(np.mean(calib) - obs)) * scale),
+                change_p=change_p(calib, list(obs), seed),
+            )
+        )
+    return tuple(out)
