@@ -87,16 +87,18 @@ latex:
 		fi; \
 	fi
 
-# Chromium from Debian for the notebook test that checks every chart draws with no network.
+# Debian tools the tests use: Chromium (every notebook chart draws with no network) and
+# trace-cmd (a binary trace.dat is read through `trace-cmd report`).
+TEST_TOOLS := chromium trace-cmd
 browser:
-	@if ! command -v chromium >/dev/null; then \
+	@if ! command -v chromium >/dev/null || ! command -v trace-cmd >/dev/null; then \
 		if [ "$$(id -u)" = 0 ]; then \
-			echo "== installing chromium =="; \
+			echo "== installing $(TEST_TOOLS) =="; \
 			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-				--no-install-recommends chromium >/dev/null; \
+				--no-install-recommends $(TEST_TOOLS) >/dev/null; \
 		else \
-			echo "The notebook chart test needs Chromium. Run: sudo apt-get install" \
-				"--no-install-recommends chromium" >&2; exit 1; \
+			echo "The notebook chart and trace.dat tests need: sudo apt-get install" \
+				"--no-install-recommends $(TEST_TOOLS)" >&2; exit 1; \
 		fi; \
 	fi
 
