@@ -32,10 +32,12 @@ from analysis.metrics.pairing import label_context
 
 __all__ = [
     "GROUP_KEYS",
+    "REASON_PREFIX",
     "HzEstimate",
     "config_hz",
     "delay_histogram",
     "infer_hz",
+    "short_reason",
     "throttle_events",
     "throttle_table",
 ]
@@ -44,6 +46,14 @@ __all__ = [
 # quantum does not divide a second (HZ=300: jiffies_to_usecs rounds 3333.3 us).
 KCONFIG_HZ = (100, 250, 300, 1000)
 GROUP_KEYS = ("event", "context", "reason", "usec_timeout")
+
+# Every throttle reason the kernel prints starts so (include/trace/events/vmscan.h).
+REASON_PREFIX = "VMSCAN_THROTTLE_"
+
+
+def short_reason(reason: str) -> str:
+    """``VMSCAN_THROTTLE_WRITEBACK`` -> ``WRITEBACK``: the reason as tables print it."""
+    return reason.removeprefix(REASON_PREFIX)
 
 
 def _weight(frame: pl.DataFrame) -> pl.Expr:

@@ -20,6 +20,7 @@ import polars as pl
 from analysis.ingest.long_table import runs_of
 from analysis.metrics.compare import change_pct
 from analysis.metrics.ops import HIGHER, LOWER
+from analysis.report.text import WIDTH
 from analysis.stats.bootstrap import Interval
 from analysis.stats.significance import (
     IMPROVED,
@@ -34,7 +35,6 @@ __all__ = ["DECIDING_ROW", "format_markdown", "format_mmtests", "to_json"]
 DECIDING_ROW = {"mean": "Amean", "p50": "HD-50", "p90": "HD-90", "p99": "HD-99"}
 # mmtests' Stddev and CoeffVar are lower-is-better whatever the row.
 _ALWAYS_LOWER = frozenset({"Stddev", "CoeffVar"})
-WIDTH = 80
 
 
 # Decimals of one value: mmtests' 4 (compare-mmtests.pl's own figures, which tests check

@@ -20,6 +20,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from analysis.report.text import WIDTH
+
 if TYPE_CHECKING:
     from rich.table import Table
 
@@ -37,7 +39,6 @@ __all__ = [
     "wrapped",
 ]
 
-WIDTH = 80
 MISSING = "-"
 
 

@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 import polars as pl
 
+from analysis.metrics.throttle import short_reason
 from analysis.report.table import Column, plus_minus, render
 
 __all__ = ["STALL_DIGITS", "THROTTLE_DIGITS", "format_run_stalls", "format_run_throttle"]
@@ -51,7 +52,7 @@ def format_run_throttle(table: pl.DataFrame) -> str:
             mean = plus_minus(None if mean_ms is None else mean_ms / 1000, None, d["mean delay ms"])
             cells.append(
                 [
-                    r["reason"].removeprefix("VMSCAN_THROTTLE_"),
+                    short_reason(r["reason"]),
                     f"{r['usec_timeout'] / 1000:g}",
                     r["context"],
                     plus_minus(r["events_mean"], r["events_sd"], d["events"]),

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
+from analysis.metrics.throttle import short_reason
 from analysis.report.fit import CAVEAT, group_json
 from analysis.stats.describe import mean_sd
 from analysis.stats.fit import GroupFailure, GroupFit, fit_throttle_groups
@@ -137,7 +138,7 @@ def _num(value: float | None, scale: float) -> str:
 
 def _group_lines(fit: RunGroupFit) -> list[str]:
     g = fit.pooled
-    reason = g.reason.removeprefix("VMSCAN_THROTTLE_")
+    reason = short_reason(g.reason)
     timeout = "-" if g.usec_timeout is None else f"{g.usec_timeout / 1000:g} ms"
     head = f"{fit.run}: {reason}, {g.context}, timeout {timeout}, n={g.n} sleeps"
     if isinstance(g, GroupFailure):

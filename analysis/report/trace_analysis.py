@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from analysis.metrics.throttle import REASON_PREFIX
 from analysis.metrics.trace_analysis import TraceAnalysis
 from analysis.metrics.trace_rows import benchmark_times, mmtests_trace_rows
 from analysis.report.json_output import jsonable
@@ -23,11 +24,9 @@ __all__ = [
     "unparsed_note",
 ]
 
-_REASON_PREFIX = "VMSCAN_THROTTLE_"
-
 
 def _short(reason: str) -> str:
-    return reason.removeprefix(_REASON_PREFIX).removeprefix("writeback_")
+    return reason.removeprefix(REASON_PREFIX).removeprefix("writeback_")
 
 
 def _share(value: float | None) -> str:
@@ -57,7 +56,7 @@ def format_distributions(dist: pl.DataFrame, per_block: int = 3) -> str:
 
 
 def _short_series(name: str) -> str:
-    return name.replace(_REASON_PREFIX, "").replace("writeback_", "")
+    return name.replace(REASON_PREFIX, "").replace("writeback_", "")
 
 
 def format_uniq_c(histogram: pl.DataFrame) -> str:

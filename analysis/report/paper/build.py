@@ -27,6 +27,7 @@ from analysis.ingest.ftrace.events import THROTTLED
 from analysis.ingest.mmtests import Run
 from analysis.metrics.compare import Comparison, compare_runs, monitor_series
 from analysis.metrics.stall_runs import TAIL_QUANTILE, iteration_stalls, run_stall_table
+from analysis.metrics.throttle import short_reason
 from analysis.metrics.throttle_runs import run_throttle_table
 from analysis.outputs import staged_dir
 from analysis.report.document import ReportData
@@ -80,7 +81,7 @@ def _throttle_cells(r: dict) -> dict[str, str]:
     """LaTeX cells of one :func:`run_throttle_table` row (table columns and macros)."""
     sd, d = r["timeout_share_sd"], THROTTLE_DIGITS
     return {
-        "reason": escape(r["reason"].removeprefix("VMSCAN_THROTTLE_")),
+        "reason": escape(short_reason(r["reason"])),
         "context": escape(r["context"]),
         "timeout ms": f"{r['usec_timeout'] / 1000:g}",
         "events": pm(r["events_mean"], r["events_sd"], d["events"]),

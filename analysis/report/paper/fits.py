@@ -23,6 +23,7 @@ import polars as pl
 from analysis.ingest import histogram
 from analysis.ingest.ftrace.events import THROTTLED
 from analysis.metrics import pairing, throttle
+from analysis.metrics.throttle import short_reason
 from analysis.report.fit_figures import survival_chart
 from analysis.report.paper.figures import save_pdf
 from analysis.report.paper.latex import escape, macro_name, macros_tex, table_tex
@@ -74,10 +75,6 @@ class Shown:
     spread: RunGroupFit | None = None
 
 
-def _short(reason: str) -> str:
-    return reason.removeprefix("VMSCAN_THROTTLE_")
-
-
 def seed_groups(
     path: Path = SEED_MAIL, bootstrap: int = BOOTSTRAP
 ) -> list[GroupFit | GroupFailure]:
@@ -96,8 +93,8 @@ def shown_groups(
     out: list[Shown] = []
 
     def add(role: str, name: str, g: GroupFit | GroupFailure, spread: RunGroupFit | None):
-        key = f"{role} {g.context} {_short(g.reason)}".lower()
-        label = f"{name} {g.context} {_short(g.reason)}"
+        key = f"{role} {g.context} {short_reason(g.reason)}".lower()
+        label = f"{name} {g.context} {short_reason(g.reason)}"
         # A reason slept with two timeouts in one context: the timeout tells them apart.
         if any(s.key == key for s in out):
             key, label = f"{key} {g.usec_timeout} us", f"{label} {g.usec_timeout} us"

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 import altair as alt
 
 from analysis.ingest.mmtests import Run
+from analysis.metrics.throttle import short_reason
 from analysis.models import throttle
 from analysis.models.throttle_waits import WaitChoice, fit_reasons, with_waits
 from analysis.report.paper.figures import save_pdf
@@ -125,7 +126,7 @@ def predictions_table(tm: TimeoutModel) -> str:
             _cells(cycle.efficiency, _e) if cycle else ("--", ""),
         ]
         mark = "$^{*}$" if p.extrapolated else ""
-        label = escape(p.reason.removeprefix("VMSCAN_THROTTLE_"))
+        label = escape(short_reason(p.reason))
         p_cell, stall, velocity, efficiency = cells
         tau = f"{p.tau_us / 1000:g}{mark}"
         rows.append(
@@ -239,7 +240,7 @@ def timeout_values(tm: TimeoutModel) -> dict[str, str]:
             f"{name} runs needed": f"{needed:.0f}",
         }
     for r in m.reasons:
-        key = r.reason.removeprefix("VMSCAN_THROTTLE_").lower()
+        key = short_reason(r.reason).lower()
         choice = report.wait_choice(r.reason)
         short = [p for p in report.timeouts if p.reason == r.reason]
         first = min(short, key=lambda p: p.tau_us)
@@ -286,7 +287,7 @@ def section_tex(tm: TimeoutModel, values: dict[str, str]) -> str:
 
     reasons = []
     for r in tm.report.model.reasons:
-        key = r.reason.removeprefix("VMSCAN_THROTTLE_").lower()
+        key = short_reason(r.reason).lower()
         reasons.append(
             f"For \\tp{{{escape(r.reason)}}} (observed timeout {mac(key + ' timeout ms')}\\,ms, "
             f"{mac(key + ' per thousand pages')} throttles per thousand pages scanned) the "
