@@ -270,12 +270,13 @@ class Run:
     path: Path
     iterations: tuple[Iteration, ...]
 
-    @property
+    @cached_property
     def emulated(self) -> str | None:
         """A sentence when the run was captured in a guest whose CPUs were emulated (TCG),
         from the ``vm.json`` that ``mmlab capture --kernel`` writes beside the iterations;
         None for a host capture, a KVM guest or a plain mmtests tree. Times under emulation
-        are not bare-metal times (docs/patched-kernels.md "Running a capture in a guest")."""
+        are not bare-metal times (docs/patched-kernels.md "Running a capture in a guest").
+        Read once per run: the report asks for every iteration's provenance."""
         vm = self.path / "vm.json"
         if not vm.exists():
             return None
