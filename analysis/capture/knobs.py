@@ -53,17 +53,21 @@ def _default_jiffies(hz: int) -> dict[str, int]:
     }
 
 
+def _jiffies_to_usecs(jiffies: int, hz: int) -> int:
+    """``jiffies_to_usecs()`` for an HZ that divides 10^6 (what the tracepoint prints)."""
+    return jiffies * (1_000_000 // hz)
+
+
 def usec_timeout(ms: int, hz: int) -> int:
     """``usec_timeout`` for a knob written as ``ms``: ``msecs_to_jiffies()`` rounds up to whole
     jiffies, the tracepoint prints ``jiffies_to_usecs()`` of that (HZ dividing 10^6)."""
-    jiffies = -(-ms * hz // 1000)
-    return jiffies * (1_000_000 // hz)
+    return _jiffies_to_usecs(-(-ms * hz // 1000), hz)
 
 
 def expected_timeouts_us(knobs: dict[str, str], hz: int) -> dict[str, int]:
     """Each reason's ``usec_timeout`` under ``knobs`` (name -> value in ms; absent knobs keep
     the built-in timeout)."""
-    expected = {r: j * (1_000_000 // hz) for r, j in _default_jiffies(hz).items()}
+    expected = {r: _jiffies_to_usecs(j, hz) for r, j in _default_jiffies(hz).items()}
     for name, value in knobs.items():
         if name in THROTTLE_KNOBS:
             expected[THROTTLE_KNOBS[name]] = usec_timeout(int(value), hz)
