@@ -324,12 +324,17 @@ HPAGEALLOC = Declared(
 )
 
 
+def _one_log(logs: Path, name: str) -> Path | None:
+    """``logs/name`` or its ``.gz``, when present (a benchmark that writes one log)."""
+    return next((p for s in ("", ".gz") if (p := logs / f"{name}{s}").is_file()), None)
+
+
 def pagealloc_logs(logs: Path) -> LogRead:
     """Rows ``alloc-odr<O>-<batch>``, ``free-odr<O>-<batch>``, ``total-odr<O>-<batch>``
     (cycles) of ``pagealloc.log``. As ExtractPagealloc.pm, the first two lines of each
     batch size are warm-up and left out; mmtests counts them per batch size over all
     orders, and so does mmlab, so that both give the same samples."""
-    path = next((p for s in ("", ".gz") if (p := logs / f"pagealloc.log{s}").is_file()), None)
+    path = _one_log(logs, "pagealloc.log")
     if path is None:
         return LogRead()
     samples, notes, seen, warm = [], [], {}, []
@@ -353,7 +358,7 @@ def pagealloc_logs(logs: Path) -> LogRead:
 
 def hpagealloc_logs(logs: Path) -> LogRead:
     """Row ``Latency`` (ms per successful huge page allocation) of ``hpagealloc.log``."""
-    path = next((p for s in ("", ".gz") if (p := logs / f"hpagealloc.log{s}").is_file()), None)
+    path = _one_log(logs, "hpagealloc.log")
     if path is None:
         return LogRead()
     samples, notes = [], []
