@@ -37,6 +37,7 @@ import numpy as np
 import polars as pl
 
 from analysis.errors import InputError
+from analysis.ingest.textfile import read_text
 from analysis.models.run_scoring import change_p, inside, prediction_interval
 from analysis.models.shrinker import Variant, replay
 
@@ -52,7 +53,7 @@ def capture_divisor(capture: Path) -> str:
     if len(found) != 1:
         raise InputError(capture, f"expected one vm.json below it, found {len(found)}")
     try:
-        checks = json.loads(found[0].read_text())["knob_check"]
+        checks = json.loads(read_text(found[0]))["knob_check"]
         divisors = {c["deferral"]["divisor"] for c in checks}
     except (ValueError, KeyError, TypeError) as exc:
         raise InputError(found[0], f"no knob_check deferral divisor ({exc})") from None
