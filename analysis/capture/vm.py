@@ -271,6 +271,7 @@ def run_guest_capture(cfg, guest: GuestConfig) -> GuestResult:
     failed (its message and the console's last lines)."""
     from analysis.capture.checks import check_arguments, check_out
     from analysis.capture.plan import MIB
+    from analysis.capture.run import signals_deferred
 
     record = read_build_record(guest.kernel)
     # The guest checks against its own MemAvailable; here, before booting, the limit must at
@@ -296,11 +297,15 @@ def run_guest_capture(cfg, guest: GuestConfig) -> GuestResult:
         command = vng_command(guest, share, disk, sys.executable)
         t0 = time.monotonic()
         with open(share / "console.log", "wb") as console:
-            proc = subprocess.Popen(
-                command, stdin=subprocess.DEVNULL, stdout=console, stderr=subprocess.STDOUT,
-                cwd=REPO_ROOT, start_new_session=True,
-            )  # fmt: skip
+            proc = None
             try:
+                # A signal while vng starts is held until ``proc`` is known, so the guest it
+                # started is killed too (it used to outlive a SIGTERM sent in that window).
+                with signals_deferred():
+                    proc = subprocess.Popen(
+                        command, stdin=subprocess.DEVNULL, stdout=console,
+                        stderr=subprocess.STDOUT, cwd=REPO_ROOT, start_new_session=True,
+                    )  # fmt: skip
                 proc.wait(timeout=guest.timeout_s)
             except subprocess.TimeoutExpired:
                 _kill_group(proc)
@@ -308,7 +313,8 @@ def run_guest_capture(cfg, guest: GuestConfig) -> GuestResult:
                     "--guest-timeout", f"the guest ran longer than {guest.timeout_s:.0f} s"
                 ) from None
             except BaseException:
-                _kill_group(proc)
+                if proc is not None:
+                    _kill_group(proc)
                 raise
         wall = time.monotonic() - t0
         result_path = share / "result.json"

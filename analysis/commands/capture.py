@@ -194,7 +194,7 @@ def _run_in_guest(cfg, args: argparse.Namespace) -> int:
             result = run_guest_capture(cfg, guest)
     except Interrupted as exc:
         print(f"mmlab capture: interrupted by {exc}; guest stopped", file=sys.stderr)
-        return 130
+        return 128 + exc.signum
     summary = {
         "run_dir": result.run_dir,
         "accelerator": accel,
