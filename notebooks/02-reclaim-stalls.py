@@ -36,9 +36,9 @@ from analysis.ingest import histogram
 from analysis.metrics.trace_analysis import analyse_file, analyse_trace, pooled, reclaim_series
 from analysis.report import charts
 from analysis.report.charts import backlog_chart, delay_chart, timeline_chart
-from analysis.report.document import capture_traces
 from analysis.report.trace_analysis import format_analysis, format_distributions
 from analysis.stats.describe import distribution_table
+from analysis.study.runs import capture_traces
 
 charts.offline()  # static SVG charts: they show with no network and in any viewer
 

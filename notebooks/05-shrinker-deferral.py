@@ -47,8 +47,8 @@ from analysis.models.shrinker import (
     outputs,
 )
 from analysis.report import charts
-from analysis.report.document import capture_traces
 from analysis.report.shrinker_model import backlog_chart, format_model_run, tradeoff_chart
+from analysis.study.runs import capture_traces
 
 charts.offline()  # static SVG charts: they show with no network and in any viewer
 

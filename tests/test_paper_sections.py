@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from analysis.report.document import ReportData, capture_runs
 from analysis.report.paper import fits
 from analysis.report.paper.fits import (
     SEED_MAIL,
@@ -31,8 +30,10 @@ from analysis.report.paper.timeout import (
 )
 from analysis.report.paper.timeout import section_tex as timeout_tex
 from analysis.report.seeds import SEEDS
-from analysis.report.throttle_fits import format_run_fits, run_fits
+from analysis.report.throttle_fits import format_run_fits
 from analysis.stats.fit import fit_group, jiffy_data
+from analysis.study.runs import capture_runs
+from analysis.study.study import Study
 from tests.conftest import DATA, MAIL, throttled_lines
 
 RUNS = ("stutterp-dirty20", "stutterp-dirty5")
@@ -46,8 +47,8 @@ def test_packaged_seed_mail_is_the_bundled_one_byte_for_byte():
 
 
 @pytest.fixture(scope="module")
-def data() -> ReportData:
-    return ReportData(tuple(run for name in RUNS for run in capture_runs(DATA / name)))
+def data() -> Study:
+    return Study(tuple(run for name in RUNS for run in capture_runs(DATA / name)))
 
 
 @pytest.fixture(scope="module")
@@ -124,7 +125,7 @@ def test_section_defines_every_macro_it_quotes(shown):
 
 
 def test_report_fits_section_is_mail_ready_and_counts_timeouts(data):
-    text = format_run_fits(run_fits(data))
+    text = format_run_fits(data.fits)
     assert max(len(line) for line in text.splitlines()) <= 80
     assert "\x1b" not in text
     for run in data.runs:

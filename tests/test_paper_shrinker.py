@@ -9,8 +9,9 @@ import re
 import pytest
 import zstandard
 
-from analysis.report.document import ReportData, capture_runs
 from analysis.report.paper import shrinker
+from analysis.study.runs import capture_runs
+from analysis.study.study import Study
 from tests.conftest import DATA
 
 _START = re.compile(
@@ -24,7 +25,7 @@ def one_trace():
     """The first iteration of the A/B partner run: its trace has per-memcg chain misses."""
     (run,) = capture_runs(DATA / "stutterp-ab-dirty5")
     run = dataclasses.replace(run, iterations=run.iterations[:1])
-    return run, shrinker.shrinker_replays(ReportData((run,)))
+    return run, shrinker.shrinker_replays(Study((run,)))
 
 
 def _start_lines(iteration_dir) -> list[tuple[int, ...]]:
@@ -65,7 +66,7 @@ def test_seed_example_is_the_hand_worked_arithmetic():
 
 def test_section_defines_every_macro_it_uses(one_trace, tmp_path):
     run, _ = one_trace
-    tex = shrinker.section(ReportData((run,)), tmp_path)
+    tex = shrinker.section(Study((run,)), tmp_path)
     defined = set(re.findall(r"\\newcommand\{\\(\w+)\}", tex))
     used = set(re.findall(r"\\(Shr\w+)\{\}", tex))
     assert used and used <= defined, used - defined
@@ -85,5 +86,5 @@ def test_seed_divisor_sweep_is_the_hand_arithmetic():
 
 
 def test_runs_without_shrinker_calls_say_so(tmp_path):
-    assert shrinker.shrinker_replays(ReportData(())) is None
-    assert "nothing to replay" in shrinker.section(ReportData(()), tmp_path)
+    assert shrinker.shrinker_replays(Study(())) is None
+    assert "nothing to replay" in shrinker.section(Study(()), tmp_path)

@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from analysis.report.compare import DECIDING_ROW
-from analysis.report.provenance import Provenance, run_differences
 from analysis.report.table import Column, change_digits, estimate_digits, render, sig
 from analysis.stats.significance import NOT_COMPARED
+from analysis.study.provenance import Provenance, run_differences
 
 if TYPE_CHECKING:
     from analysis.stats.bootstrap import Interval

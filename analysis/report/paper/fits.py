@@ -4,7 +4,7 @@ wait of ``reclaim_throttle()`` (mm/vmscan.c) sleepers.
 Groups: every ``mm_vmscan_throttled`` group of the base and the new run (sleeps of all
 iterations pooled; the best family also refitted to each iteration alone for the run-level
 spread, as
-:mod:`analysis.report.throttle_fits`) and the throttle histograms of seed 000's mail
+:mod:`analysis.study.fits`) and the throttle histograms of seed 000's mail
 (5.15-rc1, no iterations). Writes ``tables/fit-aic.tex``, ``tables/fit-observables.tex``
 and ``figures/fit-survival.pdf`` and returns the section's LaTeX, which defines its own
 macros (``\\Fit...``) before the text quotes them.
@@ -15,7 +15,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import altair as alt
 import polars as pl
@@ -27,13 +26,11 @@ from analysis.metrics.throttle import short_reason
 from analysis.report.fit_figures import survival_chart
 from analysis.report.paper.figures import save_pdf
 from analysis.report.paper.latex import escape, macro_name, macros_tex, table_tex
-from analysis.report.throttle_fits import RunGroupFit, iteration_spread, run_fits
 from analysis.stats.families import FAMILIES
 from analysis.stats.fit import Estimate, GroupFailure, GroupFit, fit_throttle_groups
 from analysis.stats.survival import turnbull_jiffies
-
-if TYPE_CHECKING:
-    from analysis.report.document import ReportData
+from analysis.study.fits import RunGroupFit, iteration_spread
+from analysis.study.study import Study
 
 __all__ = [
     "BOOTSTRAP",
@@ -86,9 +83,10 @@ def seed_groups(
 
 
 def shown_groups(
-    data: ReportData, seed_path: Path = SEED_MAIL, bootstrap: int = BOOTSTRAP
+    data: Study, seed_path: Path = SEED_MAIL, bootstrap: int = BOOTSTRAP
 ) -> list[Shown]:
-    """The base and new runs' throttle groups, then seed 000's."""
+    """The base and new runs' throttle groups (``data.fits``), then seed 000's (fitted with
+    ``bootstrap`` replicates)."""
     roles = dict(zip((r.name for r in data.runs), ("base", "new"), strict=False))
     out: list[Shown] = []
 
@@ -100,8 +98,8 @@ def shown_groups(
             key, label = f"{key} {g.usec_timeout} us", f"{label} {g.usec_timeout} us"
         out.append(Shown(key, label, g, spread))
 
-    for f in run_fits(data, runs=2, bootstrap=bootstrap):
-        if f.pooled.event == THROTTLED:
+    for f in data.fits:
+        if f.run in roles and f.pooled.event == THROTTLED:
             add(roles[f.run], f.run, f.pooled, f)
     for g in seed_groups(seed_path, bootstrap):
         add("seed", "seed 000", g, None)
@@ -383,7 +381,7 @@ def write_tables(out: Path, tables: dict[str, str]) -> None:
         (out / "tables" / f"{name}.tex").write_text(text)
 
 
-def section(data: ReportData, out: Path) -> str:
+def section(data: Study, out: Path) -> str:
     """Fit, write the tables and the figure under ``out``, return the section's LaTeX."""
     shown = shown_groups(data)
     write_tables(out, {"fit-aic": aic_table(shown), "fit-observables": observables_table(shown)})

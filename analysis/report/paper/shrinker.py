@@ -30,11 +30,11 @@ from analysis.models.shrinker import (
     outputs,
     replay,
 )
-from analysis.report.document import ReportData
 from analysis.report.paper import figures
 from analysis.report.paper.comparison import compact
 from analysis.report.paper.latex import escape, macro_name, macros_tex, pm, table_tex
 from analysis.report.seeds import SEED001_EXAMPLE, seed001
+from analysis.study.study import Study
 
 __all__ = [
     "DIVISORS",
@@ -75,9 +75,7 @@ class ShrinkerReplays:
     sweep: pl.DataFrame
 
 
-def shrinker_replays(
-    data: ReportData, divisors: tuple[int, ...] = DIVISORS
-) -> ShrinkerReplays | None:
+def shrinker_replays(data: Study, divisors: tuple[int, ...] = DIVISORS) -> ShrinkerReplays | None:
     """Check and replay the shrinker calls of every trace of ``data``'s runs; None when no
     trace has any."""
     checks, rules, sweeps = [], [], []
@@ -388,7 +386,7 @@ def _m(key: str) -> str:
     return f"\\{macro_name(key)}{{}}"
 
 
-def section(data: ReportData, out: Path) -> str:
+def section(data: Study, out: Path) -> str:
     """LaTeX of the shrinker section; writes its tables and figure under ``out``."""
     replays = shrinker_replays(data)
     if replays is None:

@@ -33,7 +33,7 @@ from analysis.report.throttle_model import ThrottleReport, build_report
 from analysis.stats.describe import mean_sd
 
 if TYPE_CHECKING:
-    from analysis.report.document import ReportData
+    from analysis.study.study import Study
 
 __all__ = [
     "BOOTSTRAP",
@@ -364,7 +364,7 @@ def section_tex(tm: TimeoutModel, values: dict[str, str]) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-def section(data: ReportData, out: Path) -> str:
+def section(data: Study, out: Path) -> str:
     """Model the base run, validate on the new run, write tables and figure under ``out``."""
     tm = timeout_model(*data.runs[:2])
     write_tables(
