@@ -11,9 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.report.paper import fits
 from analysis.report.paper.fits import (
-    SEED_MAIL,
     aic_table,
     fit_values,
     observables_table,
@@ -29,8 +27,10 @@ from analysis.report.paper.timeout import (
     validation_table,
 )
 from analysis.report.paper.timeout import section_tex as timeout_tex
-from analysis.report.seeds import SEEDS
 from analysis.report.throttle_fits import format_run_fits
+from analysis.seeds import throttle as seed_throttle
+from analysis.seeds.checks import SEEDS
+from analysis.seeds.throttle import SEED_MAIL
 from analysis.stats.fit import fit_group, jiffy_data
 from analysis.study.runs import capture_runs
 from analysis.study.study import Study
@@ -42,7 +42,7 @@ FIELDS = re.compile(r"usec_timeout=(\d+) usect_delayed=(\d+) reason=(\S+)")
 
 def test_packaged_seed_mail_is_the_bundled_one_byte_for_byte():
     # An installed mmlab reads seed 000 from its package, never from a repository's data/.
-    assert SEED_MAIL.is_relative_to(Path(fits.__file__).parent)
+    assert SEED_MAIL.is_relative_to(Path(seed_throttle.__file__).parent)
     assert SEED_MAIL.read_bytes() == (MAIL / SEEDS["000"]).read_bytes()
 
 

@@ -17,24 +17,21 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import altair as alt
-import polars as pl
 
-from analysis.ingest import histogram
 from analysis.ingest.ftrace.events import THROTTLED
-from analysis.metrics import pairing, throttle
 from analysis.metrics.throttle import short_reason
 from analysis.report.fit_figures import survival_chart
 from analysis.report.paper.figures import save_pdf
 from analysis.report.paper.latex import escape, macro_name, macros_tex, table_tex
+from analysis.seeds.throttle import SEED_MAIL, seed_groups
 from analysis.stats.families import FAMILIES
-from analysis.stats.fit import Estimate, GroupFailure, GroupFit, fit_throttle_groups
+from analysis.stats.fit import Estimate, GroupFailure, GroupFit
 from analysis.stats.survival import turnbull_jiffies
 from analysis.study.fits import RunGroupFit, iteration_spread
 from analysis.study.study import Study
 
 __all__ = [
     "BOOTSTRAP",
-    "SEED_MAIL",
     "Shown",
     "aic_table",
     "compact",
@@ -42,7 +39,6 @@ __all__ = [
     "observables_table",
     "section",
     "section_tex",
-    "seed_groups",
     "shown_groups",
     "survival_figure",
     "write_tables",
@@ -52,12 +48,6 @@ __all__ = [
 # so that `make` stays in its time budget (the smallest p, 1/21, still flags a rejection).
 BOOTSTRAP = 20
 BAND_BOOTSTRAP = 30  # resamples of the Turnbull band in the survival figure
-# Package data: a byte-for-byte copy of data/mail/000_901e324e43c5b0b5.txt, so that an
-# installed mmlab (a wheel, no repository) builds the paper too; tests/test_paper_sections.py
-# checks the copy.
-SEED_MAIL = Path(__file__).with_name("seed-000-mail.txt")
-# Seed 000's blocks as its prose names them (as notebook 03): 2 kswapd, 4-6 direct.
-SEED_LABELS = {2: "kswapd", 4: "direct", 5: "direct", 6: "direct"}
 
 
 @dataclass(frozen=True)
@@ -70,16 +60,6 @@ class Shown:
     label: str
     fit: GroupFit | GroupFailure
     spread: RunGroupFit | None = None
-
-
-def seed_groups(
-    path: Path = SEED_MAIL, bootstrap: int = BOOTSTRAP
-) -> list[GroupFit | GroupFailure]:
-    """Seed 000's ``mm_vmscan_throttled`` histograms fitted (HZ from the delay quantum)."""
-    events = throttle.throttle_events(
-        histogram.read(path, labels=SEED_LABELS), pairing.all_intervals({})
-    ).filter(pl.col("event") == THROTTLED)
-    return fit_throttle_groups(events, throttle.infer_hz(events).jiffy_us, bootstrap=bootstrap)
 
 
 def shown_groups(

@@ -4,7 +4,7 @@ Per trace of every run: the check that the capturing kernel's rule reproduces ea
 ``total_scan`` and the model's counter chain, then the replay under G1, G2 and G3 and
 under G3's rule with a sweep of deferral divisors; and seed 001's worked example through
 the model's own ``do_shrink_slab()`` beside the plain arithmetic of
-:func:`analysis.report.seeds.seed001` and the figures the mail prints.
+:func:`analysis.seeds.checks.seed001` and the figures the mail prints.
 
 Macros of the section are defined at the top of ``sections/shrinker-replay.tex``
 (prefix ``Shr``), so the section never collides with ``macros.tex``.
@@ -33,7 +33,7 @@ from analysis.models.shrinker import (
 from analysis.report.paper import figures
 from analysis.report.paper.comparison import compact
 from analysis.report.paper.latex import escape, macro_name, macros_tex, pm, table_tex
-from analysis.report.seeds import SEED001_EXAMPLE, seed001
+from analysis.seeds.checks import SEED001_EXAMPLE, seed001
 from analysis.study.study import Study
 
 __all__ = [
@@ -130,7 +130,7 @@ def _pm(mean: float | None, sd: float | None, digits: int) -> str:
 
 
 def _seed_call(variant: Variant, kswapd: bool = False):
-    """Seed 001's call (:data:`~analysis.report.seeds.SEED001_EXAMPLE`) under ``variant``."""
+    """Seed 001's call (:data:`~analysis.seeds.checks.SEED001_EXAMPLE`) under ``variant``."""
     e = SEED001_EXAMPLE
     return do_shrink_slab(
         variant,
@@ -156,7 +156,7 @@ def seed_divisors(divisors: tuple[int, ...] = DIVISORS) -> pl.DataFrame:
 
 def seed_example() -> list[dict]:
     """Seed 001's call under each rule and context: the mail's figure, the plain integer
-    arithmetic (:func:`~analysis.report.seeds.seed001`) and the model's ``do_shrink_slab``
+    arithmetic (:func:`~analysis.seeds.checks.seed001`) and the model's ``do_shrink_slab``
     (target, objects scanned in batches of the superblock shrinker, counter after)."""
     checks = {c.row: c for c in seed001()}
     cases = (
