@@ -46,10 +46,11 @@ from analysis.ingest import histogram
 from analysis.metrics.pairing import all_intervals
 from analysis.metrics.throttle import throttle_events
 from analysis.models import throttle
+from analysis.models.throttle_predictions import build_report
 from analysis.models.throttle_waits import fit_reasons, with_waits
 from analysis.report import charts
 from analysis.report.throttle_charts import curve_chart, validation_chart
-from analysis.report.throttle_model import build_report, format_report
+from analysis.report.throttle_model import format_report
 
 charts.offline()  # static SVG charts: they show with no network and in any viewer
 

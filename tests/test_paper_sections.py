@@ -19,13 +19,7 @@ from analysis.report.paper.fits import (
     shown_groups,
 )
 from analysis.report.paper.latex import escape, macro_name
-from analysis.report.paper.timeout import (
-    LADDER,
-    predictions_table,
-    timeout_model,
-    timeout_values,
-    validation_table,
-)
+from analysis.report.paper.timeout import predictions_table, timeout_values, validation_table
 from analysis.report.paper.timeout import section_tex as timeout_tex
 from analysis.report.throttle_fits import format_run_fits
 from analysis.seeds import throttle as seed_throttle
@@ -34,6 +28,7 @@ from analysis.seeds.throttle import SEED_MAIL
 from analysis.stats.fit import fit_group, jiffy_data
 from analysis.study.runs import capture_runs
 from analysis.study.study import Study
+from analysis.study.timeout import LADDER, timeout_model
 from tests.conftest import DATA, MAIL, throttled_lines
 
 RUNS = ("stutterp-dirty20", "stutterp-dirty5")

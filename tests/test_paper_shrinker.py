@@ -11,6 +11,7 @@ import zstandard
 
 from analysis.report.paper import shrinker
 from analysis.study.runs import capture_runs
+from analysis.study.shrinker import DIVISORS
 from analysis.study.study import Study
 from tests.conftest import DATA
 
@@ -25,7 +26,7 @@ def one_trace():
     """The first iteration of the A/B partner run: its trace has per-memcg chain misses."""
     (run,) = capture_runs(DATA / "stutterp-ab-dirty5")
     run = dataclasses.replace(run, iterations=run.iterations[:1])
-    return run, shrinker.shrinker_replays(Study((run,)))
+    return run, Study((run,)).shrinker
 
 
 def _start_lines(iteration_dir) -> list[tuple[int, ...]]:
@@ -45,7 +46,7 @@ def test_replay_check_matches_the_raw_trace(one_trace):
     assert row["rule"] == "G3" and row["max_freeable"] == max(f for _, f, *_ in lines)
     assert row["chain_matched"] < row["chain_total"]  # the per-memcg counters it cannot see
     assert set(replays.rules["rule"]) == {"G1", "G2", "G3"}
-    assert replays.sweep.height == len(shrinker.DIVISORS)
+    assert replays.sweep.height == len(DIVISORS)
 
 
 def test_seed_example_is_the_hand_worked_arithmetic():
@@ -86,5 +87,5 @@ def test_seed_divisor_sweep_is_the_hand_arithmetic():
 
 
 def test_runs_without_shrinker_calls_say_so(tmp_path):
-    assert shrinker.shrinker_replays(Study(())) is None
+    assert Study(()).shrinker is None
     assert "nothing to replay" in shrinker.section(Study(()), tmp_path)

@@ -26,6 +26,8 @@ from analysis.study.provenance import (
     run_differences,
     setting_differences,
 )
+from analysis.study.shrinker import ShrinkerReplays, shrinker_replays
+from analysis.study.timeout import TimeoutModel, timeout_model
 
 __all__ = ["Study"]
 
@@ -102,3 +104,17 @@ class Study:
         family refitted to each iteration (:func:`~analysis.study.fits.run_fits`)."""
         by_run = [(run.name, [a for r, _, a in self.analyses if r is run]) for run in self.runs]
         return run_fits(by_run, bootstrap=self.fit_bootstrap)
+
+    @cached_property
+    def shrinker(self) -> ShrinkerReplays | None:
+        """Every trace's shrinker calls checked against the capturing kernel's rule and
+        replayed under each deferral rule and divisor (:mod:`analysis.study.shrinker`);
+        None when no trace has any."""
+        return shrinker_replays(self.analyses)
+
+    @cached_property
+    def timeout(self) -> TimeoutModel | None:
+        """The throttle cycle model calibrated on the base run, predicted along a ladder of
+        timeouts and scored on the new run, and the reverse (:mod:`analysis.study.timeout`);
+        None with fewer than two runs."""
+        return timeout_model(*self.runs[:2]) if len(self.runs) >= 2 else None

@@ -13,7 +13,6 @@ Macros of the section are defined at the top of ``sections/shrinker-replay.tex``
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from pathlib import Path
 
 import altair as alt
@@ -21,24 +20,17 @@ import polars as pl
 
 from analysis.models.shrinker import (
     FS_SHRINKERS,
-    GENERATIONS,
     Variant,
-    blocked_calls,
-    divisor_sweep,
     do_shrink_slab,
-    model_trace,
-    outputs,
-    replay,
 )
 from analysis.report.paper import figures
 from analysis.report.paper.comparison import compact
 from analysis.report.paper.latex import escape, macro_name, macros_tex, pm, table_tex
 from analysis.seeds.checks import SEED001_EXAMPLE, seed001
+from analysis.study.shrinker import DIVISORS, ShrinkerReplays
 from analysis.study.study import Study
 
 __all__ = [
-    "DIVISORS",
-    "ShrinkerReplays",
     "divisor_figure",
     "replay_table",
     "rule_table",
@@ -47,13 +39,9 @@ __all__ = [
     "seed_divisors",
     "seed_example",
     "seed_table",
-    "shrinker_replays",
     "shrinker_values",
 ]
 
-# Constant divisors swept under G3's rule: 1 is G1's "take it all", 4096 = 2^12 is G3's
-# own at the lightest priority.
-DIVISORS = (1, 2, 4, 16, 64, 256, 1024, 4096)
 # Replay outputs drawn against the divisor (only those known for some trace).
 _TRADEOFF = {
     "efficiency": "efficiency (freed / scanned)",
@@ -63,56 +51,6 @@ _TRADEOFF = {
 }
 # Seed 001's cache is a filesystem's (XFS inodes): a superblock shrinker's batch.
 _SEED_BATCH = FS_SHRINKERS["super_cache_scan"]
-
-
-@dataclass(frozen=True)
-class ShrinkerReplays:
-    """``checks``: one row per trace (run, iteration, calls, ...); ``rules``: outputs of
-    every trace under each generation's own rule; ``sweep``: under G3's rule per divisor."""
-
-    checks: pl.DataFrame
-    rules: pl.DataFrame
-    sweep: pl.DataFrame
-
-
-def shrinker_replays(data: Study, divisors: tuple[int, ...] = DIVISORS) -> ShrinkerReplays | None:
-    """Check and replay the shrinker calls of every trace of ``data``'s runs; None when no
-    trace has any."""
-    checks, rules, sweeps = [], [], []
-    for run, iteration, analysis in data.analyses:
-        calls = analysis.shrinker_invocations
-        if calls.is_empty():
-            continue
-        who = {"run": run.name, "iteration": iteration}
-        own = model_trace(calls, Variant("G3"), trace=Path(analysis.source))
-        checks.append(
-            {
-                **who,
-                "calls": calls.height,
-                "blocked": int(blocked_calls(calls).sum()),
-                "kswapd_calls": int((calls["context"] == "kswapd").sum()),
-                "contexts": ", ".join(sorted(set(calls["context"]))),
-                "max_freeable": int(calls["freeable_objects"].max()),
-                "rule": own.capturing_generation,
-                "rule_source": own.generation_source,
-                "matched": own.replay_agreement.matched,
-                "chain_matched": own.capture_chain_agreement.matched,
-                "chain_total": own.capture_chain_agreement.total,
-                "scanned": own.observed_scanned_objects,
-                "freed": own.observed_freed_objects,
-            }
-        )
-        rules += [{**who, "rule": g, **outputs(replay(calls, Variant(g)))} for g in GENERATIONS]
-        sweeps.append(
-            divisor_sweep(calls, list(divisors)).with_columns(
-                run=pl.lit(run.name), iteration=pl.lit(iteration)
-            )
-        )
-    if not checks:
-        return None
-    return ShrinkerReplays(
-        pl.DataFrame(checks), pl.DataFrame(rules), pl.concat(sweeps, how="vertical")
-    )
 
 
 def _per_run(frame: pl.DataFrame, by: list[str], columns: list[str]) -> pl.DataFrame:
@@ -388,7 +326,7 @@ def _m(key: str) -> str:
 
 def section(data: Study, out: Path) -> str:
     """LaTeX of the shrinker section; writes its tables and figure under ``out``."""
-    replays = shrinker_replays(data)
+    replays = data.shrinker
     if replays is None:
         return (
             "\\emph{No trace of these runs has \\tp{mm\\_shrink\\_slab\\_start/end} "
