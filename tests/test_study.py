@@ -161,7 +161,11 @@ def test_ops_rows_print_the_same_means_and_sds(outputs):
         assert printed[label] == cells, label
 
 
-def test_json_carries_the_same_fits(outputs):
+def test_json_carries_the_same_results(outputs):
     study, _, json, _, _, _ = outputs
     assert [f["run"] for f in json["throttle_fits"]] == [f.run for f in study.fits]
     assert json["throttle"] is study.throttle
+    rows = json["latency"]["rows"]
+    assert [(r["row"], r["change"], r["q"]) for r in rows] == [
+        (r.row, r.change, r.q) for r in decided(study.latency)
+    ]

@@ -106,7 +106,9 @@ def iteration_section(data: Study) -> str:
 def summary_section(data: Study) -> str:
     """What differed between the runs and the latency verdicts (:mod:`analysis.report.summary`)."""
     latency = data.latency if isinstance(data.latency, str) else decided(data.latency)
-    return format_summary(data.provenance, data.settings, latency, data.lost_events)
+    return format_summary(
+        data.provenance, data.differences, data.settings, latency, data.lost_events
+    )
 
 
 def captures_section(data: Study) -> str:
@@ -190,9 +192,19 @@ def report_json(paths: Sequence[Path]) -> dict:
     return {"data": [str(p) for p in paths], **study_json(Study(study_runs(paths)))}
 
 
+def _latency_json(data: Study) -> dict[str, object]:
+    """The latency rows the report prints (``to_json``), or why there are none."""
+    from analysis.report.compare import to_json
+
+    if isinstance(data.latency, str):
+        return {"metric": _DECIDING, "rows": [], "note": data.latency.strip()}
+    return {"metric": _DECIDING, "rows": to_json(decided(data.latency))}
+
+
 def study_json(data: Study) -> dict:
     """The report's content for scripts (frames and dataclasses, for
-    :func:`analysis.report.json_output.dumps`): the runs with their provenance, the Ops comparison
+    :func:`analysis.report.json_output.dumps`): the runs with their provenance, the latency
+    rows as the report decides them (as ``mmlab compare --json``), the Ops comparison
     (as ``mmlab compare-vmstat --json``), throttling per run (``run_throttle_table``), its
     fits per run and group (:func:`~analysis.report.throttle_fits.run_fit_json`) and
     every traced iteration's analysis (as ``mmlab stalls --json``, with ``run`` and
@@ -205,6 +217,7 @@ def study_json(data: Study) -> dict:
         "provenance": data.provenance,
         "runs_differ": data.differences,
         "settings_differ": [{"setting": k, "values": list(v)} for k, v in data.settings],
+        "latency": _latency_json(data),
         "vmstat": comparison_json(data.ops),
         "throttle": data.throttle,
         "throttle_fits": [run_fit_json(f) for f in data.fits],
