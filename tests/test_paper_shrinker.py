@@ -10,6 +10,7 @@ import pytest
 import zstandard
 
 from analysis.report.paper import shrinker
+from analysis.seeds.shrinker import seed_divisors, seed_example
 from analysis.study.runs import capture_runs
 from analysis.study.shrinker import DIVISORS
 from analysis.study.study import Study
@@ -50,7 +51,7 @@ def test_replay_check_matches_the_raw_trace(one_trace):
 
 
 def test_seed_example_is_the_hand_worked_arithmetic():
-    rows = {(r["rule"], r["context"]): r for r in shrinker.seed_example()}
+    rows = {(r["rule"], r["context"]): r for r in seed_example()}
     # docs/shrinker-deferral.md, "Worked example": 1.8 M freeable, priority 12, 1 M deferred.
     assert rows["G1", "any"]["delta"] == (1_800_000 >> 12) * 4 // 2 == 878
     assert rows["G1", "any"]["target"] == min(1_000_000 + 878, 1_800_000 // 2) == 900_000
@@ -78,9 +79,7 @@ def test_section_defines_every_macro_it_uses(one_trace, tmp_path):
 
 
 def test_seed_divisor_sweep_is_the_hand_arithmetic():
-    rows = {
-        (r["divisor"], r["quantity"]): r["objects"] for r in shrinker.seed_divisors((2,)).to_dicts()
-    }
+    rows = {(r["divisor"], r["quantity"]): r["objects"] for r in seed_divisors((2,)).to_dicts()}
     # Divisor 2: target 1,000,000 // 2 + 878 = 500,878, scanned in whole batches of 1024.
     assert rows[2, "scanned by the call"] == 500_878 // 1024 * 1024 == 500_736
     assert rows[2, "left deferred"] == 1_000_000 + 878 - 500_736

@@ -18,15 +18,11 @@ from pathlib import Path
 import altair as alt
 import polars as pl
 
-from analysis.models.shrinker import (
-    FS_SHRINKERS,
-    Variant,
-    do_shrink_slab,
-)
 from analysis.report.paper import figures
 from analysis.report.paper.comparison import compact
 from analysis.report.paper.latex import escape, macro_name, macros_tex, pm, table_tex
 from analysis.seeds.checks import SEED001_EXAMPLE, seed001
+from analysis.seeds.shrinker import SEED_BATCH, seed_divisors, seed_example
 from analysis.study.shrinker import DIVISORS, ShrinkerReplays
 from analysis.study.study import Study
 
@@ -36,8 +32,6 @@ __all__ = [
     "rule_table",
     "section",
     "seed_divisor_figure",
-    "seed_divisors",
-    "seed_example",
     "seed_table",
     "shrinker_values",
 ]
@@ -49,8 +43,6 @@ _TRADEOFF = {
     "direct_max_scanned": "max objects, one direct call",
     "backlog_max_objects": "deferred backlog, max (objects)",
 }
-# Seed 001's cache is a filesystem's (XFS inodes): a superblock shrinker's batch.
-_SEED_BATCH = FS_SHRINKERS["super_cache_scan"]
 
 
 def _per_run(frame: pl.DataFrame, by: list[str], columns: list[str]) -> pl.DataFrame:
@@ -65,60 +57,6 @@ def _per_run(frame: pl.DataFrame, by: list[str], columns: list[str]) -> pl.DataF
 def _pm(mean: float | None, sd: float | None, digits: int) -> str:
     known = lambda x: x is not None and math.isfinite(x)  # noqa: E731
     return pm(mean, sd if known(sd) else None, digits) if known(mean) else "--"
-
-
-def _seed_call(variant: Variant, kswapd: bool = False):
-    """Seed 001's call (:data:`~analysis.seeds.checks.SEED001_EXAMPLE`) under ``variant``."""
-    e = SEED001_EXAMPLE
-    return do_shrink_slab(
-        variant,
-        deferred=e["deferred"],
-        freeable=e["freeable"],
-        priority=e["priority"],
-        seeks=e["seeks"],
-        kswapd=kswapd,
-        batch=_SEED_BATCH,
-    )
-
-
-def seed_divisors(divisors: tuple[int, ...] = DIVISORS) -> pl.DataFrame:
-    """Seed 001's call under G3's rule with each constant divisor: objects it scans and
-    objects left deferred after it (``divisor``, ``quantity``, ``objects``)."""
-    rows = []
-    for d in divisors:
-        call = _seed_call(Variant("G3", d))
-        left = SEED001_EXAMPLE["deferred"] - call.nr + call.next_deferred
-        rows += [(d, "scanned by the call", call.scanned), (d, "left deferred", left)]
-    return pl.DataFrame(rows, schema=["divisor", "quantity", "objects"], orient="row")
-
-
-def seed_example() -> list[dict]:
-    """Seed 001's call under each rule and context: the mail's figure, the plain integer
-    arithmetic (:func:`~analysis.seeds.checks.seed001`) and the model's ``do_shrink_slab``
-    (target, objects scanned in batches of the superblock shrinker, counter after)."""
-    checks = {c.row: c for c in seed001()}
-    cases = (
-        ("G1", False, "any", "G1 target (windup clamp)"),
-        ("G2", True, "kswapd", "G2 target, kswapd"),
-        ("G2", False, "direct", "G2 target, direct"),
-        ("G3", False, "any", "G3 target, any context"),
-    )
-    rows = []
-    for generation, kswapd, context, check in cases:
-        call = _seed_call(Variant(generation), kswapd)
-        rows.append(
-            {
-                "rule": generation,
-                "context": context,
-                "mail": checks[check].mail,
-                "arithmetic": int(checks[check].mmlab),
-                "delta": call.delta,
-                "target": call.total_scan,
-                "scanned": call.scanned,
-                "counter_after": SEED001_EXAMPLE["deferred"] - call.nr + call.next_deferred,
-            }
-        )
-    return rows
 
 
 def _int(value: int) -> str:
@@ -148,7 +86,7 @@ def seed_table(rows: list[dict]) -> str:
         f"seeks {e['seeks']}, {_int(e['deferred'])} deferred): the target the mail prints "
         "(G1 only), the target by plain integer arithmetic (\\texttt{seeds.seed001}), and "
         "the model's \\texttt{do\\_shrink\\_slab()}: target, objects scanned in batches of "
-        f"{_SEED_BATCH} (a superblock shrinker) and the deferred counter after the call. "
+        f"{SEED_BATCH} (a superblock shrinker) and the deferred counter after the call. "
         "G2 as the patch is written (\\texttt{next\\_deferred = nr - scanned}).",
         "tab:shrinker-seed",
     )
@@ -339,7 +277,7 @@ def section(data: Study, out: Path) -> str:
     (out / "tables" / "shrinker-seed.tex").write_text(seed_table(seed))
     figures.save_pdf(divisor_figure(replays.sweep), out / "figures" / "shrinker-divisors.pdf")
     figures.save_pdf(
-        seed_divisor_figure(seed_divisors()), out / "figures" / "shrinker-seed-divisors.pdf"
+        seed_divisor_figure(seed_divisors(DIVISORS)), out / "figures" / "shrinker-seed-divisors.pdf"
     )
     values = shrinker_values(replays, seed)
     idle = (
