@@ -79,6 +79,7 @@ from analysis.stats.latent import LatentWait
 
 __all__ = [
     "QUANTITIES",
+    "SHARES",
     "QuantityScore",
     "RunValues",
     "identification_bounds",

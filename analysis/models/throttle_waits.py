@@ -102,9 +102,10 @@ def woken_wait(observation: Observation, reason: str) -> FittedWait:
     puts the same unobserved mass wherever its family's tail allows (not identified, see
     :func:`analysis.stats.fit.fit_group`). Without a cure fraction the family's shape
     below the timeout sets the tail beyond it: an extrapolation, scored against kernels
-    that ran longer timeouts in ``docs/model-validation.md`` "Beyond the calibrated
-    timeout". ``reclaim_throttle()`` (mm/vmscan.c) wakes WRITEBACK sleepers as writeback
-    completes, so a sleeper that never wakes needs writeback that never completes."""
+    that ran longer timeouts in
+    ``docs/model-validation.md`` "Beyond the calibrated timeout".
+    ``reclaim_throttle()`` (mm/vmscan.c) wakes WRITEBACK sleepers as writeback completes,
+    so a sleeper that never wakes needs writeback that never completes."""
     cycles = observation.cycles.filter(pl.col("reason") == reason)
     jiffy = _jiffy_us([observation], cycles)
     if jiffy is None:
