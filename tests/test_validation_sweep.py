@@ -60,3 +60,21 @@ def test_shrinker_validation_rows(tmp_path, capsys):
     aa = rows[str(SWEEP / "aa2")]
     assert aa["scanned_objects_predicted"] == pytest.approx(aa["scanned_objects_no_change"])
     assert aa["kswapd_share_depleted"] is None
+
+
+def test_scores_frame_has_the_model_no_change_and_every_run():
+    from analysis.models.shrinker_validation import ShrinkerScore
+    from analysis.report.validation_charts import scores_frame
+
+    score = ShrinkerScore(
+        "data/vm-6.12/div1", "scanned_objects", "1", "2^priority", 100.0, (10.0, 190.0),
+        (90.0, 120.0, 80.0), 3, 10.0, 50.0, 46.7, 0.1,
+    )  # fmt: skip
+    frame = scores_frame([score])
+    assert frame.height == 2 + 3
+    model = frame.filter(frame["series"] == "model").row(0, named=True)
+    assert (model["capture"], model["value"], model["low"], model["high"]) == (
+        "div1", 100.0, 10.0, 190.0,
+    )  # fmt: skip
+    runs = frame.filter(frame["series"] == "observed run")["value"].to_list()
+    assert runs == [90.0, 120.0, 80.0]
