@@ -174,7 +174,7 @@ def _quantised_exponential(mean_us: float, tau_us: float, n: int, seed: int) -> 
             "usec_timeout": [tau_us] * n,
             "delay_us": delays,
             "scanned": [32] * n,
-            "reclaimed": [16] * n,
+            "reclaimed": rng.binomial(32, 0.5, n),
         }
     )
 
