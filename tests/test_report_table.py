@@ -19,7 +19,8 @@ from analysis.metrics.compare import compare_runs
 from analysis.report import json_output, table
 from analysis.report.json_output import dumps, jsonable
 from analysis.report.ops import format_comparison
-from analysis.report.table import WIDTH, Column, Footnotes, num, pct, render
+from analysis.report.table import WIDTH, Column, Footnotes, render
+from analysis.report.units import fixed
 from tests.conftest import DATA
 
 ANSI = re.compile(r"\x1b\[")
@@ -27,7 +28,7 @@ ANSI = re.compile(r"\x1b\[")
 
 def test_layout_by_hand():
     columns = [Column("name", left=True), Column("pages", width=6), Column("eff%")]
-    rows = [("kswapd", "1234", num(76.5234)), ("direct", None, num(float("nan")))]
+    rows = [("kswapd", "1234", fixed(76.5234, 2)), ("direct", None, fixed(float("nan"), 2))]
     # name: 6 wide ("kswapd"); pages: min 6; eff%: 5 ("76.52"); one space between.
     assert render(columns, rows) == [
         "name    pages  eff%",
@@ -75,16 +76,6 @@ def test_plain_text_whatever_the_environment(monkeypatch):
     assert not any(ANSI.search(line) for line in plain)
 
 
-def test_number_helpers():
-    assert (num(2.0), num(3), num(None), num(1234567.891, width=9)) == (
-        "2.00",
-        "3",
-        "-",
-        "1.23457e+06",
-    )
-    assert (pct(-5.3, width=7), pct(None)) == ("  -5.30%", "-")
-
-
 @dataclasses.dataclass(frozen=True)
 class _Row:
     label: str
@@ -130,7 +121,8 @@ def test_comparison_of_three_runs_in_pairwise_blocks():
     faults = [line for line in lines if line.startswith("Minor Faults")]
     assert len(faults) == 2 and faults[0] == faults[1]
     change = 100 - 2038349.00 * 100 / 2915172.00
-    assert faults[0].endswith(f"2038349 ({change:7.2f}%) lower")
+    # 2038349 ± 294869 pages: one M scale for the row, rounded at the sd (0.29M).
+    assert faults[0].endswith(f"2.04M ({change:7.2f}%) lower")
 
 
 @pytest.mark.parametrize("module", [table, json_output], ids=lambda m: m.__name__)

@@ -33,7 +33,6 @@ from analysis.report.provenance import (
     setting_differences,
 )
 from analysis.report.summary import format_settings, format_summary
-from analysis.report.table import estimate_digits
 from analysis.report.text import fit
 from analysis.report.throttle import format_run_stalls, format_run_throttle
 from analysis.report.trace_analysis import analysis_json, format_analysis
@@ -122,8 +121,9 @@ def latency_section(data: ReportData) -> str:
 
     if isinstance(data.latency, str):
         return data.latency
-    # The paper's digits (estimate_digits), not mmtests' 4 decimals beside a ±5299 sd.
-    return format_mmtests(*data.latency, digits=estimate_digits)
+    # One unit per row block and three significant digits, not mmtests' 4 decimals
+    # beside a ±5299 sd.
+    return format_mmtests(*data.latency, scaled=True)
 
 
 def vmstat_section(data: ReportData) -> str:

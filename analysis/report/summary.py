@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 
 from analysis.report.compare import DECIDING_ROW
 from analysis.report.provenance import Provenance, run_differences
-from analysis.report.table import Column, change_digits, estimate_digits, render, sig
+from analysis.report.table import Column, render
+from analysis.report.units import change, interval, sig
 from analysis.stats.significance import NOT_COMPARED
 
 if TYPE_CHECKING:
@@ -66,20 +67,13 @@ def format_settings(
 
 
 def _estimate(iv: Interval | None) -> str:
-    if iv is None:
-        return "-"
-    return f"{iv.estimate:.{estimate_digits(iv.estimate)}f}"
+    """The estimate alone, rounded where its CI is (the paper's rule)."""
+    return "-" if iv is None else interval(iv.estimate, iv.low, iv.high, ends=False)
 
 
 def _change(r: RowComparison) -> str:
-    """new/base − 1 in % with its 95 % CI, the paper's digits."""
-    if r.change is None:
-        return "-"
-    text = f"{r.change:+.{change_digits(r.change)}f}%"
-    if r.change_ci:
-        low, high = r.change_ci
-        text += f" [{low:+.{change_digits(low)}f}, {high:+.{change_digits(high)}f}]"
-    return text
+    """new/base − 1 in % with its 95 % CI, rounded where the CI is (the paper's rule)."""
+    return change(r.change, *(r.change_ci or (None, None)))
 
 
 def verdict_lines(results: Sequence[RowComparison]) -> list[str]:

@@ -8,19 +8,20 @@ output is the same plain text on a terminal, in a pipe and in a notebook; every 
 :data:`WIDTH` columns and has no trailing spaces.
 
 Cells are strings (``None`` prints ``-``); a cell with a newline takes several lines, as
-the ``±`` sd under a mean does. Numbers are formatted with :func:`num` and :func:`pct`.
+the ``±`` sd under a mean does. Numbers are formatted by :mod:`analysis.report.units`
+(one scale per row, digits at the uncertainty).
 """
 
 from __future__ import annotations
 
 import io
-import math
 import textwrap
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from analysis.report.text import WIDTH
+from analysis.report.units import MISSING
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -29,85 +30,9 @@ __all__ = [
     "WIDTH",
     "Column",
     "Footnotes",
-    "change_digits",
-    "estimate_digits",
-    "num",
-    "pct",
-    "plus_minus",
     "render",
-    "sig",
     "wrapped",
 ]
-
-MISSING = "-"
-
-
-def num(value: float | int | None, digits: int = 2, width: int | None = None) -> str:
-    """``value`` with ``digits`` decimals (integers as they are); ``-`` for None or NaN.
-
-    A float longer than ``width`` characters falls back to 6 significant digits:
-
-    >>> num(3.14159), num(7), num(None), num(float("nan")), num(1.5e12, width=12)
-    ('3.14', '7', '-', '-', '1.5e+12')
-    """
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return MISSING
-    if isinstance(value, int):
-        return str(value)
-    text = f"{value:.{digits}f}"
-    return f"{value:.6g}" if width is not None and len(text) > width else text
-
-
-def pct(percent: float | None, digits: int = 2, width: int = 0) -> str:
-    """A percentage (already ×100), padded to ``width`` before the sign; ``-`` when missing.
-
-    >>> pct(30.0833), pct(-5.3, width=7), pct(None)
-    ('30.08%', '  -5.30%', '-')
-    """
-    return MISSING if percent is None else f"{percent:{width}.{digits}f}%"
-
-
-def estimate_digits(value: float) -> int:
-    """Decimals of a latency estimate, the same in the report and the paper: 0 from 1000
-    up, 1 from 100, else 2 (a run-level median moves in its 3rd-4th digit between runs).
-
-    >>> [estimate_digits(v) for v in (1626.9, 216.61, 11.47)]
-    [0, 1, 2]
-    """
-    return 0 if abs(value) >= 1000 else 1 if abs(value) >= 100 else 2
-
-
-def change_digits(percent: float) -> int:
-    """Decimals of a % change (report and paper): 1 from 10 % up, else 2.
-
-    >>> change_digits(-36.8), change_digits(2.97)
-    (1, 2)
-    """
-    return 1 if abs(percent) >= 10 else 2
-
-
-def sig(value: float | None, digits: int = 3) -> str:
-    """``value`` to ``digits`` significant digits (p and q values); ``-`` when missing.
-
-    >>> sig(0.31234), sig(0.000123), sig(None)
-    ('0.312', '0.000123', '-')
-    """
-    if value is None or not math.isfinite(value):
-        return MISSING
-    return f"{value:.{digits}g}"
-
-
-def plus_minus(mean: float | None, sd: float | None, digits: int) -> str:
-    """``mean ± sd`` with ``digits`` decimals (the paper's ``pm`` in plain text); the mean
-    alone without an sd; ``-`` without a mean.
-
-    >>> plus_minus(352.8, 127.6, 0), plus_minus(5.62, None, 1), plus_minus(None, 1.0, 1)
-    ('353 ± 128', '5.6', '-')
-    """
-    if mean is None:
-        return MISSING
-    text = f"{mean:.{digits}f}"
-    return text if sd is None else f"{text} ± {sd:.{digits}f}"
 
 
 def wrapped(text: str, indent: str = "    ") -> list[str]:

@@ -1,7 +1,8 @@
 """80-column tables of throttling and reclaim stalls per run, aggregated over iterations
 (``run_throttle_table`` of metrics.throttle_runs, ``run_stall_table`` of
-metrics.stall_runs), with the paper's digits (:data:`THROTTLE_DIGITS`, :data:`STALL_DIGITS`)
-so that the report and the paper print the same numbers."""
+metrics.stall_runs). A mean ± sd is rounded at its sd (``units.plus_minus``, as the
+paper's ``pm``); a value without an sd has the decimals of :data:`THROTTLE_DIGITS` and
+:data:`STALL_DIGITS`, shared with the paper, so both print the same numbers."""
 
 from __future__ import annotations
 
@@ -10,11 +11,13 @@ from collections.abc import Callable
 import polars as pl
 
 from analysis.metrics.throttle import short_reason
-from analysis.report.table import Column, plus_minus, render
+from analysis.report.table import Column, render
+from analysis.report.units import plus_minus
 
 __all__ = ["STALL_DIGITS", "THROTTLE_DIGITS", "format_run_stalls", "format_run_throttle"]
 
-# Decimals per quantity, shared with the paper's tables (report/paper/build.py).
+# Decimals of a quantity printed without an sd (iterations without a spread, the max),
+# shared with the paper's tables (report/paper/build.py).
 THROTTLE_DIGITS = {"events": 0, "timeout share": 1, "zero share": 1, "mean delay ms": 1}
 STALL_DIGITS = {"count": 0, "summed s": 1, "median ms": 2, "tail ms": 1, "max ms": 0}
 

@@ -14,7 +14,8 @@ from analysis.metrics.throttle import REASON_PREFIX
 from analysis.metrics.trace_analysis import TraceAnalysis
 from analysis.metrics.trace_rows import benchmark_times, mmtests_trace_rows
 from analysis.report.json_output import jsonable
-from analysis.report.table import Column, Footnotes, num, render
+from analysis.report.table import Column, Footnotes, render
+from analysis.report.units import PLAIN, fixed
 
 __all__ = [
     "analysis_json",
@@ -31,7 +32,7 @@ def _short(reason: str) -> str:
 
 def _share(value: float | None) -> str:
     """A 0..1 share as a percentage number (the header says %)."""
-    return num(None if value is None else 100 * value)
+    return fixed(None if value is None else 100 * value, 2)
 
 
 def format_distributions(dist: pl.DataFrame, per_block: int = 3) -> str:
@@ -50,7 +51,7 @@ def format_distributions(dist: pl.DataFrame, per_block: int = 3) -> str:
         for stat in stats:
             label = stat.removesuffix("_ms").replace("stalls_", "n ").replace("_", "-")
             label = label.replace("maxms", "max ms").removesuffix("ms").rstrip()
-            rows.append([label, *(num(v) for v in block[stat].to_list())])
+            rows.append([label, *(PLAIN.text(v) for v in block[stat].to_list())])
         out += [*render(columns, rows), ""]
     return "\n".join(out)
 
@@ -117,12 +118,12 @@ def _throttle_lines(a: TraceAnalysis) -> list[str]:
     rows = [
         (
             _short(r["reason"]),
-            num(r["usec_timeout"]),
+            fixed(r["usec_timeout"], 0),
             r["context"],
             str(r["count"]),
             _share(r["zero_share"]),
             _share(r["timeout_share"]),
-            num(r["mean_usec"], 0),
+            fixed(r["mean_usec"], 0),
         )
         for r in a.throttle.iter_rows(named=True)
     ]
@@ -177,7 +178,7 @@ def _frame_lines(title: str, frame: pl.DataFrame, columns: list[tuple[str, str, 
     ]
     names = [name for name, _, _ in columns]
     rows = [
-        [num(v, 3) if isinstance(v, float) or v is None else str(v) for v in row]
+        [fixed(v, 3) if isinstance(v, float) or v is None else str(v) for v in row]
         for row in frame.select(names).iter_rows()
     ]
     return [title, *render(spec, rows)]
@@ -216,7 +217,7 @@ def _mmtests_lines(a: TraceAnalysis) -> list[str]:
             r.label,
             "-"
             if r.value is None
-            else num(r.value, 2)
+            else fixed(r.value, 2)
             if r.unit in ("s", "ms", "%")
             else str(int(r.value)),
             f"{r.unit} {notes.mark(r.note)}" if r.note else r.unit,
@@ -319,7 +320,7 @@ def format_analysis(a: TraceAnalysis) -> str:
         rows = [
             (
                 r["statistic"],
-                num(r["value"], 3) if r["unit"] == "s" else str(int(r["value"])),
+                fixed(r["value"], 3) if r["unit"] == "s" else str(int(r["value"])),
                 r["unit"],
             )
             for r in a.summary.iter_rows(named=True)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
+from analysis.report.units import mean_sd_decimals, rounded
+
 __all__ = ["defined_macros", "escape", "macro_name", "macros_tex", "pm", "table_tex"]
 
 _DIGITS = ["Zero", "One", "Two", "Three", "Four", "Five", "Six", "Seven", "Eight", "Nine"]
@@ -26,13 +28,19 @@ def escape(text: str) -> str:
     return "".join(_SPECIAL.get(c, c) for c in text)
 
 
-def pm(mean: float | None, sd: float | None, digits: int) -> str:
-    """``12.3 \\pm 0.4`` in math mode; ``--`` when there is no value, mean only without sd."""
+def pm(mean: float | None, sd: float | None, digits: int | None = None) -> str:
+    """``12.3 \\pm 0.4`` in math mode, rounded as the report rounds it
+    (:func:`~analysis.report.units.mean_sd_decimals`: at the sd; ``digits`` or three
+    significant digits without one); ``--`` when there is no value.
+
+    >>> pm(967.4, 228.1), pm(12345.6, None, 0), pm(None, 1.0)
+    ('$970 \\\\pm 230$', '$12{,}346$', '--')
+    """
     if mean is None:
         return "--"
-    if sd is None:
-        return f"${mean:,.{digits}f}$".replace(",", "{,}")
-    return f"${mean:,.{digits}f} \\pm {sd:,.{digits}f}$".replace(",", "{,}")
+    d = mean_sd_decimals(mean, sd, digits)
+    text = rounded(mean, d, group="{,}")
+    return f"${text}$" if sd is None else f"${text} \\pm {rounded(sd, d, group='{,}')}$"
 
 
 # One line of macros_tex: \newcommand{\Name}{value}, the value itself in LaTeX.
