@@ -10,6 +10,7 @@ import dataclasses
 import doctest
 import json
 import re
+from pathlib import Path
 
 import polars as pl
 import pytest
@@ -17,7 +18,7 @@ import pytest
 from analysis.ingest.mmtests import find_runs
 from analysis.metrics.compare import compare_runs
 from analysis.report import json_output, table
-from analysis.report.json_output import dumps, jsonable
+from analysis.report.json_output import NonFiniteError, dumps, jsonable
 from analysis.report.ops import format_comparison
 from analysis.report.table import WIDTH, Column, Footnotes, render
 from analysis.report.units import fixed
@@ -83,20 +84,31 @@ class _Row:
     values: tuple[float, ...]
 
 
-def test_json_is_strict_with_missing_numbers_as_null():
-    frame = pl.DataFrame({"pages": [1.0, float("nan")], "ctx": ["kswapd", "direct"]})
-    obj = {"row": _Row("eff", float("inf"), (1.0, float("-inf"))), "frame": frame}
+def test_json_encodes_results_and_refuses_nan_and_infinity_where_they_are():
+    frame = pl.DataFrame({"pages": [1.0, None], "ctx": ["kswapd", "direct"]})
+    obj = {"row": _Row("eff", None, (1.0, 2.0)), "frame": frame, "path": Path("a/b")}
     assert jsonable(obj) == {
-        "row": {"label": "eff", "mean": None, "values": [1.0, None]},
+        "row": {"label": "eff", "mean": None, "values": [1.0, 2.0]},
         "frame": [{"pages": 1.0, "ctx": "kswapd"}, {"pages": None, "ctx": "direct"}],
+        "path": "a/b",
     }
+    assert json.loads(dumps(obj))["row"]["mean"] is None
+    # NaN and infinities are refused, naming where they are: never NaN, never a silent null.
+    bad = {"rows": [_Row("eff", float("nan"), ())]}
+    with pytest.raises(NonFiniteError, match=r"^\$\.rows\[0\]\.mean is nan: JSON has no NaN"):
+        dumps(bad)
+    nan_frame = pl.DataFrame({"x": [1.0, float("inf")]})
+    with pytest.raises(NonFiniteError, match=r"^\$\[1\]\.x is inf"):
+        dumps(nan_frame)
+    with pytest.raises(TypeError, match=r"\$\.s: no JSON form for set"):
+        jsonable({"s": {1, 2}})
 
-    def reject(constant):
-        raise AssertionError(f"non-JSON constant {constant}")
 
-    assert json.loads(dumps(obj), parse_constant=reject)["row"]["mean"] is None
-    with pytest.raises(TypeError, match="no JSON form"):
-        jsonable({1, 2})
+def test_every_json_printer_goes_through_the_encoder():
+    """Issue 20: 7 of 13 ``--json`` printers called json.dumps themselves."""
+    commands = Path(__file__).resolve().parent.parent / "analysis" / "commands"
+    own = [p.name for p in commands.glob("*.py") if "json.dump" in p.read_text()]
+    assert own == []
 
 
 def test_comparison_of_three_runs_in_pairwise_blocks():

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -27,6 +26,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from analysis.report.document import ReportData, report_runs
+    from analysis.report.json_output import dumps
     from analysis.report.paper.build import build_inputs
 
     inputs = build_inputs(ReportData(report_runs(args.runs or [args.data])), args.out)
@@ -38,12 +38,12 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.json:
         print(
-            json.dumps(
+            dumps(
                 {
                     "macros": inputs.macros,
                     "section_macros": inputs.section_macros,
-                    "files": [str(f) for f in inputs.files],
-                    "left_out": list(inputs.left_out),
+                    "files": inputs.files,
+                    "left_out": inputs.left_out,
                 }
             )
         )

@@ -8,7 +8,6 @@ so an interrupted sweep resumes where it stopped (see :mod:`analysis.models.swee
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 __all__ = ["register"]
@@ -36,6 +35,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from analysis.models.sweep import sweep
+    from analysis.report.json_output import dumps
 
     out = args.out or Path("build") / "sweeps" / args.model
     result = sweep(args.model, args.grid, out, workers=args.workers, scheduler=args.scheduler)
@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
         "resumed": result.resumed,
     }
     if args.json:
-        print(json.dumps(summary, indent=2))
+        print(dumps(summary))
     else:
         print(
             f"sweep {result.model}: {result.points} points "
