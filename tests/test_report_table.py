@@ -50,6 +50,12 @@ def test_multi_line_cells_and_indent():
     assert lines == ["  mean 10.00", "        ±2.5"]
 
 
+def test_a_limited_column_abbreviates_visibly_never_cuts_silently():
+    # Issue 20: "super_cache_scan+0x0/" was a symbol cut at the column's edge.
+    (line,) = render([Column(left=True, limit=20)], [("super_cache_scan+0x0/0x1a0",)])
+    assert line == "super_ca...0x0/0x1a0" and len(line) == 20
+
+
 def test_footnotes_number_each_reason_once():
     notes = Footnotes()
     marks = [notes.mark(r) for r in ("nothing scanned", "no counter", "nothing scanned")]

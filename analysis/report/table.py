@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from analysis.report.text import WIDTH
+from analysis.report.text import WIDTH, shorten_middle
 from analysis.report.units import MISSING
 
 if TYPE_CHECKING:
@@ -72,8 +72,9 @@ class Footnotes:
 class Column:
     """One column: header (may hold a newline), minimum width in characters, alignment.
 
-    ``limit`` cuts longer cells to that many characters (names such as shrinker symbols,
-    never numbers). Columns are separated by one space.
+    ``limit`` shortens longer cells to that many characters by replacing their middle
+    with ``...`` (names such as shrinker symbols keep both ends, and the reader sees that
+    something was left out; never numbers). Columns are separated by one space.
     """
 
     header: str = ""
@@ -86,7 +87,7 @@ def _cell(text: str | None, column: Column) -> str:
     text = MISSING if text is None else text
     if column.limit is None:
         return text
-    return "\n".join(line[: column.limit] for line in text.split("\n"))
+    return "\n".join(shorten_middle(line, column.limit) for line in text.split("\n"))
 
 
 def _width(column: Column, cells: Iterable[str]) -> int:

@@ -173,7 +173,10 @@ def _frame_lines(title: str, frame: pl.DataFrame, columns: list[tuple[str, str, 
         return []
     spec = [
         # The first column's width includes the space before the next one.
-        Column(header, width if i == 0 else width - 1, left=i == 0, limit=width - 1)
+        # Only the name column is abbreviated; a number is never shortened.
+        Column(
+            header, width if i == 0 else width - 1, left=i == 0, limit=width - 1 if i == 0 else None
+        )
         for i, (_, header, width) in enumerate(columns)
     ]
     names = [name for name, _, _ in columns]
@@ -279,11 +282,11 @@ def format_analysis(a: TraceAnalysis) -> str:
             ("shrinker", "shrinker", 22),
             ("context", "ctx", 7),
             ("invocations", "calls", 7),
-            ("deferred_in_objects", "def.in", 10),
+            ("deferred_in_objects", "def.in", 9),
             ("scanned_objects", "scanned", 10),
             ("freed_objects", "freed", 9),
             ("deferred_out_objects", "def.out", 10),
-            ("inherited_share", "inh", 5),
+            ("inherited_share", "inh", 6),
         ],
     )
     out += _frame_lines(
