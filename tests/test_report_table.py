@@ -6,8 +6,10 @@ columns, numbers right-aligned); the comparison case uses the bundled dirty20/di
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import doctest
+import io
 import json
 import re
 from pathlib import Path
@@ -20,7 +22,8 @@ from analysis.metrics.compare import compare_runs
 from analysis.report import json_output, table
 from analysis.report.json_output import NonFiniteError, dumps, jsonable
 from analysis.report.ops import format_comparison
-from analysis.report.table import WIDTH, Column, Footnotes, render
+from analysis.report.paper.latex import latex_table, table_tex
+from analysis.report.table import WIDTH, Column, Footnotes, Table, render
 from analysis.report.units import fixed
 from tests.conftest import DATA
 
@@ -147,3 +150,59 @@ def test_comparison_of_three_runs_in_pairwise_blocks():
 def test_docstring_examples(module):
     result = doctest.testmod(module)
     assert result.attempted > 0 and result.failed == 0
+
+
+def _table() -> Table:
+    """Throttle-like rows with a name LaTeX must escape, a missing cell and a ± cell."""
+    columns = (
+        Column("reason", left=True),
+        Column("events/iter"),
+        Column("p99", unit="ms", better="lower"),
+        Column("zero", unit="%", better="higher"),
+    )
+    rows = (("WRITE_BACK", "970 ± 230", "61 ± 25", "30.9"), ("NOPROGRESS", "12", None, "0"))
+    return Table(columns, rows, notes=("[1] no closed stall",))
+
+
+def test_every_renderer_of_one_table_carries_the_same_cells():
+    t = _table()
+    expected = [
+        ["reason", "events/iter", "p99 ms", "zero %"],
+        ["WRITE_BACK", "970 ± 230", "61 ± 25", "30.9"],
+        ["NOPROGRESS", "12", "-", "0"],
+    ]
+    md = t.markdown().splitlines()
+    assert [[c.strip() for c in line.strip("|").split("|")] for line in md[:1] + md[2:4]] == (
+        expected
+    )
+    assert md[1] == "|:---|---:|---:|---:|"
+    assert list(csv.reader(io.StringIO(t.csv()))) == expected
+    tex = latex_table(t, "Throttling", "tab:t").splitlines()
+    body = [tex[6], *tex[8:10]]
+
+    def unescape(cell: str) -> str:
+        return cell.strip().removesuffix("\\\\").strip().replace("\\_", "_").replace("\\%", "%")
+
+    assert [[unescape(c) for c in line.split(" & ")] for line in body] == expected
+    assert tex[4] == "\\begin{tabular}{lrrr}"
+    # The directions of better and the notes travel with the table in every form.
+    directions = ["Lower is better: p99 ms.", "Higher is better: zero %."]
+    assert t.text()[-3:] == [*directions, "[1] no closed stall"]
+    assert md[-3:] == [*directions, "[1] no closed stall"]
+    assert "Lower is better: p99 ms. Higher is better: zero \\%. [1] no closed stall" in tex[12]
+
+
+def test_text_keeps_the_layout_of_render():
+    t = _table()
+    assert t.text()[:3] == [
+        "reason     events/iter  p99 ms zero %",
+        "WRITE_BACK   970 ± 230 61 ± 25   30.9",
+        "NOPROGRESS          12       -      0",
+    ]
+
+
+def test_paper_tables_of_latex_cells_render_as_before():
+    tex = table_tex(["run", "$p$"], [["a", "$0.3$"]], "lr", "Cap", "tab:x")
+    assert "run & $p$ \\\\\n\\midrule\na & $0.3$ \\\\\n\\bottomrule" in tex
+    with pytest.raises(ValueError, match="one l or r per column"):
+        table_tex(["run", "p"], [["a", "1"]], "l", "Cap", "tab:x")

@@ -14,10 +14,12 @@ the ``±`` sd under a mean does. Numbers are formatted by :mod:`analysis.report.
 
 from __future__ import annotations
 
+import csv
+import dataclasses
 import io
 import textwrap
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from analysis.report.text import WIDTH, shorten_middle
@@ -30,6 +32,7 @@ __all__ = [
     "WIDTH",
     "Column",
     "Footnotes",
+    "Table",
     "render",
     "wrapped",
 ]
@@ -70,7 +73,9 @@ class Footnotes:
 
 @dataclass(frozen=True)
 class Column:
-    """One column: header (may hold a newline), minimum width in characters, alignment.
+    """One column: header (may hold a newline), minimum width in characters, alignment;
+    the ``unit`` of its numbers and which way is ``better`` (``"lower"``, ``"higher"``)
+    when the column holds one quantity (a table of quantities per row says so per row).
 
     ``limit`` shortens longer cells to that many characters by replacing their middle
     with ``...`` (names such as shrinker symbols keep both ends, and the reader sees that
@@ -81,6 +86,89 @@ class Column:
     width: int = 0
     left: bool = False
     limit: int | None = None
+    unit: str = ""
+    better: str | None = None
+
+    @property
+    def title(self) -> str:
+        """The header with its unit: ``p99`` in ``ms`` is ``p99 ms``."""
+        return f"{self.header} {self.unit}" if self.unit else self.header
+
+
+@dataclass(frozen=True)
+class Table:
+    """One table, rendered alike as 80-column text, Markdown, CSV and LaTeX
+    (``report.paper.latex.latex_table``): benchstat's texttab model. ``rows`` hold one
+    cell per column, already formatted by :mod:`analysis.report.units` (None prints
+    ``-``, a newline puts a cell's second line, such as ``±`` sd, under it); ``notes``
+    are the lines under the table (footnotes saying why a cell is ``-``); ``spans``
+    titles over groups of columns (see :func:`render`).
+
+    >>> t = Table((Column("ctx", left=True), Column("p99", unit="ms", better="lower")),
+    ...           (("memcg", "61 ± 25"),), notes=("[1] sd over 3 iterations",))
+    >>> print("\\n".join(t.text()))
+    ctx    p99 ms
+    memcg 61 ± 25
+    Lower is better: p99 ms.
+    [1] sd over 3 iterations
+    >>> print(t.markdown(), end="")
+    | ctx | p99 ms |
+    |:---|---:|
+    | memcg | 61 ± 25 |
+    <BLANKLINE>
+    Lower is better: p99 ms.
+    [1] sd over 3 iterations
+    """
+
+    columns: tuple[Column, ...]
+    rows: tuple[tuple[str | None, ...], ...]
+    notes: tuple[str, ...] = ()
+    spans: tuple[tuple[str, int], ...] = field(default=())
+
+    def cells(self) -> list[list[str]]:
+        """Every cell as one line of plain text (a second line joined by a space)."""
+        return [[_flat(c) for c in row] for row in self.rows]
+
+    def directions(self) -> list[str]:
+        """One sentence per direction of better that a column states."""
+        out = []
+        for way in ("lower", "higher"):
+            names = [c.title for c in self.columns if c.better == way]
+            if names:
+                out.append(f"{way.capitalize()} is better: {', '.join(names)}.")
+        return out
+
+    def text(self, indent: int = 0) -> list[str]:
+        """The table as lines of at most :data:`WIDTH` columns, then the notes."""
+        columns = [dataclasses.replace(c, header=c.title, unit="") for c in self.columns]
+        lines = render(columns, self.rows, spans=self.spans, indent=indent)
+        notes = [line for note in (*self.directions(), *self.notes) for line in wrapped(note)]
+        return lines + notes
+
+    def markdown(self) -> str:
+        """A GitHub Markdown table (numbers right-aligned), notes below it."""
+
+        def line(cells: Iterable[str]) -> str:
+            return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+        align = ["|:---" if c.left else "|---:" for c in self.columns]
+        out = [line(c.title for c in self.columns), "".join(align) + "|"]
+        out += [line(row) for row in self.cells()]
+        notes = [*self.directions(), *self.notes]
+        return "\n".join(out + (["", *notes] if notes else [])) + "\n"
+
+    def csv(self) -> str:
+        """CSV (RFC 4180): a header of titles (with units), one record per row; the
+        notes are not data and are left to the text forms."""
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(c.title for c in self.columns)
+        writer.writerows(self.cells())
+        return out.getvalue()
+
+
+def _flat(text: str | None) -> str:
+    return MISSING if text is None else " ".join(text.split("\n"))
 
 
 def _cell(text: str | None, column: Column) -> str:
