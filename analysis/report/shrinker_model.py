@@ -16,6 +16,8 @@ import polars as pl
 
 from analysis.models.shrinker import ContextWork, ModelRun, Variant, outputs
 from analysis.models.shrinker_validation import ShrinkerScore
+from analysis.report.table import Column, Table
+from analysis.report.units import PLAIN, interval, sig
 from analysis.stats.describe import mean_sd
 
 __all__ = [
@@ -27,12 +29,6 @@ __all__ = [
     "shrinker_validation_json",
     "tradeoff_chart",
 ]
-
-
-def _num(value: float | int | None, digits: int = 1) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "-"
-    return str(value) if isinstance(value, int) else f"{value:.{digits}f}"
 
 
 def _share(agreement) -> str:
@@ -72,25 +68,37 @@ def caveats(run: ModelRun) -> list[str]:
     return out
 
 
+_WORK_COLUMNS = (
+    Column("context", 7, left=True),
+    Column("calls", 8),
+    Column("mean", 9),
+    Column("p50", 8),
+    Column("p99", 8),
+    Column("max", 10),
+    Column("total", 12),
+)
+
+
 def _work_lines(work: tuple[ContextWork, ...]) -> list[str]:
-    header = f"  {'context':<8}{'calls':>9}{'mean':>10}{'p50':>9}{'p99':>9}{'max':>11}{'total':>13}"
-    lines = ["Objects scanned per call (mmtests nearest-rank percentiles)", header]
-    for w in work:
-        lines.append(
-            f"  {w.context:<8}{w.calls:>9}{_num(w.mean):>10}{_num(w.p50, 0):>9}"
-            f"{_num(w.p99, 0):>9}{_num(w.max):>11}{w.total:>13}"
+    """Per reclaim context: calls and objects scanned per call (counts whole, the mean
+    to three digits)."""
+    rows = tuple(
+        (
+            w.context,
+            str(w.calls),
+            *(PLAIN.text(v) for v in (w.mean, w.p50, w.p99, w.max)),
+            str(w.total),
         )
-    return lines
+        for w in work
+    )
+    table = Table(_WORK_COLUMNS, rows)
+    return ["Objects scanned per call (mmtests nearest-rank percentiles)", *table.text(indent=2)]
 
 
 def format_model_run(run: ModelRun) -> str:
     """One capture's check and replay, at most 80 columns."""
     result, ratio = run.result, run.freed_per_scanned
-    ci = (
-        f" (95% CI {_num(ratio.low, 3)}-{_num(ratio.high, 3)})"
-        if ratio.estimate is not None
-        else ""
-    )
+    shown = "-" if ratio.estimate is None else interval(ratio.estimate, ratio.low, ratio.high)
     values = outputs(result)
     lines = [
         "Shrinker deferral model of",
@@ -100,13 +108,13 @@ def format_model_run(run: ModelRun) -> str:
         f"chain agreement:  {_share(run.capture_chain_agreement)} (nr from the replayed counter)",
         f"capture: {run.observed_scanned_objects} objects scanned (its rule replayed: "
         f"{run.own_scanned_objects}), {run.observed_freed_objects} freed",
-        f"freed/scanned {_num(ratio.estimate, 3)}{ci}",
+        f"freed/scanned {shown}" + (" (95% CI)" if ratio.estimate is not None else ""),
         "",
         f"Variant: {result.variant.label}",
         *_work_lines(result.work),
-        f"scanned {result.scanned_objects} objects, freed {_num(result.freed_objects)}, "
-        f"efficiency {_num(result.efficiency, 3)}",
-        f"velocity {_num(values['velocity_per_s'], 2)} objects/s; deferred backlog max "
+        f"scanned {result.scanned_objects} objects, freed {PLAIN.text(result.freed_objects)}, "
+        f"efficiency {PLAIN.text(result.efficiency)}",
+        f"velocity {PLAIN.text(values['velocity_per_s'])} objects/s; deferred backlog max "
         f"{result.backlog_max_objects}, end {result.backlog_end_objects} objects",
         "",
         *(
@@ -250,7 +258,7 @@ def format_shrinker_validation(scores: Sequence[ShrinkerScore], calibration: str
             spread = format(mean, fmt) + ("" if sd is None else f"±{format(sd, fmt)}")
             lines.append(
                 f"  {label:<12} {pi:<24} {spread:<14} {s.inside}/{len(s.observed):<1} "
-                f"{s.model_error:>7.0f} {s.no_change_error:>7.0f} {_num(s.change_p, 3):>5}"
+                f"{s.model_error:>7.0f} {s.no_change_error:>7.0f} {sig(s.change_p):>5}"
             )
         lines.append("  per run:")
         for s in rows:
