@@ -23,6 +23,7 @@ import polars as pl
 from analysis.ingest.long_table import runs_of
 from analysis.metrics.compare import change_pct
 from analysis.metrics.ops import HIGHER, LOWER
+from analysis.report.table import Column, Table
 from analysis.report.text import WIDTH
 from analysis.report.units import Scale, change, common_scale, interval, sig
 from analysis.stats.bootstrap import Interval
@@ -187,27 +188,44 @@ def format_mmtests(
 
 
 def format_markdown(results: Sequence[RowComparison]) -> str:
-    """One Markdown table of every comparison, then the notes."""
-    lines = [
-        "| row | unit | kernel | runs | estimate [95% CI] | change [95% CI] | p | q | verdict |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    note = "change: new/base − 1 in %; new − base for 'pp' (zero share) and unit changes"
+    """One Markdown table of every comparison (the table model's Markdown form), then
+    the notes."""
+    columns = (
+        Column("row", left=True),
+        Column("unit", left=True),
+        Column("kernel", left=True),
+        Column("runs", left=True),
+        Column("estimate [95% CI]"),
+        Column("change [95% CI]"),
+        Column("p"),
+        Column("q"),
+        Column("verdict", left=True),
+    )
+    rows = []
     for r in results:
-        p = "–" if r.p is None else sig(r.p)
-        q = "–" if r.q is None else sig(r.q)
         verdict = f"{r.verdict}: {r.reason}" if r.reason else r.verdict
         if r.needed_runs is not None:
             verdict += f" (design: ≈{r.needed_runs} runs for ±{r.effect:g}%)"
-        lines.append(
-            f"| {r.row} | {r.unit} | {r.kernel} | {r.runs} vs {r.base_runs} | "
-            f"{_ci(r.estimate)} | {_pct_ci(r)} | {p} | {q} | {verdict} |"
+        rows.append(
+            (
+                r.row,
+                r.unit,
+                r.kernel,
+                f"{r.runs} vs {r.base_runs}",
+                _ci(r.estimate),
+                _pct_ci(r),
+                "–" if r.p is None else sig(r.p),
+                "–" if r.q is None else sig(r.q),
+                verdict,
+            )
         )
     methods = sorted({r.method for r in results if r.method})
-    lines += ["", f"Base: {results[0].base if results else '-'}. p by: " + "; ".join(methods)]
-    lines += [f"Sign: {note}."]
-    lines += [f"- {r.row} {r.kernel}: {'; '.join(r.notes)}" for r in results if r.notes]
-    return "\n".join(lines) + "\n"
+    notes = (
+        f"Base: {results[0].base if results else '-'}. p by: " + "; ".join(methods),
+        "Sign: change: new/base − 1 in %; new − base for 'pp' (zero share) and unit changes.",
+        *(f"- {r.row} {r.kernel}: {'; '.join(r.notes)}" for r in results if r.notes),
+    )
+    return Table(columns, tuple(rows), notes=notes).markdown()
 
 
 def _interval(iv: Interval | None) -> dict | None:

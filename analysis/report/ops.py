@@ -14,7 +14,7 @@ import polars as pl
 from analysis.metrics.compare import Comparison
 from analysis.metrics.ops import ABSENT, CONTEXTS, OpsReport, OpsRow
 from analysis.report.json_output import jsonable
-from analysis.report.table import Column, Footnotes, render, wrapped
+from analysis.report.table import Column, Footnotes, Table, wrapped
 from analysis.report.units import PLAIN, Scale, common_scale, fixed, pct
 
 __all__ = [
@@ -70,7 +70,7 @@ def format_ops(report: OpsReport) -> str:
         if row.label not in absent
     ]
     columns = [Column(width=34, left=True), Column(width=15), Column(left=True)]
-    lines += render(columns, rows)
+    lines += Table(columns, rows).text()
     lines += ["", *notes.lines()]
     lines += wrapped(f"Not in this kernel's vmstat: {', '.join(absent)}." if absent else "")
     for reset in report.resets:
@@ -172,7 +172,7 @@ def _block(
     # Run names as span titles over label + base mean and new mean + change (23 columns),
     # cut from the start when longer (they differ at the end).
     spans = [(runs[0], 2), *([(runs[1], 2)] if pair else []), ("better", 1)]
-    return render(columns, rows, spans=spans)
+    return Table(columns, rows, spans=spans).text()
 
 
 def format_intervals(series: pl.DataFrame) -> str:
@@ -191,7 +191,9 @@ def format_intervals(series: pl.DataFrame) -> str:
                 fixed(row[f"{ctx} efficiency %"], 1),
             ]
         rows.append(cells)
-    return "\n".join(["Per interval (pages; eff% = reclaimed/scanned):", *render(columns, rows)])
+    return "\n".join(
+        ["Per interval (pages; eff% = reclaimed/scanned):", *Table(columns, rows).text()]
+    )
 
 
 def ops_json(report: OpsReport, series: pl.DataFrame | None = None) -> dict:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from analysis.report.compare import DECIDING_ROW
 from analysis.report.provenance import Provenance, run_differences
-from analysis.report.table import Column, render
+from analysis.report.table import Column, Table
 from analysis.report.units import change, interval, sig
 from analysis.stats.significance import NOT_COMPARED
 
@@ -60,7 +60,7 @@ def format_settings(
     """The table of settings that differ (one column per run), the first ``limit`` only."""
     shown = differ if limit is None else differ[:limit]
     columns = [Column("setting", left=True), *(Column(run, left=True) for run in runs)]
-    lines = render(columns, [[name, *values] for name, values in shown], indent=2)
+    lines = Table(columns, [[name, *values] for name, values in shown]).text(indent=2)
     if len(shown) < len(differ):
         lines.append(f"  ... and {len(differ) - len(shown)} more (--detail lists them)")
     return lines
@@ -112,7 +112,7 @@ def verdict_lines(results: Sequence[RowComparison]) -> list[str]:
         "Benjamini-Hochberg q:"
     )
     more = [f"  {left} more rows, not compared or not shown: see Workload latency."] if left else []
-    return [head, *render(columns, rows, indent=2), *more]
+    return [head, *Table(columns, rows).text(indent=2), *more]
 
 
 def format_summary(

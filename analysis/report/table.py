@@ -120,10 +120,10 @@ class Table:
     [1] sd over 3 iterations
     """
 
-    columns: tuple[Column, ...]
-    rows: tuple[tuple[str | None, ...], ...]
-    notes: tuple[str, ...] = ()
-    spans: tuple[tuple[str, int], ...] = field(default=())
+    columns: Sequence[Column]
+    rows: Sequence[Sequence[str | None]]
+    notes: Sequence[str] = ()
+    spans: Sequence[tuple[str, int]] = field(default=())
 
     def cells(self) -> list[list[str]]:
         """Every cell as one line of plain text (a second line joined by a space)."""

@@ -11,7 +11,7 @@ from collections.abc import Callable
 import polars as pl
 
 from analysis.metrics.throttle import short_reason
-from analysis.report.table import Column, render
+from analysis.report.table import Column, Table
 from analysis.report.units import plus_minus
 
 __all__ = ["STALL_DIGITS", "THROTTLE_DIGITS", "format_run_stalls", "format_run_throttle"]
@@ -36,15 +36,15 @@ def format_run_throttle(table: pl.DataFrame) -> str:
     if table.is_empty():
         return "No throttle events in any trace.\n"
     d = THROTTLE_DIGITS
-    columns = [
+    columns = (
         Column("reason", left=True),
-        Column("timeout ms"),
+        Column("timeout", unit="ms"),
         Column("context", left=True),
         Column("events/iter"),
-        Column("timeout %"),
-        Column("zero %"),
-        Column("mean ms"),
-    ]
+        Column("timeout", unit="%"),
+        Column("zero", unit="%"),
+        Column("mean", unit="ms"),
+    )
 
     def rows_of(rows: pl.DataFrame) -> list[str]:
         cells = []
@@ -68,7 +68,7 @@ def format_run_throttle(table: pl.DataFrame) -> str:
                     (">=" if (share or 0) > 0 else "") + mean,
                 ]
             )
-        return render(columns, cells)
+        return Table(columns, tuple(cells)).text()
 
     return (
         "\n".join(
@@ -92,30 +92,30 @@ def format_run_stalls(table: pl.DataFrame) -> str:
     if table.is_empty():
         return "No closed reclaim stalls in any trace.\n"
     d = STALL_DIGITS
-    columns = [
+    columns = (
         Column("context", left=True),
         Column("stalls/iter"),
         Column("stalled s/iter"),
-        Column("median ms"),
-        Column("p99 ms"),
-        Column("max ms"),
-    ]
+        Column("median", unit="ms"),
+        Column("p99", unit="ms"),
+        Column("max", unit="ms"),
+    )
 
     def rows_of(rows: pl.DataFrame) -> list[str]:
-        return render(
+        return Table(
             columns,
-            [
-                [
+            tuple(
+                (
                     r["context"],
                     plus_minus(r["stalls_mean"], r["stalls_sd"], d["count"]),
                     plus_minus(r["stalled_s_mean"], r["stalled_s_sd"], d["summed s"]),
                     plus_minus(r["median_ms_mean"], r["median_ms_sd"], d["median ms"]),
                     plus_minus(r["p99_ms_mean"], r["p99_ms_sd"], d["tail ms"]),
                     plus_minus(r["max_ms"], None, d["max ms"]),
-                ]
+                )
                 for r in rows.iter_rows(named=True)
-            ],
-        )
+            ),
+        ).text()
 
     return (
         "\n".join(

@@ -14,7 +14,7 @@ from analysis.metrics.throttle import REASON_PREFIX
 from analysis.metrics.trace_analysis import TraceAnalysis
 from analysis.metrics.trace_rows import benchmark_times, mmtests_trace_rows
 from analysis.report.json_output import jsonable
-from analysis.report.table import Column, Footnotes, render
+from analysis.report.table import Column, Footnotes, Table
 from analysis.report.units import PLAIN, fixed
 
 __all__ = [
@@ -52,7 +52,7 @@ def format_distributions(dist: pl.DataFrame, per_block: int = 3) -> str:
             label = stat.removesuffix("_ms").replace("stalls_", "n ").replace("_", "-")
             label = label.replace("maxms", "max ms").removesuffix("ms").rstrip()
             rows.append([label, *(PLAIN.text(v) for v in block[stat].to_list())])
-        out += [*render(columns, rows), ""]
+        out += [*Table(columns, rows).text(), ""]
     return "\n".join(out)
 
 
@@ -98,7 +98,7 @@ def _pairing_lines(a: TraceAnalysis) -> list[str]:
     columns = [Column("context", 16, left=True), *(Column(h, w) for h, w in headers)]
     return [
         "Reclaim stalls (begin->end per pid)",
-        *render(columns, rows),
+        *Table(columns, rows).text(),
         "unp.beg = overwritten (second begin, mmtests keeps it) + open at end; unp.end =\n"
         "end without begin (ignored); clk< = timestamps going backwards for a pid; comm =\n"
         "begin/end comm differ (pid reuse); lost = intervals spanning lost events.",
@@ -129,7 +129,7 @@ def _throttle_lines(a: TraceAnalysis) -> list[str]:
     ]
     out = [
         "Throttling (delays at the timeout are right-censored: real wait >= timeout)",
-        *render(columns, rows),
+        *Table(columns, rows).text(),
     ]
     hz = a.hz
     if hz.hz is not None:
@@ -160,7 +160,7 @@ def _daemon_lines(a: TraceAnalysis) -> list[str]:
         for r in (*a.kswapd, *a.kcompactd)
     ]
     return [
-        *render(columns, rows),
+        *Table(columns, rows).text(),
         "lower_bound: no sleep closes an interval; awake_s sums wake -> own last event\n"
         "before the next wake, upper_s runs open intervals to the capture's edge.",
     ]
@@ -184,7 +184,7 @@ def _frame_lines(title: str, frame: pl.DataFrame, columns: list[tuple[str, str, 
         [fixed(v, 3) if isinstance(v, float) or v is None else str(v) for v in row]
         for row in frame.select(names).iter_rows()
     ]
-    return [title, *render(spec, rows)]
+    return [title, *Table(spec, rows).text()]
 
 
 def _histogram_group_lines(a: TraceAnalysis) -> list[str]:
@@ -204,7 +204,7 @@ def _histogram_group_lines(a: TraceAnalysis) -> list[str]:
         for g in a.histogram_groups
     ]
     title = "Histogram groups (blocks of the text; label = --label or the prose above)"
-    return [title, *render(columns, rows, indent=2)]
+    return [title, *Table(columns, rows).text(indent=2)]
 
 
 def _mmtests_lines(a: TraceAnalysis) -> list[str]:
@@ -229,7 +229,7 @@ def _mmtests_lines(a: TraceAnalysis) -> list[str]:
     ]
     columns = [Column(width=44, left=True), Column(width=15), Column(left=True)]
     title = "mmtests rows (seeds 002, 003; rows of the same name are above)"
-    return [title, *render(columns, cells, indent=2), *notes.lines()]
+    return [title, *Table(columns, cells).text(indent=2), *notes.lines()]
 
 
 def unparsed_note(a: TraceAnalysis) -> str:
@@ -331,7 +331,7 @@ def format_analysis(a: TraceAnalysis) -> str:
         columns = [Column(width=44, left=True), Column(width=15), Column(left=True)]
         out += [
             "Summary (trace-vmscan-postprocess.pl)",
-            *render(columns, rows, indent=2),
+            *Table(columns, rows).text(indent=2),
         ]
     out += _mmtests_lines(a)
     return "\n".join(out).rstrip() + "\n"
