@@ -4,10 +4,12 @@ calls first."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import altair as alt
 import polars as pl
 
-__all__ = ["THEME", "backlog_chart", "delay_chart", "offline", "timeline_chart"]
+__all__ = ["THEME", "backlog_chart", "delay_chart", "offline", "save", "timeline_chart"]
 
 # The house theme: one font the SVG renderer and LaTeX-side PDFs both have, no chart border.
 THEME = "mmlab"
@@ -24,6 +26,16 @@ def _theme() -> alt.theme.ThemeConfig:
             "title": {"fontSize": 13, "anchor": "start"},
         }
     )
+
+
+def save(chart: alt.TopLevelMixin, path: Path, fmt: str) -> Path:
+    """Write ``chart`` to ``path`` (``fmt``: pdf, svg, png through vl-convert) in the house
+    theme, whatever theme the caller has enabled: a paper figure looks like the
+    notebook's chart of the same data."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with alt.theme.enable(THEME):
+        chart.save(str(path), format=fmt)
+    return path
 
 
 def offline() -> None:

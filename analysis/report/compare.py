@@ -23,6 +23,7 @@ import polars as pl
 from analysis.ingest.long_table import runs_of
 from analysis.metrics.compare import change_pct
 from analysis.metrics.ops import HIGHER, LOWER
+from analysis.report.json_output import undefined_as_null
 from analysis.report.table import Column, Table
 from analysis.report.text import WIDTH
 from analysis.report.units import Scale, change, common_scale, interval, sig
@@ -231,11 +232,11 @@ def format_markdown(results: Sequence[RowComparison]) -> str:
 def _interval(iv: Interval | None) -> dict | None:
     if iv is None:
         return None
-    return {"estimate": iv.estimate, "low": _finite(iv.low), "high": _finite(iv.high)}
-
-
-def _finite(x: float | None) -> float | None:
-    return x if x is None or math.isfinite(x) else None
+    return {
+        "estimate": iv.estimate,
+        "low": undefined_as_null(iv.low),
+        "high": undefined_as_null(iv.high),
+    }
 
 
 def to_json(results: Sequence[RowComparison]) -> list[dict]:
@@ -258,7 +259,7 @@ def to_json(results: Sequence[RowComparison]) -> list[dict]:
             "base_samples": r.base_samples,
             "estimate": _interval(r.estimate),
             "base_estimate": _interval(r.base_estimate),
-            "change": _finite(r.change),
+            "change": undefined_as_null(r.change),
             "change_ci": list(r.change_ci) if r.change_ci else None,
             "change_kind": r.change_kind,
             "hodges_lehmann_shift": _interval(r.hl_shift),

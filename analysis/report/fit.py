@@ -15,6 +15,7 @@ import textwrap
 
 import polars as pl
 
+from analysis.report.json_output import undefined_as_null
 from analysis.report.table import Column, Table
 from analysis.report.units import decimals_at, fixed, interval, sig
 from analysis.stats.durations import DurationFit
@@ -179,15 +180,11 @@ def format_fits(groups: list[GroupFit | GroupFailure]) -> str:
     return "\n\n".join([*(format_group(g) for g in groups), CAVEAT])
 
 
-def _finite(value: float) -> float | None:
-    return value if math.isfinite(value) else None
-
-
 def _estimate_json(est: Estimate) -> dict[str, object]:
     return {
-        "estimate": _finite(est.estimate),
-        "ci_low": _finite(est.ci_low),
-        "ci_high": _finite(est.ci_high),
+        "estimate": undefined_as_null(est.estimate),
+        "ci_low": undefined_as_null(est.ci_low),
+        "ci_high": undefined_as_null(est.ci_high),
         "method": est.method,
     }
 

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-__all__ = ["NonFiniteError", "dumps", "jsonable"]
+__all__ = ["NonFiniteError", "dumps", "jsonable", "undefined_as_null"]
 
 
 class NonFiniteError(ValueError):
@@ -70,6 +70,17 @@ def jsonable(obj: Any, where: str = "$") -> Any:
     if isinstance(obj, PurePath):
         return str(obj)
     raise TypeError(f"{where}: no JSON form for {type(obj).__name__}: {obj!r}")
+
+
+def undefined_as_null(value: float | None) -> float | None:
+    """``value``, or None where a result defines NaN or an infinity as "not defined" (a
+    CI bound that could not be computed, 0/0 efficiency): the serializer that knows this
+    says so by calling it; anything else non-finite is refused by :func:`jsonable`.
+
+    >>> undefined_as_null(float("-inf")), undefined_as_null(0.5), undefined_as_null(None)
+    (None, 0.5, None)
+    """
+    return value if value is None or math.isfinite(value) else None
 
 
 def dumps(obj: Any, indent: int | None = 2) -> str:

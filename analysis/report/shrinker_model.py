@@ -7,7 +7,6 @@ a counter chain the single-counter model does not reproduce.
 
 from __future__ import annotations
 
-import math
 import textwrap
 from collections.abc import Sequence
 
@@ -16,6 +15,7 @@ import polars as pl
 
 from analysis.models.shrinker import ContextWork, ModelRun, Variant, outputs
 from analysis.models.shrinker_validation import ShrinkerScore
+from analysis.report.json_output import undefined_as_null
 from analysis.report.table import Column, Table
 from analysis.report.units import PLAIN, interval, sig
 from analysis.stats.describe import mean_sd
@@ -157,7 +157,7 @@ def model_run_json(run: ModelRun) -> dict:
         },
         "variant": _variant_json(run.result.variant),
         "work": [vars(w) for w in run.result.work],
-        "outputs": {k: None if math.isnan(v) else v for k, v in outputs(run.result).items()},
+        "outputs": {k: undefined_as_null(v) for k, v in outputs(run.result).items()},
         "notes": caveats(run),
     }
 
