@@ -48,7 +48,8 @@ from analysis.models.shrinker import (
 )
 from analysis.report import charts
 from analysis.report.document import capture_traces
-from analysis.report.shrinker_model import backlog_chart, format_model_run, tradeoff_chart
+from analysis.report.shrinker_charts import replay_backlog_chart, tradeoff_chart
+from analysis.report.shrinker_model import format_model_run
 
 charts.offline()  # static SVG charts: they show with no network and in any viewer
 
@@ -83,7 +84,7 @@ print(pl.DataFrame(checks))
 print(format_model_run(run))
 for generation in GENERATIONS:
     backlogs[generation] = model_trace(frame, Variant(generation), trace=paths[name]).result.backlog
-backlog = backlog_chart(backlogs, f"Deferred backlog of {name} under each rule")
+backlog = replay_backlog_chart(backlogs, f"Deferred backlog of {name} under each rule")
 backlog.save(figures / "05-backlog-by-rule.svg")
 backlog
 

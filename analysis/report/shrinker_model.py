@@ -10,9 +10,6 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Sequence
 
-import altair as alt
-import polars as pl
-
 from analysis.models.shrinker import ContextWork, ModelRun, Variant, outputs
 from analysis.models.shrinker_validation import ShrinkerScore
 from analysis.report.json_output import undefined_as_null
@@ -21,13 +18,11 @@ from analysis.report.units import PLAIN, interval, sig
 from analysis.stats.describe import mean_sd
 
 __all__ = [
-    "backlog_chart",
     "caveats",
     "format_model_run",
     "format_shrinker_validation",
     "model_run_json",
     "shrinker_validation_json",
-    "tradeoff_chart",
 ]
 
 
@@ -160,61 +155,6 @@ def model_run_json(run: ModelRun) -> dict:
         "outputs": {k: undefined_as_null(v) for k, v in outputs(run.result).items()},
         "notes": caveats(run),
     }
-
-
-def tradeoff_chart(sweep: pl.DataFrame, title: str) -> alt.LayerChart:
-    """Divisor sweep (:func:`analysis.models.shrinker.divisor_sweep` rows, optionally with a
-    ``trace`` column): worst work landed on one direct reclaimer against the deferred
-    backlog left behind; point size = objects scanned (cache trimmed)."""
-    data = sweep.with_columns(
-        trace=pl.col("trace") if "trace" in sweep.columns else pl.lit("capture")
-    )
-    base = alt.Chart(data).encode(
-        x=alt.X("backlog_max_objects:Q", title="deferred backlog, max (objects)"),
-        y=alt.Y("direct_max_scanned:Q", title="max objects scanned by one direct call"),
-    )
-    points = base.mark_circle(opacity=0.7).encode(
-        color=alt.Color("trace:N", title="capture"),
-        size=alt.Size("scanned_objects:Q", title="objects scanned"),
-        tooltip=[
-            "trace",
-            "divisor",
-            "direct_p99_scanned",
-            "scanned_objects",
-            "backlog_end_objects",
-        ],
-    )
-    labels = base.mark_text(align="left", dx=6, fontSize=9).encode(text="divisor:N")
-    return (points + labels).properties(width=420, height=260, title=title)
-
-
-def backlog_chart(backlogs: dict[str, pl.DataFrame], title: str, bins: int = 400) -> alt.Chart:
-    """Deferred backlog (``Replay.backlog``) over time, one step line per variant label:
-    the largest backlog in each of ``bins`` equal time bins (a capture has ~10^5 events)."""
-    frames = []
-    for label, backlog in backlogs.items():
-        origin, end = backlog["ts_ns"].min(), backlog["ts_ns"].max()
-        width_ns = max((end - origin) // bins, 1)
-        frames.append(
-            backlog.group_by(((pl.col("ts_ns") - origin) // width_ns).alias("bin"))
-            .agg(pl.col("backlog_objects").max())
-            .select(
-                pl.lit(label).alias("variant"),
-                (pl.col("bin") * width_ns / 1e9).alias("time_s"),
-                "backlog_objects",
-            )
-            .sort("time_s")
-        )
-    return (
-        alt.Chart(pl.concat(frames))
-        .mark_line(interpolate="step-after")
-        .encode(
-            x=alt.X("time_s:Q", title="time since the first shrinker call (s)"),
-            y=alt.Y("backlog_objects:Q", title="deferred objects, max per bin"),
-            color=alt.Color("variant:N", title="rule"),
-        )
-        .properties(width=520, height=200, title=title)
-    )
 
 
 SHRINKER_LABELS = {
