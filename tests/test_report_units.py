@@ -16,6 +16,7 @@ from analysis.report.units import (
     change,
     common_scale,
     interval,
+    percent,
     plus_minus,
     uncertainty_decimals,
 )
@@ -69,6 +70,16 @@ def test_report_and_paper_round_a_mean_and_sd_alike():
         tex = latex.pm(mean, sd)
         # The paper groups thousands with {,}; the digits are the same.
         assert tex.replace("{,}", "") == "$" + plain.replace("±", "\\pm") + "$"
+
+
+def test_a_percent_without_an_uncertainty_keeps_three_digits_and_two_decimals_at_most():
+    assert [percent(v) for v in (-490.0, 30.0833, 0.669, -0.00449)] == [
+        "-490",
+        "30.1",
+        "0.67",
+        "0.00",
+    ]
+    assert change(0.1234) == "+0.12%" and change(45.45) == "+45.5%"
 
 
 def test_missing_values_print_a_dash():

@@ -26,7 +26,7 @@ from analysis.metrics.ops import HIGHER, LOWER
 from analysis.report.json_output import undefined_as_null
 from analysis.report.table import Column, Table
 from analysis.report.text import WIDTH
-from analysis.report.units import Scale, change, common_scale, interval, sig
+from analysis.report.units import Scale, change, common_scale, interval, percent, sig
 from analysis.stats.bootstrap import Interval
 from analysis.stats.significance import (
     IMPROVED,
@@ -156,7 +156,10 @@ def _block(table: pl.DataFrame, r: RowComparison, scaled: bool) -> list[str]:
             )
             continue
         pct = change_pct(value, new[label], LOWER if label in _ALWAYS_LOWER else better)
-        shown = f"{pct:7.2f}%" if pct is not None and math.isfinite(pct) else f"{'-':>8}"
+        if pct is None or not math.isfinite(pct):
+            shown = f"{'-':>8}"
+        else:
+            shown = f"{percent(pct) if scaled else f'{pct:.2f}':>7}%"
         marked = label == deciding and r.verdict in (IMPROVED, REGRESSED)
         line = f"{label:<12}{cell(label, value)} (   0.00%){cell(label, new[label])} "
         line += f"*{shown}*" if marked else f"({shown})"

@@ -15,7 +15,7 @@ from analysis.metrics.compare import Comparison
 from analysis.metrics.ops import ABSENT, CONTEXTS, OpsReport, OpsRow
 from analysis.report.json_output import jsonable
 from analysis.report.table import Column, Footnotes, Table, wrapped
-from analysis.report.units import PLAIN, Scale, common_scale, fixed, pct
+from analysis.report.units import PLAIN, Scale, common_scale, fixed, percent
 
 __all__ = [
     "comparison_json",
@@ -158,7 +158,8 @@ def _block(
             elif cell.change_pct is None:
                 row.append(notes.mark(_NO_CHANGE))
             else:
-                row.append(f"({pct(cell.change_pct, width=7)})")
+                # Three digits, at most two decimals: a % of two means with an sd each.
+                row.append(f"({percent(cell.change_pct):>7}%)")
         if cells[0].mean is None:
             row[1] += " " + notes.mark(why)
         row.append(cells[0].better)

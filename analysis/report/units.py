@@ -40,7 +40,7 @@ __all__ = [
     "fixed",
     "interval",
     "mean_sd_decimals",
-    "pct",
+    "percent",
     "plus_minus",
     "rounded",
     "sig",
@@ -292,6 +292,8 @@ def change(
     if value is None or not math.isfinite(value):
         return MISSING
     d = decimals_at(value, low, high)
+    if low is None or high is None or _half_width(value, low, high) is None:
+        d = min(2, d)  # no CI: three digits, at most two decimals, as percent()
     text = f"{rounded(value, d, sign=True)}{unit}"
     if low is None or high is None or _half_width(value, low, high) is None:
         return text
@@ -311,13 +313,16 @@ def fixed(value: float | int | None, decimals: int) -> str:
     return str(value) if isinstance(value, int) else rounded(value, decimals)
 
 
-def pct(percent: float | None, digits: int = 2, width: int = 0) -> str:
-    """A percentage (already ×100), padded to ``width`` before the sign; ``-`` when missing.
+def percent(value: float | None) -> str:
+    """A % (already ×100) with no uncertainty to round at (an mmtests change column):
+    three significant digits, never more than two decimals; ``-`` when missing.
 
-    >>> pct(30.0833), pct(-5.3, width=7), pct(None)
-    ('30.08%', '  -5.30%', '-')
+    >>> [percent(v) for v in (28.04, -490.0, 0.669, -5.734, None)]
+    ['28.0', '-490', '0.67', '-5.73', '-']
     """
-    return MISSING if percent is None else f"{percent:{width}.{digits}f}%"
+    if value is None or not math.isfinite(value):
+        return MISSING
+    return rounded(value, min(2, _three_digits(value)))
 
 
 def sig(value: float | None, digits: int = 3) -> str:
