@@ -52,7 +52,8 @@ from analysis.models.shrinker import (
 )
 from analysis.models.shrinker_validation import capture_divisor, score_divisor
 from analysis.report import charts
-from analysis.report.shrinker_model import backlog_chart, format_shrinker_validation, tradeoff_chart
+from analysis.report.shrinker_charts import replay_backlog_chart, tradeoff_chart
+from analysis.report.shrinker_model import format_shrinker_validation
 from analysis.report.validation_charts import scores_chart
 from analysis.study.runs import capture_traces
 
@@ -89,7 +90,7 @@ print(
 )
 backlogs = {g: model_trace(frame, Variant(g), trace=paths[name]).result.backlog
             for g in GENERATIONS}  # fmt: skip
-backlog = backlog_chart(backlogs, f"Deferred backlog of {name} under each rule")
+backlog = replay_backlog_chart(backlogs, f"Deferred backlog of {name} under each rule")
 backlog.save(figures / "05-backlog-by-rule.svg")
 backlog
 

@@ -36,7 +36,8 @@ def test_macro_names_are_letters_only():
     assert macro_name("dirty20 p ninety nine ms") == "DirtyTwoZeroPNinetyNineMs"
     with pytest.raises(ValueError, match="macro AB from both"):
         macros_tex({"a b": "1", "a-b": "2"})
-    assert pm(1234.5, 6.25, 1) == "$1{,}234.5 \\pm 6.2$"
+    # Rounded at the sd, as the report's plus_minus: 2.5 keeps two digits (PDG 100-354).
+    assert pm(1234.5, 2.5, 0) == "$1{,}234.5 \\pm 2.5$"
 
 
 def test_section_macros_are_read_back(inputs):

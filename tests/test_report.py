@@ -14,6 +14,7 @@ from analysis.cli import main
 from analysis.metrics.throttle_runs import run_throttle_table
 from analysis.report.document import build_report, vmstat_section
 from analysis.report.text import fit, shorten_middle
+from analysis.report.units import plus_minus
 from analysis.study.runs import capture_runs, study_runs
 from analysis.study.study import Study
 from tests.conftest import DATA, throttled_lines
@@ -75,8 +76,13 @@ def test_ab_report_is_short_and_its_summary_says_what_changed_and_was_found(ab_r
         assert verdict.rstrip().endswith("no change shown")
     assert "q 0.312" in ab_report and " 0.312 no change shown" in head
     # new/base-1 in the summary (as the paper); the section's text uses mmtests' sign.
-    low, high = head.split("-2.97% [")[1].split("]")[0].split(", ")
-    flipped = f"+2.97% [{-float(high):+.2f}, {-float(low):+.2f}]"
+    # Both rounded where the CI is (units.change): -2.97 % [-7.43, +1.56] to 2 digits.
+    low, high = head.split("-3.0% [")[1].split("]")[0].split(", ")
+
+    def flip(text: str) -> str:
+        return ("-" if text[0] == "+" else "+") + text[1:]
+
+    flipped = f"+3.0% [{flip(high)}, {flip(low)}]"
     assert f"HD-50 change {flipped}" in ab_report
     # Per-iteration detail only with --detail; one stall table per run instead.
     assert "iter-0 --" not in ab_report and "Every traced iteration" not in ab_report
@@ -177,8 +183,9 @@ def test_throttle_section_matches_the_raw_trace_text(report):
     section = report[report.index("== Reclaim throttling") : report.index("== Throttle delay")]
     block = section[section.index("\ndirty5 (3 iterations") :]
     row = next(line for line in block.splitlines() if line.startswith("WRITEBACK"))
-    events = f"{statistics.mean(counts):.0f} ± {statistics.stdev(counts):.0f}"
-    timeout = f"{statistics.mean(shares):.1f} ± {statistics.stdev(shares):.1f}"
+    # The numbers are grep's; their rounding (at the sd) is the report's formatter's.
+    events = plus_minus(statistics.mean(counts), statistics.stdev(counts))
+    timeout = plus_minus(statistics.mean(shares), statistics.stdev(shares))
     assert events in row and timeout in row, row
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -26,6 +25,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from analysis.report.json_output import dumps
     from analysis.report.paper.build import build_inputs
     from analysis.report.paper.fits import BOOTSTRAP
     from analysis.study.runs import study_runs
@@ -41,12 +41,12 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.json:
         print(
-            json.dumps(
+            dumps(
                 {
                     "macros": inputs.macros,
                     "section_macros": inputs.section_macros,
-                    "files": [str(f) for f in inputs.files],
-                    "left_out": list(inputs.left_out),
+                    "files": inputs.files,
+                    "left_out": inputs.left_out,
                 }
             )
         )

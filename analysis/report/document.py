@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING
 from analysis.report.ops import comparison_json, format_comparison
 from analysis.report.provenance import format_provenance
 from analysis.report.summary import format_settings, format_summary
-from analysis.report.table import estimate_digits
 from analysis.report.text import fit
 from analysis.report.throttle import format_run_stalls, format_run_throttle
 from analysis.report.throttle_fits import format_run_fits, run_fit_json
@@ -68,8 +67,9 @@ def latency_section(data: Study) -> str:
 
     if isinstance(data.latency, str):
         return data.latency
-    # The paper's digits (estimate_digits), not mmtests' 4 decimals beside a ±5299 sd.
-    return format_mmtests(data.latency.table, decided(data.latency), digits=estimate_digits)
+    # One unit per row block and three significant digits, not mmtests' 4 decimals
+    # beside a ±5299 sd.
+    return format_mmtests(data.latency.table, decided(data.latency), scaled=True)
 
 
 def vmstat_section(data: Study) -> str:

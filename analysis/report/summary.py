@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from analysis.report.compare import DECIDING_ROW
-from analysis.report.table import Column, change_digits, estimate_digits, render, sig
+from analysis.report.table import Column, Table
+from analysis.report.units import change, interval, sig
 from analysis.stats.significance import NOT_COMPARED
 from analysis.study.provenance import Provenance
 
@@ -59,27 +60,20 @@ def format_settings(
     """The table of settings that differ (one column per run), the first ``limit`` only."""
     shown = differ if limit is None else differ[:limit]
     columns = [Column("setting", left=True), *(Column(run, left=True) for run in runs)]
-    lines = render(columns, [[name, *values] for name, values in shown], indent=2)
+    lines = Table(columns, [[name, *values] for name, values in shown]).text(indent=2)
     if len(shown) < len(differ):
         lines.append(f"  ... and {len(differ) - len(shown)} more (--detail lists them)")
     return lines
 
 
 def _estimate(iv: Interval | None) -> str:
-    if iv is None:
-        return "-"
-    return f"{iv.estimate:.{estimate_digits(iv.estimate)}f}"
+    """The estimate alone, rounded where its CI is (the paper's rule)."""
+    return "-" if iv is None else interval(iv.estimate, iv.low, iv.high, ends=False)
 
 
 def _change(r: RowComparison) -> str:
-    """new/base − 1 in % with its 95 % CI, the paper's digits."""
-    if r.change is None:
-        return "-"
-    text = f"{r.change:+.{change_digits(r.change)}f}%"
-    if r.change_ci:
-        low, high = r.change_ci
-        text += f" [{low:+.{change_digits(low)}f}, {high:+.{change_digits(high)}f}]"
-    return text
+    """new/base − 1 in % with its 95 % CI, rounded where the CI is (the paper's rule)."""
+    return change(r.change, *(r.change_ci or (None, None)))
 
 
 def verdict_lines(results: Sequence[RowComparison]) -> list[str]:
@@ -118,7 +112,7 @@ def verdict_lines(results: Sequence[RowComparison]) -> list[str]:
         "Benjamini-Hochberg q:"
     )
     more = [f"  {left} more rows, not compared or not shown: see Workload latency."] if left else []
-    return [head, *render(columns, rows, indent=2), *more]
+    return [head, *Table(columns, rows).text(indent=2), *more]
 
 
 def format_summary(

@@ -11,6 +11,9 @@ from analysis.models.throttle import (
 from analysis.models.throttle_predictions import ThrottleReport
 from analysis.models.throttle_validation import QuantityScore
 from analysis.models.throttle_waits import WaitChoice
+from analysis.report.table import Column, Table
+from analysis.report.text import fit
+from analysis.report.units import PLAIN, fixed, interval, plus_minus, sig
 from analysis.stats.describe import mean_sd
 
 __all__ = [
@@ -33,16 +36,32 @@ ASSUMPTIONS = (
 )
 
 
-def _ci(est: Estimate, fmt: str) -> str:
-    if est.low is None:
-        return format(est.value, fmt)
-    return f"{format(est.value, fmt)} [{format(est.low, fmt)}, {format(est.high, fmt)}]"
+def _ci(est: Estimate) -> str:
+    """The estimate and its 95 % CI, rounded where the CI is (units.interval)."""
+    return interval(est.value, est.low, est.high)
 
 
-def _runs_line(label: str, values: Sequence[float], fmt: str) -> str:
+def _runs_line(label: str, values: Sequence[float]) -> str:
     mean, sd = mean_sd(list(values))
-    spread = f" ± {format(sd, fmt)} sd" if sd is not None else " (one run: no spread)"
-    return f"  {label}: {format(mean, fmt)}{spread}, n = {len(values)} runs"
+    spread = " sd" if sd is not None else " (one run: no spread)"
+    return f"  {label}: {plus_minus(mean, sd)}{spread}, n = {len(values)} runs"
+
+
+_TIMEOUT_COLUMNS = (
+    Column("tau", unit="us"),
+    Column(""),
+    Column("P(timeout) [95% CI]"),
+    Column("mean stall [95% CI]", unit="us"),
+    Column("p90", unit="us"),
+)
+_CYCLE_COLUMNS = (
+    Column("tau", unit="us", left=True),
+    Column(""),
+    Column("velocity", unit="pages/s"),
+    Column("run sd"),
+    Column("efficiency"),
+    Column("run sd"),
+)
 
 
 def format_report(report: ThrottleReport) -> str:
@@ -51,11 +70,9 @@ def format_report(report: ThrottleReport) -> str:
     lines = [
         f"throttle timeout model: {report.capture}",
         f"calibrated on {len(report.runs)} runs (traces); observed per run:",
-        _runs_line("velocity pages/s of reclaim", [r.velocity_pps for r in report.runs], ".0f"),
-        _runs_line("efficiency reclaimed/scanned", [r.efficiency for r in report.runs], ".3f"),
-        _runs_line(
-            "dirty/writeback/immediate share", [r.blocked_share for r in report.runs], ".3f"
-        ),
+        _runs_line("velocity pages/s of reclaim", [r.velocity_pps for r in report.runs]),
+        _runs_line("efficiency reclaimed/scanned", [r.efficiency for r in report.runs]),
+        _runs_line("dirty/writeback/immediate share", [r.blocked_share for r in report.runs]),
         f"  writeback {m.writeback_pps:.0f} pages/s, dirty pool {m.dirty_pool_pages:.0f} pages",
         "",
     ]
@@ -67,30 +84,36 @@ def format_report(report: ThrottleReport) -> str:
             f"{r.throttles_per_page * 1000:.3f} throttles per 1000 pages scanned",
             f"  latent wait: {_wait_label(choice)} ({choice.why})",
             f"  woken at once {r.wait.zero_mass:.3f}, still asleep at the timeout {asleep:.3f}",
-            f"  {'tau us':>8} {'P(timeout) [95% CI]':<24} {'mean stall us [95% CI]':<26}"
-            f" {'p90 us':>8}",
         ]
+        rows = []
         for p in report.timeouts:
             if p.reason != r.reason:
                 continue
             p90 = dict(p.stall_quantiles_us).get(0.9)
-            mark = "*" if p.extrapolated else " "
-            lines.append(
-                f"  {p.tau_us:>8.0f}{mark} {_ci(p.p_timeout, '.3f'):<23} "
-                f"{_ci(p.mean_stall_us, '.0f'):<26} {p90.value if p90 else float('nan'):>8.0f}"
+            rows.append(
+                (
+                    fixed(p.tau_us, 0),
+                    "*" if p.extrapolated else "",
+                    _ci(p.p_timeout),
+                    _ci(p.mean_stall_us),
+                    PLAIN.text(p90.value if p90 else None),
+                )
             )
-        lines.append("")
-    lines.append(
-        f"  {'tau us':<10}  {'velocity pages/s':<22} {'run sd':>6} {'efficiency':<24} {'run sd':>6}"
-    )
+        lines += [*Table(_TIMEOUT_COLUMNS, rows).text(indent=2), ""]
+    rows = []
     for c in report.cycles:
-        taus = ", ".join(f"{t:.0f}" for _, t in c.taus_us) or "observed"
-        mark = "*" if c.extrapolated else " "
         v_sd, e_sd = c.run_sd()
-        lines.append(
-            f"  {taus:<10}{mark} {_ci(c.velocity_pps, '.0f'):<22} {_opt(v_sd, '.0f'):>6} "
-            f"{_ci(c.efficiency, '.4f'):<24} {_opt(e_sd, '.4f'):>6}"
+        rows.append(
+            (
+                ", ".join(f"{t:.0f}" for _, t in c.taus_us) or "observed",
+                "*" if c.extrapolated else "",
+                _ci(c.velocity_pps),
+                PLAIN.text(v_sd),
+                _ci(c.efficiency),
+                PLAIN.text(e_sd),
+            )
         )
+    lines += Table(_CYCLE_COLUMNS, rows).text(indent=2)
     lines += _verdicts(report)
     if report.validation is not None:
         v = report.validation
@@ -110,7 +133,7 @@ def format_report(report: ThrottleReport) -> str:
         "  run sd: the same prediction by models calibrated on one run each; intervals "
         "narrower than it understate the uncertainty"
     )
-    return "\n".join(_wrap(line) for line in lines)
+    return fit("\n".join(lines))
 
 
 def _verdicts(report: ThrottleReport) -> list[str]:
@@ -154,28 +177,9 @@ def _wait_label(choice: WaitChoice) -> str:
     return f"fit {choice.model}" if choice.source == "fit" else "Kaplan-Meier"
 
 
-def _opt(value: float | None, fmt: str) -> str:
-    return "-" if value is None else format(value, fmt)
-
-
 def _err(value: float, sd: float | None) -> str:
-    return f"{value:.1%}" + (f" ± {sd:.1%}" if sd is not None else "")
-
-
-def _wrap(line: str, width: int = 80) -> str:
-    line = line.rstrip()
-    if len(line) <= width:
-        return line
-    lead = len(line) - len(line.lstrip())
-    indent = " " * (lead + 2)
-    out, current = [], line[:lead] + line.split()[0]
-    for word in line.split()[1:]:
-        if current and len(current) + 1 + len(word) > width:
-            out.append(current)
-            current = indent + word
-        else:
-            current = f"{current} {word}" if current else word
-    return "\n".join([*out, current])
+    """A mean relative error in %, rounded at its run-to-run sd."""
+    return plus_minus(100 * value, None if sd is None else 100 * sd) + "%"
 
 
 def _est(e: Estimate) -> dict:
@@ -257,12 +261,23 @@ def as_json(report: ThrottleReport) -> dict:
     }
 
 
+# Label and per-run format (observations at their measured resolution) of each quantity.
 VALIDATION_LABELS = {
-    "p_timeout": ("P(timeout)", ".3f", ".2f"),
-    "mean_stall_us": ("stall us", ".0f", ".0f"),
-    "velocity_pps": ("velocity p/s", ".0f", ".0f"),
-    "efficiency": ("efficiency", ".3f", ".2f"),
+    "p_timeout": ("P(timeout)", ".3f"),
+    "mean_stall_us": ("stall us", ".0f"),
+    "velocity_pps": ("velocity p/s", ".0f"),
+    "efficiency": ("efficiency", ".3f"),
 }
+_VALIDATION_COLUMNS = (
+    Column("quantity", left=True),
+    Column("predicted [95% PI]"),
+    Column("observed ± sd"),
+    Column("in"),
+    Column("model"),
+    Column("none"),
+    Column("lin"),
+    Column("p"),
+)
 
 
 def _score_error(value: float, unit: str) -> str:
@@ -293,32 +308,27 @@ def format_validation(scores: Sequence[QuantityScore], calibration: str) -> str:
             f"{capture}:",
             f"  tau {first.tau_us:.0f} us vs {first.calibration_tau_us:.0f} us "
             f"({kind}), {len(first.observed)} runs{mark}",
-            f"  {'quantity':<12} {'predicted [95% PI]':<20} {'observed±sd':<12} {'in':<3}"
-            f" {'model':>6} {'none':>6} {'lin':>6} {'p':>5}",
         ]
+        cells = []
         for s in rows:
-            label, fmt, short = VALIDATION_LABELS[s.quantity]
-            pi = (
-                format(s.predicted, fmt)
-                if s.interval is None
-                else f"{format(s.predicted, fmt)} "
-                f"[{format(s.interval[0], short)}, {format(s.interval[1], short)}]"
-            )
+            low, high = s.interval if s.interval is not None else (None, None)
             mean, sd = mean_sd(list(s.observed))
-            spread = format(mean, fmt) + ("" if sd is None else f"±{format(sd, fmt)}")
-            errors = " ".join(
-                f"{_score_error(e, s.error_unit):>6}"
-                for e in (s.model_error, s.no_change_error, s.linear_error)
+            errors = (s.model_error, s.no_change_error, s.linear_error)
+            cells.append(
+                (
+                    VALIDATION_LABELS[s.quantity][0],
+                    interval(s.predicted, low, high),
+                    plus_minus(mean, sd),
+                    f"{s.inside}/{len(s.observed)}",
+                    *(_score_error(e, s.error_unit) for e in errors),
+                    sig(s.change_p),
+                )
             )
-            inside = f"{s.inside}/{len(s.observed)}"
-            lines.append(
-                f"  {label:<12} {pi:<20} {spread:<12} {inside:<3} {errors} "
-                f"{_opt(s.change_p, '.3f'):>5}"
-            )
+        lines += Table(_VALIDATION_COLUMNS, cells).text(indent=2)
         lines += _beside_lines(rows)
         lines.append("  per run (x: outside the PI):")
         for s in rows:
-            label, fmt, _ = VALIDATION_LABELS[s.quantity]
+            label, fmt = VALIDATION_LABELS[s.quantity]
             outside = [
                 s.interval is not None and not s.interval[0] <= v <= s.interval[1]
                 for v in s.observed
@@ -328,7 +338,7 @@ def format_validation(scores: Sequence[QuantityScore], calibration: str) -> str:
                 for v, out in zip(s.observed, outside, strict=True)
             )
             lines.append(f"    {label:<12} {values}")
-    return "\n".join(_wrap(line) for line in lines)
+    return fit("\n".join(lines))
 
 
 def _beside_lines(rows: Sequence[QuantityScore]) -> list[str]:
@@ -336,19 +346,19 @@ def _beside_lines(rows: Sequence[QuantityScore]) -> list[str]:
     prediction from each run's writeback rate."""
     lines = []
     for s in rows:
-        label, fmt, short = VALIDATION_LABELS[s.quantity]
+        label, fmt = VALIDATION_LABELS[s.quantity]
         if s.kaplan_meier is not None:
             bounds = (
                 ""
                 if s.bounds is None
-                else f"; bounds [{format(s.bounds[0], short)}, {format(s.bounds[1], short)}]"
+                else f"; bounds [{format(s.bounds[0], fmt)}, {format(s.bounds[1], fmt)}]"
             )
             lines.append(
                 f"  {label:<12} Kaplan-Meier {format(s.kaplan_meier, fmt)} "
                 f"(error {_score_error(s.kaplan_meier_error, s.error_unit)}){bounds}"
             )
     for s in rows:
-        label, fmt, _ = VALIDATION_LABELS[s.quantity]
+        label = VALIDATION_LABELS[s.quantity][0]
         if s.given_writeback is not None:
             lines.append(
                 f"  {label:<12} given each run's writeback rate: error "

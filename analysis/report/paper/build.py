@@ -29,7 +29,7 @@ from analysis.metrics.compare import Comparison, monitor_series
 from analysis.metrics.stall_runs import TAIL_QUANTILE
 from analysis.metrics.throttle import short_reason
 from analysis.outputs import staged_dir
-from analysis.report.ops import display_label, ops_digits
+from analysis.report.ops import display_label
 from analysis.report.paper import comparison, figures, fits, shrinker, timeout
 from analysis.report.paper.latex import defined_macros, escape, macros_tex, pm, table_tex
 from analysis.report.throttle import STALL_DIGITS, THROTTLE_DIGITS
@@ -163,9 +163,8 @@ def ops_table(cmp: Comparison) -> str:
         cells = [cmp.row(label, run) for run in cmp.runs]
         if all(c.mean in (None, 0) for c in cells):
             continue
-        digits = ops_digits(cells[0].unit)
         name = escape(display_label(label, cells[0].unit))
-        rows.append([name, *(pm(c.mean, c.sd, digits) for c in cells)])
+        rows.append([name, *(pm(c.mean, c.sd) for c in cells)])
     return table_tex(
         ["Ops row", *(escape(r) for r in cmp.runs)],
         rows,

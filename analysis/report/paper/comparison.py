@@ -26,9 +26,9 @@ import polars as pl
 from analysis.report.compare import DECIDING_ROW
 from analysis.report.paper import figures
 from analysis.report.paper.latex import escape, macro_name, macros_tex, pm, table_tex
-from analysis.report.table import change_digits, estimate_digits
+from analysis.report.units import decimals_at, rounded
 from analysis.stats import validation_compare
-from analysis.stats.bootstrap import run_statistics
+from analysis.stats.bootstrap import Interval, run_statistics
 from analysis.stats.rules import mmtests_2018
 from analysis.stats.significance import (
     CI_LEVEL,
@@ -74,10 +74,11 @@ def _g(value: float | None, digits: int = 3) -> str:
     return f"\\ensuremath{{{mantissa}{power}}}"
 
 
-def _estimate(value: float | None) -> str:
-    if value is None:
+def _estimate(iv: Interval | None) -> str:
+    """The estimate alone, rounded where its CI is (as the report's summary)."""
+    if iv is None:
         return "--"
-    return pm(value, None, estimate_digits(value))
+    return pm(iv.estimate, None, decimals_at(iv.estimate, iv.low, iv.high))
 
 
 def _change(r: RowComparison) -> tuple[str, str, str]:
@@ -85,8 +86,9 @@ def _change(r: RowComparison) -> tuple[str, str, str]:
     if r.change is None:
         return "--", "--", "--"
     low, high = r.change_ci if r.change_ci else (None, None)
+    d = decimals_at(r.change, low, high)
     return tuple(  # type: ignore[return-value]
-        "--" if v is None else f"\\ensuremath{{{v:+.{change_digits(v)}f}}}"
+        "--" if v is None else f"\\ensuremath{{{rounded(v, d, sign=True)}}}"
         for v in (r.change, low, high)
     )
 
@@ -112,8 +114,8 @@ def _row_values(metric: str, r: RowComparison, table_q: float | None) -> dict[st
         "row": escape(r.row),
         "unit": _unit(r.unit),
         "stat": escape(DECIDING_ROW[metric]),
-        "base": _estimate(r.base_estimate.estimate if r.base_estimate else None),
-        "new": _estimate(r.estimate.estimate if r.estimate else None),
+        "base": _estimate(r.base_estimate),
+        "new": _estimate(r.estimate),
         "change": change,
         "change low": low,
         "change high": high,
