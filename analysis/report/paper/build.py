@@ -29,10 +29,11 @@ from analysis.metrics.compare import Comparison, monitor_series
 from analysis.metrics.stall_runs import TAIL_QUANTILE
 from analysis.metrics.throttle import short_reason
 from analysis.outputs import staged_dir
-from analysis.report.ops import display_label
+from analysis.report.ops import display_label, row_scale
 from analysis.report.paper import comparison, figures, fits, shrinker, timeout
 from analysis.report.paper.latex import defined_macros, escape, macros_tex, pm, table_tex
 from analysis.report.throttle import STALL_DIGITS, THROTTLE_DIGITS
+from analysis.report.units import Scale
 from analysis.study.study import Study
 
 __all__ = ["NEEDS_TRACES", "SECTION_HOOKS", "PaperInputs", "build_inputs", "paper_values"]
@@ -121,12 +122,14 @@ def _run_values(role: str, run: Run, data: Study, cmp: Comparison) -> dict[str, 
     if mine.height:
         s = _stall_cells(mine.sort("stalls_mean", descending=True).row(0, named=True))
         values |= {f"{role} stall {k}": v for k, v in s.items()}
-    for label, key, digits in (
-        ("Cgroup-limit efficiency %", "efficiency", 1),
-        ("Cgroup-limit pages scanned", "scanned", 0),
+    # As the Ops table (and the report) print them: the row's one scale, at the sd.
+    for label, key in (
+        ("Cgroup-limit efficiency %", "efficiency"),
+        ("Cgroup-limit pages scanned", "scanned"),
     ):
         row = cmp.row(label, run.name)
-        values[f"{role} {key}"] = pm(row.mean, row.sd, digits)
+        scale = row_scale([cmp.row(label, r) for r in cmp.runs])
+        values[f"{role} {key}"] = _scaled_pm(scale, row.mean, row.sd)
     return values
 
 
@@ -155,6 +158,15 @@ def paper_values(data: Study, cmp: Comparison) -> dict[str, str]:
     return values
 
 
+def _scaled_pm(scale: Scale, mean: float | None, sd: float | None) -> str:
+    """An Ops cell as the report prints it (:func:`~analysis.report.ops.row_scale`), in
+    math mode: ``$2.9M \\pm 0.6M$``; ``--`` without a mean."""
+    if mean is None:
+        return "--"
+    text = scale.text(mean, sd)
+    return f"${text}$" if sd is None else f"${text} \\pm {scale.uncertainty(sd)[1:]}$"
+
+
 def ops_table(cmp: Comparison) -> str:
     """vmstat Ops rows that are not zero everywhere: mean ± sd over iterations per run."""
     labels = list(dict.fromkeys(r.label for r in cmp.rows))
@@ -163,8 +175,9 @@ def ops_table(cmp: Comparison) -> str:
         cells = [cmp.row(label, run) for run in cmp.runs]
         if all(c.mean in (None, 0) for c in cells):
             continue
-        name = escape(display_label(label, cells[0].unit))
-        rows.append([name, *(pm(c.mean, c.sd) for c in cells)])
+        scale = row_scale(cells)
+        name = escape(display_label(label, scale.unit))
+        rows.append([name, *(_scaled_pm(scale, c.mean, c.sd) for c in cells)])
     return table_tex(
         ["Ops row", *(escape(r) for r in cmp.runs)],
         rows,
