@@ -18,7 +18,7 @@ import pytest
 import analysis
 from analysis.capture.run import Interrupted, machine_lock, raise_on_signals
 from analysis.errors import InputError
-from analysis.report.notebooks import NotebookFailed
+from analysis.notebooks.execute import NotebookFailed
 
 # One instance of every exception class the package defines; the discovery test below
 # fails when a new one is added without an entry here.

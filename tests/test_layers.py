@@ -6,9 +6,9 @@ a package's own modules and one of its subpackages.
 
 Layers, lowest first (README "Developers: where things go"): ``errors``, ``outputs``,
 ``host`` < ``stats`` < ``ingest`` < ``capture`` (beside ingest: it reads its captures back
-through ingest; ingest never imports it) < ``metrics`` < ``models``, ``seeds`` < ``study`` <
-``report`` < ``commands``, ``cli`` and the programs (``warm``, any ``__main__``: run, never
-imported).
+through ingest; ingest never imports it) < ``metrics`` < ``models``, ``seeds`` <
+``study``, ``notebooks`` < ``report`` < ``commands``, ``cli`` and the programs (``warm``, any
+``__main__``: run, never imported).
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ LAYERS = {
     "models": 5,
     "seeds": 5,
     "study": 6,
+    "notebooks": 6,
     "report": 7,
     "commands": 8,
     "cli": 8,
