@@ -42,9 +42,6 @@ counter clock, ``epoch_ns`` is null.
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import ctypes.util
-import functools
 import hashlib
 import os
 import queue
@@ -95,6 +92,7 @@ from analysis.ingest.ftrace.layout import (
     find_lines,
     scan_lines,
 )
+from analysis.ingest.ftrace.malloc import reuse_freed_memory
 from analysis.ingest.ftrace.tokenizer import GFP_LITERAL, event_frame, event_schema, tokenize
 from analysis.ingest.textfile import read_text
 
@@ -412,32 +410,9 @@ def epoch_offset_ns(path: Path, first_ts: int | None, counter_clock: bool) -> in
     return None if clock is None else epoch - clock
 
 
-# glibc mallopt parameters (malloc.h).
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
-_HEAP_KEEP_BYTES = 256 << 20
-
-
-@functools.cache
-def _reuse_freed_memory() -> None:
-    """Have glibc malloc recycle freed big arrays instead of mapping fresh pages for each.
-
-    Every block allocates ~150 MB of NumPy/numba arrays; by default glibc serves each
-    from its own mmap and unmaps it on free, so every page is faulted in and zeroed again
-    (~40,000 faults per 32 MB block, a quarter of the parse's CPU time). With a higher
-    mmap threshold they come from the heap and are reused; at most ``_HEAP_KEEP_BYTES``
-    of free heap is kept. Process-wide and harmless elsewhere; a no-op without glibc.
-    """
-    try:
-        mallopt = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").mallopt
-    except (OSError, AttributeError):
-        return
-    mallopt(_M_MMAP_THRESHOLD, _HEAP_KEEP_BYTES)
-    mallopt(_M_TRIM_THRESHOLD, _HEAP_KEEP_BYTES)
-
-
 def _ingest_into(path: Path, directory: Path, progress: Callable[[int, int], None] | None):
     """Stream ``path`` into Parquet parts under ``directory``; return (accounting, sha256)."""
-    _reuse_freed_memory()
+    reuse_freed_memory()
     digest: list[str] = []
     results: dict[int, _BlockResult] = {}
     nbytes = 0
