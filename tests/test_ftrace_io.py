@@ -147,6 +147,20 @@ def test_blocks_split_mid_line_give_the_serial_parse(
         assert got.equals(frame), name
 
 
+def test_plain_text_blocks_divide_evenly_between_the_workers(tmp_path: Path) -> None:
+    # The 671,331,924-byte benchmark capture: 20.007 blocks of 32 MiB would leave the 21st
+    # to one worker; 22 blocks of 30.5 MB give each of the two workers 11.
+    path = tmp_path / "big.trace"
+    with path.open("wb") as fh:
+        fh.truncate(671_331_924)  # sparse: no disk used
+    size = reader.block_bytes(path)
+    assert -(-671_331_924 // size) == 22 and size <= reader.BLOCK_BYTES
+    # A compressed file's text size is unknown: full blocks.
+    packed = tmp_path / "t.gz"
+    packed.write_bytes(gzip.compress(TEXT))
+    assert reader.block_bytes(packed) == reader.BLOCK_BYTES
+
+
 def test_epoch_from_start_file_with_clock_line(tmp_path: Path) -> None:
     path = tmp_path / "ftrace-x.gz"
     path.write_bytes(gzip.compress(TEXT))
