@@ -53,8 +53,9 @@ FIRST_RUN_LINES = 20_000
 SAMPLE_BYTES = 1 << 20
 REPO = HERE.parent
 MMLAB = Path(sys.executable).parent / "mmlab"
-# The implementation before issue 4's optimisation (commit 0491938), same capture and
-# benchmark: 10.87 s, 77 MB/s, 766 MB peak RSS at load average 1.34; 3.36 GB in 35.07 s.
+# The implementation before issue 4's optimisation (commit 0491938), on an earlier 639 MB
+# capture of the same kind (the one recorded now is 671 MB): 10.87 s, 77 MB/s, 766 MB
+# peak RSS at load average 1.34; 3.36 GB in 35.07 s.
 BASELINE = {"commit": "0491938", "wall_s": 10.87, "mb_per_s": 77, "load_avg_1min": 1.34}
 
 PERL_HEADER = (
@@ -458,7 +459,8 @@ the one-off JIT compile costs about {s["numba_cache_empty"] - s["numba_cache_war
 (numba keeps compiled kernels in `__pycache__` beside the sources, or in `NUMBA_CACHE_DIR`;
 `make setup` fills it, see the first-run table above).
 
-Before this optimisation (commit {b["commit"]}, same capture): {b["wall_s"]:.2f} s,
+Before issue 4's optimisation (commit {b["commit"]}, on an earlier 639 MB capture of the same
+kind, since replaced): {b["wall_s"]:.2f} s,
 {b["mb_per_s"]} MB/s at load average {b["load_avg_1min"]:.2f}.
 Reproduce with `make bench` (or `python -m benchmarks.run --only ftrace`).
 """
