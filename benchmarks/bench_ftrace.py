@@ -68,6 +68,8 @@ PERL_HEADER = (
 CHILD = """
 import time
 t_start = time.perf_counter()
+from analysis.ingest.ftrace.malloc import one_arena
+one_arena()  # as mmlab ingest does, before Polars starts its threads
 import json, resource, sys
 from pathlib import Path
 from analysis.ingest import ftrace

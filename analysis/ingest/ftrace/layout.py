@@ -92,12 +92,14 @@ SCAN_COLUMNS = 14
 def _load_numba_without_scipy_blas() -> None:
     """Load numba's array implementations now, telling them SciPy's BLAS is absent.
 
-    On first use numba imports them, and they probe ``scipy.linalg.cython_blas`` to
-    compile ``np.dot``/``np.linalg`` calls: that imports ``scipy.linalg``, ~0.15 s of CPU
-    time, a sixth of a small ``mmlab ingest`` (benchmarks/ftrace.md, issue 23). No kernel
-    here calls either (without BLAS numba compiles ``np.dot`` as a loop and refuses
-    ``np.linalg`` at compile time: loudly, never a wrong value). A no-op when numba's
-    implementations or ``scipy.linalg`` are already loaded: nothing left to save.
+    On first use numba imports them, and they probe ``scipy.linalg.cython_blas`` (which
+    imports ``scipy.linalg``: ~0.15 s of CPU time, a sixth of a small ``mmlab ingest``,
+    benchmarks/ftrace.md, issue 23) only to choose how compiled ``np.convolve`` and
+    ``np.correlate`` multiply: with BLAS or numba's own loop (the same sums, perhaps added in
+    another order).
+    No kernel here calls either; ``np.dot`` and ``np.linalg`` still load BLAS when a
+    kernel using them is compiled. A no-op when numba's implementations or
+    ``scipy.linalg`` are already loaded: nothing left to save.
     """
     blas = "scipy.linalg.cython_blas"
     if "numba.np.arraymath" in sys.modules or "scipy.linalg" in sys.modules:
