@@ -185,16 +185,31 @@ def format_report(report: ThrottleReport) -> str:
     lines += _verdicts(report)
     if report.validation is not None:
         v = report.validation
+        errors = Table(
+            (
+                Column("mean |relative error|", left=True),
+                Column("model"),
+                Column("naive (calibration's observed)"),
+            ),
+            (
+                (
+                    "velocity",
+                    _err(v.velocity_error, v.velocity_error_sd),
+                    _err(v.baseline_velocity_error, None),
+                ),
+                (
+                    "efficiency",
+                    _err(v.efficiency_error, v.efficiency_error_sd),
+                    _err(v.baseline_efficiency_error, None),
+                ),
+            ),
+        )
         lines += [
             "",
             f"validation on {report.validation_capture} ({v.rows.height} runs):",
-            "  mean |relative error|  model          naive (calibration's observed)",
-            f"  velocity              {_err(v.velocity_error, v.velocity_error_sd):<16}"
-            f"{v.baseline_velocity_error:.1%}",
-            f"  efficiency            {_err(v.efficiency_error, v.efficiency_error_sd):<16}"
-            f"{v.baseline_efficiency_error:.1%}",
-            f"  velocity given the other capture's throttles per page: "
-            f"{v.velocity_error_given_rate:.1%}",
+            *errors.text(indent=2),
+            "  velocity given the other capture's throttles per page: "
+            + _err(v.velocity_error_given_rate, None),
         ]
     lines += ["", "assumptions:"] + [f"  - {a}" for a in ASSUMPTIONS]
     lines.append(
