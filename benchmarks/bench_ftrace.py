@@ -18,7 +18,7 @@ cgroup. Measured, each in a fresh process with an empty ingest cache:
   process from ``wait4``, and the ratio within each pair (the machine is shared: only
   same-run ratios compare);
 - the first run on a fresh environment: a ``git clone`` of this commit, ``make setup``
-  in it (which compiles the numba kernels, :mod:`analysis.ingest.ftrace.warm`), then
+  in it (which compiles the numba kernels, :mod:`analysis.warm`), then
   ``mmlab ingest`` of the capture's first 20,000 lines three times, each with an empty
   ingest cache: the first run against the median of the next two; and the same first run
   with an empty ``NUMBA_CACHE_DIR``, i.e. what it cost before ``make setup`` compiled;

@@ -11,9 +11,10 @@ import subprocess
 
 import pytest
 
-from analysis.report.document import ReportData, capture_runs
 from analysis.report.paper.build import SECTION_HOOKS, build_inputs
 from analysis.report.paper.latex import defined_macros, macro_name, macros_tex, pm
+from analysis.study.runs import capture_runs
+from analysis.study.study import Study
 from tests.conftest import DATA, REPO, throttled_lines
 
 MAIN = REPO / "papers" / "reclaim-throttling" / "main.tex"
@@ -22,7 +23,7 @@ MAIN = REPO / "papers" / "reclaim-throttling" / "main.tex"
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory):
     out = tmp_path_factory.mktemp("paper")
-    return out, build_inputs(ReportData(capture_runs(DATA)), out)
+    return out, build_inputs(Study(capture_runs(DATA)), out)
 
 
 def _body() -> str:

@@ -13,9 +13,11 @@ import numpy as np
 import pytest
 from scipy.stats.mstats import hdquantiles
 
-from analysis.report.document import ReportData, capture_runs
 from analysis.report.paper import comparison
 from analysis.report.paper.latex import pm
+from analysis.study.latency import LEVEL
+from analysis.study.runs import capture_runs
+from analysis.study.study import Study
 from tests.conftest import DATA
 
 PAPER_RUNS = (DATA / "stutterp-aa2", DATA / "stutterp-ab-dirty5")
@@ -24,7 +26,7 @@ PAPER_RUNS = (DATA / "stutterp-aa2", DATA / "stutterp-ab-dirty5")
 @pytest.fixture(scope="module")
 def cmp():
     runs = tuple(run for path in PAPER_RUNS for run in capture_runs(path))
-    return comparison.latency_comparison(ReportData(runs), resamples=200)
+    return Study(runs, resamples=200).latency
 
 
 def _probe_runs(path) -> list[np.ndarray]:
@@ -121,11 +123,11 @@ def test_validation_table_holds_the_committed_results():
 
 def test_section_defines_every_macro_it_uses(cmp, tmp_path):
     runs = tuple(run for path in PAPER_RUNS for run in capture_runs(path))
-    tex = comparison.section(ReportData(runs), tmp_path)
+    tex = comparison.section(Study(runs), tmp_path)
     # A flag is reported with whether it survives BH over every line of the table.
     for (_, r), q in zip(cmp.results, cmp.table_q, strict=True):
         if r.verdict in ("improved", "regressed"):
-            assert ("the flag survives" if q < comparison.LEVEL else "not established") in tex
+            assert ("the flag survives" if q < LEVEL else "not established") in tex
     defined = set(re.findall(r"\\newcommand\{\\(\w+)\}", tex))
     used = set(re.findall(r"\\(Cmp\w+|Val\w+)\{\}", tex))
     assert used and used <= defined, used - defined
@@ -153,5 +155,5 @@ def test_validation_claims_follow_the_results():
 
 def test_one_run_gives_a_reason_not_a_failed_paper(tmp_path):
     runs = tuple(capture_runs(PAPER_RUNS[0]))
-    tex = comparison.section(ReportData(runs), tmp_path)
-    assert tex.startswith("\\emph{No latency comparison") and "needs 2 runs" in tex
+    tex = comparison.section(Study(runs), tmp_path)
+    assert tex.startswith("\\emph{One run: no latency comparison")

@@ -12,9 +12,11 @@ import pytest
 
 from analysis.cli import main
 from analysis.metrics.throttle_runs import run_throttle_table
-from analysis.report.document import ReportData, build_report, capture_runs, vmstat_section
+from analysis.report.document import build_report, vmstat_section
 from analysis.report.text import fit, shorten_middle
 from analysis.report.units import plus_minus
+from analysis.study.runs import capture_runs, study_runs
+from analysis.study.study import Study
 from tests.conftest import DATA, throttled_lines
 from tests.test_golden import GOLDEN, RUNS, assert_json_matches
 
@@ -97,7 +99,7 @@ def test_setting_differences_read_mmlab_json_and_kconfig(tmp_path):
     """Every sysctl in effect, capture option and kconfig option that differs is found;
     identical ones are not (values set by hand in a copy of one bundled iteration)."""
     from analysis.ingest.mmtests import find_runs
-    from analysis.report.provenance import setting_differences
+    from analysis.study.provenance import setting_differences
 
     base = tmp_path / "a" / "r1"
     shutil.copytree(AB_RUNS[0] / "dirty20-a2" / "iter-0", base / "iter-0")
@@ -165,7 +167,7 @@ def test_report_json_agrees_with_the_commands_golden_json(tmp_path, monkeypatch,
 def test_base_comes_first():
     # RUN arguments in the order given: dirty5 as base, its column first.
     runs = (*capture_runs(DATA / "stutterp-dirty5"), *capture_runs(DATA / "stutterp-dirty20"))
-    text = vmstat_section(ReportData(runs))
+    text = vmstat_section(Study(runs))
     assert text.index("dirty5") < text.index("dirty20")
 
 
@@ -246,19 +248,17 @@ def test_runs_from_different_machines_say_so_first(monkeypatch):
     The values are the bundled trees' own: mmlab.json of the 6.18 capture, lscpu.txt and
     meminfo of the ppc64le mmtests tree."""
     from analysis.report import document
-    from analysis.report.provenance import iteration_provenance, run_differences
+    from analysis.study.provenance import iteration_provenance, run_differences
 
     other = DATA / "mmtests-ci" / "work" / "log.ltccip8.2020-06-12_1807"
-    runs = document.report_runs([DATA / "stutterp-dirty20", other])
+    runs = study_runs([DATA / "stutterp-dirty20", other])
     rows = [iteration_provenance(run, it) for run in runs for it in run.iterations]
     differ = dict(line.split(": ", 1) for line in run_differences(rows))
     assert set(differ) == {"machine", "memory", "CONFIG_HZ", "memcg", "tests"}
     assert "2 CPUs" in differ["machine"] and "160 CPUs" in differ["machine"]
     assert differ["memory"] == "dirty20 23.5 GiB; usemem-stress-numa-compact 994.9 GiB"
     # Same machine, same config two days apart: nothing to say.
-    same = document.report_runs(
-        [DATA / "mmtests-ci" / "work" / "log.ltccip8.2020-06-14_0656", other]
-    )
+    same = study_runs([DATA / "mmtests-ci" / "work" / "log.ltccip8.2020-06-14_0656", other])
     assert run_differences([iteration_provenance(r, it) for r in same for it in r.iterations]) == ()
     monkeypatch.setattr(document, "SECTIONS", ())
     text = document.build_report([DATA / "stutterp-dirty20", other])
@@ -277,7 +277,7 @@ def test_summary_verdicts_print_the_papers_numbers(ab_report):
     from analysis.report.paper import comparison
 
     runs = tuple(run for path in AB_RUNS for run in capture_runs(path))
-    values = comparison.comparison_values(comparison.latency_comparison(ReportData(runs)))
+    values = comparison.comparison_values(Study(runs).latency)
 
     def plain(key: str) -> str:
         return re.sub(r"\\ensuremath|[${}]", "", values[key])
@@ -296,7 +296,7 @@ def test_notebook_traces_come_from_the_reports_runs():
     """The notebooks' traces under data/ are those of the report's runs: no guest (TCG)
     sweep mixed with the host's captures unless it is named."""
     from analysis.ingest.captures import traces_below
-    from analysis.report.document import capture_traces
+    from analysis.study.runs import capture_traces
 
     every = traces_below(DATA)
     kept = capture_traces(DATA)

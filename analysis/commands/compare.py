@@ -78,6 +78,7 @@ def run_compare(args: argparse.Namespace) -> int:
     import polars as pl
 
     from analysis.ingest import benchmarks, long_table
+    from analysis.metrics.sample_rows import FAMILIES
     from analysis.report.compare import format_markdown, format_mmtests, to_json
     from analysis.report.json_output import dumps
     from analysis.report.text import fit
@@ -90,9 +91,8 @@ def run_compare(args: argparse.Namespace) -> int:
         skipped: tuple[str, ...] = ()
         loaded: benchmarks.Loaded | None = None
     else:
-        loaded = benchmarks.load_runs(
-            args.paths, traces=args.traces, ops=args.ops, mmtests_dir=args.mmtests
-        )
+        extra = {name: rows for name, rows in FAMILIES.items() if getattr(args, name)}
+        loaded = benchmarks.load_runs(args.paths, extra, mmtests_dir=args.mmtests)
         table, skipped = loaded.table, loaded.skipped
     families = loaded.families if loaded else {}
     if args.rows:

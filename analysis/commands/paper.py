@@ -25,11 +25,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from analysis.report.document import ReportData, report_runs
     from analysis.report.json_output import dumps
     from analysis.report.paper.build import build_inputs
+    from analysis.report.paper.fits import BOOTSTRAP
+    from analysis.study.runs import study_runs
+    from analysis.study.study import Study
 
-    inputs = build_inputs(ReportData(report_runs(args.runs or [args.data])), args.out)
+    study = Study(study_runs(args.runs or [args.data]), fit_bootstrap=BOOTSTRAP)
+    inputs = build_inputs(study, args.out)
     if inputs.left_out:
         print(
             f"mmlab paper: no ftrace captures in these runs: left out {', '.join(inputs.left_out)}"

@@ -20,7 +20,6 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from analysis.ingest.long_table import runs_of
 from analysis.metrics.compare import change_pct
 from analysis.metrics.ops import HIGHER, LOWER
 from analysis.report.json_output import undefined_as_null
@@ -34,6 +33,7 @@ from analysis.stats.significance import (
     REGRESSED,
     RowComparison,
     mmtests_summary,
+    runs_of,
 )
 
 __all__ = ["DECIDING_ROW", "format_markdown", "format_mmtests", "to_json"]

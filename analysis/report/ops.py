@@ -8,10 +8,11 @@ footnote saying why, instead of a misleading number.
 from __future__ import annotations
 
 import statistics
+from collections.abc import Sequence
 
 import polars as pl
 
-from analysis.metrics.compare import Comparison
+from analysis.metrics.compare import Comparison, RowSummary
 from analysis.metrics.ops import ABSENT, CONTEXTS, OpsReport, OpsRow
 from analysis.report.json_output import jsonable
 from analysis.report.table import Column, Footnotes, Table, wrapped
@@ -24,6 +25,7 @@ __all__ = [
     "format_intervals",
     "format_ops",
     "ops_json",
+    "row_scale",
     "run_json",
 ]
 
@@ -38,6 +40,15 @@ _NO_CHANGE = "no % change: the first run's mean is 0"
 def display_label(label: str, unit: str) -> str:
     """``Kswapd velocity`` → ``Kswapd velocity pages/s``; pages and % stay implicit."""
     return f"{label} {unit}" if unit in _SHOWN_UNITS else label
+
+
+def row_scale(cells: Sequence[RowSummary]) -> Scale:
+    """The one scale of an Ops row across runs (k, M for counts; each mean is then rounded
+    at its own sd), as the report and the paper print it; a count without an sd (one
+    iteration) is exact and keeps its own unit, printed whole."""
+    if any(c.sd is not None for c in cells):
+        return common_scale([c.mean for c in cells], cells[0].unit)
+    return Scale(cells[0].unit)
 
 
 def _absent(rows: list[OpsRow]) -> list[str]:
@@ -140,16 +151,13 @@ def _block(
         why = next(
             (rep.rows[k].note for reps in reports for rep in reps if rep.rows[k].value is None), ""
         )
-        # One scale for the row (k, M for counts), each mean rounded at its own sd; a
-        # count without an sd (one iteration) is exact and printed whole.
+        scale = row_scale(cells)
         spread = any(c.sd is not None for c in cells)
-        means = [c.mean for c in cells]
-        scale = common_scale(means, cells[0].unit) if spread else Scale(cells[0].unit)
         row = [display_label(label, scale.unit)]
         for i, cell in enumerate(cells):
             mean = scale.text(cell.mean, cell.sd)
             sd = "" if cell.sd is None else "\n" + scale.uncertainty(cell.sd)
-            row.append(mean + (sd if any(c.sd is not None for c in cells) else ""))
+            row.append(mean + (sd if spread else ""))
             if i == 0:
                 continue
             # A cell without a mean carries the footnote in its % slot.

@@ -184,7 +184,8 @@ def format_shrinker_validation(scores: Sequence[ShrinkerScore], calibration: str
         "  replayed: mean of one replay per calibration run; PI: run-level 95% interval",
         "  for one new run; in: runs inside it; errors: mean |error| over runs (objects;",
         "  pp for the share); none = calibration's run mean; p: permutation over runs,",
-        "  calibration vs this capture; nr_deferred: mean taken per call",
+        "  calibration vs this capture; nr_deferred: mean taken per call;",
+        "  depleted: the replay with its extra freeing taken off later cache items",
     ]
     for capture in dict.fromkeys(s.capture for s in scores):
         rows = [s for s in scores if s.capture == capture]
@@ -212,6 +213,14 @@ def format_shrinker_validation(scores: Sequence[ShrinkerScore], calibration: str
                 )
             )
         lines += Table(_VALIDATION_COLUMNS, cells).text(indent=2)
+        for s in rows:
+            if s.depleted is None:
+                continue
+            low, high = s.depleted_interval or (None, None)
+            lines.append(
+                f"  {SHRINKER_LABELS[s.quantity][0]} depleted {interval(s.depleted, low, high)}"
+                f" in {s.depleted_inside}/{len(s.observed)} error {PLAIN.text(s.depleted_error)}"
+            )
         lines.append("  per run:")
         for s in rows:
             label, fmt, _ = SHRINKER_LABELS[s.quantity]
@@ -239,6 +248,12 @@ def shrinker_validation_json(scores: Sequence[ShrinkerScore], calibration: str) 
                 "no_change": s.no_change,
                 "no_change_error": s.no_change_error,
                 "change_permutation_p": s.change_p,
+                "depleted": s.depleted,
+                "depleted_interval": None
+                if s.depleted_interval is None
+                else list(s.depleted_interval),
+                "depleted_runs_inside_interval": s.depleted_inside,
+                "depleted_error": s.depleted_error,
             }
             for s in scores
         ],

@@ -14,10 +14,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from analysis.report.compare import DECIDING_ROW
-from analysis.report.provenance import Provenance, run_differences
 from analysis.report.table import Column, Table
 from analysis.report.units import change, interval, sig
 from analysis.stats.significance import NOT_COMPARED
+from analysis.study.provenance import Provenance
 
 if TYPE_CHECKING:
     from analysis.stats.bootstrap import Interval
@@ -117,11 +117,14 @@ def verdict_lines(results: Sequence[RowComparison]) -> list[str]:
 
 def format_summary(
     provenance: Sequence[Provenance],
+    differences: Sequence[str],
     settings: Sequence[tuple[str, tuple[str, ...]]],
     latency: Sequence[RowComparison] | str,
     lost_events: int,
 ) -> str:
-    """The summary: common provenance, what differed, verdicts, lost events."""
+    """The summary: common provenance, what differed (``differences``: the study's
+    ``run_differences`` lines; ``settings``: its setting differences), verdicts, lost
+    events."""
     runs = list(dict.fromkeys(r.run for r in provenance))
     iterations = ", ".join(
         f"{run} {sum(r.run == run for r in provenance)} iterations" for run in runs
@@ -129,7 +132,7 @@ def format_summary(
     lines = [f"Runs: {iterations}; base {runs[0]}." if runs else "No runs."]
     if common := _common(provenance):
         lines.append(common)
-    differ = list(run_differences(provenance))
+    differ = list(differences)
     kernels = {run: sorted({r.kernel for r in provenance if r.run == run}) for run in runs}
     if len({tuple(k) for k in kernels.values()}) > 1:
         differ.insert(0, "kernel: " + "; ".join(f"{r} {', '.join(k)}" for r, k in kernels.items()))

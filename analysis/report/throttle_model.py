@@ -2,23 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 
 from analysis.models.throttle import (
-    CycleModel,
-    CyclePrediction,
     Estimate,
-    Observation,
-    TimeoutPrediction,
-    Validation,
-    calibrate,
-    per_run,
-    predict_cycle,
-    predict_timeout,
     runs_needed,
-    validate,
 )
+from analysis.models.throttle_predictions import ThrottleReport
 from analysis.models.throttle_validation import QuantityScore
 from analysis.models.throttle_waits import WaitChoice
 from analysis.report.table import Column, Table
@@ -27,9 +17,7 @@ from analysis.report.units import PLAIN, fixed, interval, plus_minus, sig
 from analysis.stats.describe import mean_sd
 
 __all__ = [
-    "ThrottleReport",
     "as_json",
-    "build_report",
     "format_report",
     "format_validation",
     "validation_json",
@@ -46,62 +34,6 @@ ASSUMPTIONS = (
     "intervals: bootstrap over throttle cycles (fitted waits: refits to resampled "
     "delay histograms) pooled across runs, as if independent",
 )
-
-
-@dataclass(frozen=True)
-class ThrottleReport:
-    """Everything ``mmlab model throttle`` prints: the runs, the calibrated model, the
-    timeout predictions per reason, the cycle predictions and an optional validation."""
-
-    capture: str
-    runs: tuple[Observation, ...]
-    model: CycleModel
-    timeouts: tuple[TimeoutPrediction, ...]
-    cycles: tuple[CyclePrediction, ...]
-    validation: Validation | None = None
-    validation_capture: str | None = None
-    waits: tuple[WaitChoice, ...] = ()
-
-    def wait_choice(self, reason: str) -> WaitChoice:
-        """Which latent wait ``reason`` used (Kaplan–Meier when no choice was recorded)."""
-        known = {c.reason: c for c in self.waits}
-        return known.get(reason, WaitChoice(reason, "empirical", None, "the cycle model's own"))
-
-
-def build_report(
-    capture: str,
-    runs: Sequence[Observation],
-    model: CycleModel,
-    taus_us: Mapping[str, Sequence[float]],
-    targets: Sequence[Observation] | None = None,
-    target_capture: str | None = None,
-    *,
-    waits: Sequence[WaitChoice] = (),
-    seed: int = 0,
-) -> ThrottleReport:
-    """Predictions at every timeout in ``taus_us`` (reason → timeouts), one reason at a
-    time, the cycle at the observed timeouts first; each cycle prediction also by models
-    calibrated on one run each; the validation on ``targets`` when given. ``waits``
-    records which latent wait each reason of ``model`` carries (:mod:`throttle_waits`)."""
-    timeouts: list[TimeoutPrediction] = []
-    cycles = [predict_cycle(model, seed=seed)]
-    for r in model.reasons:
-        reps = [m.reason(r.reason).wait for m in model.replicates]
-        for tau in taus_us.get(r.reason, ()):
-            timeouts.append(predict_timeout(r.wait, tau, replicates=reps))
-            if tau != r.timeout_us:
-                cycles.append(predict_cycle(model, {r.reason: tau}, seed=seed))
-    singles = [calibrate([run]) for run in runs] if len(runs) > 1 else []
-    return ThrottleReport(
-        capture=capture,
-        runs=tuple(runs),
-        model=model,
-        timeouts=tuple(timeouts),
-        cycles=tuple(per_run(c, singles, seed=seed) for c in cycles),
-        validation=validate(model, targets, seed=seed) if targets else None,
-        validation_capture=target_capture if targets else None,
-        waits=tuple(waits),
-    )
 
 
 def _ci(est: Estimate) -> str:
@@ -405,6 +337,7 @@ def format_validation(scores: Sequence[QuantityScore], calibration: str) -> str:
                 )
             )
         lines += Table(_VALIDATION_COLUMNS, cells).text(indent=2)
+        lines += _beside_lines(rows)
         lines.append("  per run (x: outside the PI):")
         for s in rows:
             label, fmt = VALIDATION_LABELS[s.quantity]
@@ -418,6 +351,33 @@ def format_validation(scores: Sequence[QuantityScore], calibration: str) -> str:
             )
             lines.append(f"    {label:<12} {values}")
     return fit("\n".join(lines))
+
+
+def _beside_lines(rows: Sequence[QuantityScore]) -> list[str]:
+    """Kaplan–Meier and the identification bounds beyond the calibration's timeout; the
+    prediction from each run's writeback rate."""
+    lines = []
+    for s in rows:
+        label, fmt = VALIDATION_LABELS[s.quantity]
+        if s.kaplan_meier is not None:
+            bounds = (
+                ""
+                if s.bounds is None
+                else f"; bounds [{format(s.bounds[0], fmt)}, {format(s.bounds[1], fmt)}]"
+            )
+            lines.append(
+                f"  {label:<12} Kaplan-Meier {format(s.kaplan_meier, fmt)} "
+                f"(error {_score_error(s.kaplan_meier_error, s.error_unit)}){bounds}"
+            )
+    for s in rows:
+        label = VALIDATION_LABELS[s.quantity][0]
+        if s.given_writeback is not None:
+            lines.append(
+                f"  {label:<12} given each run's writeback rate: error "
+                f"{_score_error(s.given_writeback_error, s.error_unit)}, "
+                f"in {s.given_writeback_inside}/{len(s.observed)}"
+            )
+    return lines
 
 
 def validation_json(scores: Sequence[QuantityScore], calibration: str) -> dict:
@@ -445,6 +405,15 @@ def validation_json(scores: Sequence[QuantityScore], calibration: str) -> dict:
                 "linear_error": s.linear_error,
                 "change_permutation_p": s.change_p,
                 "extrapolated": s.extrapolated,
+                "kaplan_meier": s.kaplan_meier,
+                "kaplan_meier_error": s.kaplan_meier_error,
+                "bounds": None if s.bounds is None else list(s.bounds),
+                "given_writeback": None if s.given_writeback is None else list(s.given_writeback),
+                "given_writeback_intervals": None
+                if s.given_writeback_intervals is None
+                else [list(i) for i in s.given_writeback_intervals],
+                "given_writeback_inside": s.given_writeback_inside,
+                "given_writeback_error": s.given_writeback_error,
             }
             for s in scores
         ],

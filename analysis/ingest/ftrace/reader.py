@@ -61,8 +61,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from analysis.capture.cgroup import find_memory_hierarchy
 from analysis.errors import InputError, input_file
+from analysis.host import find_memory_hierarchy
 from analysis.ingest.compressed import iter_blocks
 from analysis.ingest.ftrace.cache import (
     DEFAULT_CACHE,

@@ -15,70 +15,28 @@ section's LaTeX, which defines its own macros (``\\Tmodel...``) before quoting t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import altair as alt
 
-from analysis.ingest.mmtests import Run
 from analysis.metrics.throttle import short_reason
 from analysis.models import throttle
-from analysis.models.throttle_waits import WaitChoice, fit_reasons, with_waits
+from analysis.models.throttle_predictions import ThrottleReport
 from analysis.report.paper.figures import save_pdf
 from analysis.report.paper.fits import compact, write_tables
 from analysis.report.paper.latex import escape, macro_name, macros_tex, table_tex
 from analysis.report.throttle_charts import curve_chart
-from analysis.report.throttle_model import ThrottleReport, build_report
 from analysis.stats.describe import mean_sd
-
-if TYPE_CHECKING:
-    from analysis.report.document import ReportData
+from analysis.study.study import Study
+from analysis.study.timeout import BOOTSTRAP, LADDER, TimeoutModel
 
 __all__ = [
-    "BOOTSTRAP",
-    "LADDER",
-    "TimeoutModel",
     "predictions_table",
     "section",
     "section_tex",
-    "timeout_model",
     "timeout_values",
     "validation_table",
 ]
-
-# Bootstrap models (cycles resampled, fitted waits refitted): few, for `make`'s budget; the
-# per-iteration models give the run-level spread beside them.
-BOOTSTRAP = 20
-# Timeouts as multiples of the observed one (HZ/10 for WRITEBACK: 1 to 20 jiffies at
-# HZ 250, then twice the observed timeout, which is extrapolation).
-LADDER = (0.04, 0.08, 0.12, 0.2, 0.3, 0.5, 1.0, 2.0)
-
-
-@dataclass(frozen=True)
-class TimeoutModel:
-    """The base run's model report (predictions at every ``LADDER`` timeout of each reason,
-    validated on the new run) and the model calibrated on the new run, validated on the
-    base run (``reverse``)."""
-
-    base_run: str
-    new_run: str
-    report: ThrottleReport
-    reverse: throttle.Validation
-    choices: tuple[WaitChoice, ...]
-
-
-def timeout_model(base: Run, new: Run, *, bootstrap: int = BOOTSTRAP) -> TimeoutModel:
-    """Calibrate on ``base`` (waits chosen as ``--wait auto``), predict along the ladder,
-    validate on ``new``; and the reverse validation, calibrated on ``new``."""
-    runs = throttle.observe(base.path)
-    targets = throttle.observe(new.path)
-    calibrated = throttle.calibrate(runs, bootstrap=bootstrap)
-    model, choices = with_waits(calibrated, fit_reasons(runs), "auto")
-    taus = {r.reason: [f * r.timeout_us for f in LADDER] for r in model.reasons}
-    report = build_report(str(base.path), runs, model, taus, targets, str(new.path), waits=choices)
-    reverse = throttle.validate(throttle.calibrate(targets), runs)
-    return TimeoutModel(base.name, new.name, report, reverse, choices)
 
 
 def _ms(us: float | None) -> str:
@@ -364,9 +322,14 @@ def section_tex(tm: TimeoutModel, values: dict[str, str]) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-def section(data: ReportData, out: Path) -> str:
+def section(data: Study, out: Path) -> str:
     """Model the base run, validate on the new run, write tables and figure under ``out``."""
-    tm = timeout_model(*data.runs[:2])
+    tm = data.timeout
+    if tm is None:
+        return (
+            "\\emph{The timeout model is calibrated on one run and scored on another: "
+            "it needs two.}\n"
+        )
     write_tables(
         out,
         {"timeout-predictions": predictions_table(tm), "timeout-validation": validation_table(tm)},
