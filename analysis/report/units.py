@@ -95,6 +95,27 @@ class Scale:
         whole = self.factor == 1 and float(value).is_integer()
         return rounded(scaled, 0 if whole else _three_digits(scaled)) + self.suffix
 
+    def pair(self, a: float | None, b: float | None) -> tuple[str, str]:
+        """Two values printed side by side (a base and a new kernel's): each as
+        :meth:`text`, with more decimals where needed for their difference to show (two
+        significant digits of it; no more than four decimals are added, mmtests' resolution).
+
+        >>> Scale("s").pair(34.307, 34.267), Scale("us").pair(1741.2, 2754.3)
+        (('34.307', '34.267'), ('1741', '2754'))
+        >>> Scale("s").pair(0.0321, 0.00577)
+        ('0.0321', '0.00577')
+        """
+        if a is None or b is None or not math.isfinite(a - b) or a == b:
+            return self.text(a), self.text(b)
+        need = 1 - math.floor(math.log10(abs(a - b) / self.factor))
+        texts = []
+        for value in (a, b):
+            scaled = value / self.factor
+            whole = self.factor == 1 and float(value).is_integer()
+            own = 0 if whole else _three_digits(scaled)
+            texts.append(rounded(scaled, max(own, min(need, 4))) + self.suffix)
+        return texts[0], texts[1]
+
     def uncertainty(self, value: float | None) -> str:
         """An uncertainty (sd, CI half-width) at its own rounding: ``±`` and the digits.
 
