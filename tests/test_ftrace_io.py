@@ -13,11 +13,13 @@ from pathlib import Path
 import polars as pl
 import pytest
 import zstandard
+from blake3 import blake3
 
 from analysis.cli import main
 from analysis.errors import InputError
 from analysis.ingest import ftrace
 from analysis.ingest.ftrace import reader
+from analysis.ingest.ftrace.cache import CACHE_VERSION
 from tests.conftest import DATA
 
 BUNDLED = DATA / "stutterp-dirty20" / "dirty20" / "iter-0" / "ftrace-stutterp.zst"
@@ -90,9 +92,23 @@ def test_cache_is_reused_and_keyed_by_content(tmp_path: Path, monkeypatch) -> No
     monkeypatch.setattr(reader, "parse_block", _fail)
     again = ftrace.read(path, cache_dir=tmp_path / "c")
     assert again.directory == first.directory
-    assert again.directory.name.startswith(__import__("hashlib").sha256(TEXT).hexdigest())
+    assert again.directory.name == f"{blake3(TEXT).hexdigest()}-v{CACHE_VERSION}"
     # Changed content is parsed again (and fails here, proving the cache was not used).
     path.write_bytes(TEXT + TEXT)
+    with pytest.raises(AssertionError, match="parsed again"):
+        ftrace.read(path, cache_dir=tmp_path / "c")
+
+
+def test_dataset_of_another_cache_version_is_not_served(tmp_path: Path, monkeypatch) -> None:
+    path = tmp_path / "t.trace"
+    path.write_bytes(TEXT)
+    first = ftrace.read(path, cache_dir=tmp_path / "c")
+    # The index of an older mmlab names its dataset by that version's suffix.
+    old = first.directory.with_name(first.directory.name.replace(f"-v{CACHE_VERSION}", "-v3"))
+    first.directory.rename(old)
+    index = next((tmp_path / "c" / "by-path").glob("*.json"))
+    index.write_text(index.read_text().replace(first.directory.name, old.name))
+    monkeypatch.setattr(reader, "parse_block", _fail)
     with pytest.raises(AssertionError, match="parsed again"):
         ftrace.read(path, cache_dir=tmp_path / "c")
 

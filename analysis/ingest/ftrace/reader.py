@@ -8,9 +8,9 @@ Streaming: the decompressed text is cut into blocks of whole lines (``BLOCK_BYTE
 parsed by two worker threads (the numba and Polars kernels release the GIL) and written
 as lz4 Parquet part files ``event=<name>/part-<block>.parquet``, so memory stays bounded
 by a few blocks whatever the input size. The dataset is cached in
-``build/ingest/<sha256>/``, keyed by the SHA-256 of the input's raw bytes (hashed by the
-reading thread as it reads); a small stat index (size, mtime) finds it again without
-re-reading the file.
+``build/ingest/<blake3>-v<N>/``, keyed by the BLAKE3 digest of the input's raw bytes
+(hashed by the reading thread as it reads); a small stat index (size, mtime) finds it
+again without re-reading the file.
 
 Per block, compiled passes: line ends (:func:`~.layout.find_lines`), layout and
 header fields (:func:`~.layout.scan_lines`), payload tokens
@@ -57,6 +57,7 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
+from blake3 import blake3
 
 from analysis.errors import InputError, input_file
 from analysis.host import find_memory_hierarchy
@@ -428,7 +429,8 @@ def block_bytes(path: Path) -> int:
 
 
 def _ingest_into(path: Path, directory: Path, progress: Callable[[int, int], None] | None):
-    """Stream ``path`` into Parquet parts under ``directory``; return (accounting, sha256)."""
+    """Stream ``path`` into Parquet parts under ``directory``; return (accounting, digest,
+    block results)."""
     reuse_freed_memory()
     digest: list[str] = []
     results: dict[int, _BlockResult] = {}
@@ -598,22 +600,22 @@ def read(
     def build(tmp: Path) -> tuple[str, dict]:
         if binary == "trace.dat":
             # Parsed as its `trace-cmd report` text (line numbers are that text's), cached
-            # under the SHA-256 of the trace.dat itself.
+            # under the digest of the trace.dat itself.
             with tempfile.TemporaryDirectory(dir=tmp) as text_dir:
                 text = Path(text_dir) / "report.txt"
                 trace_cmd_report(path, text)
                 accounting, _, results = _ingest_into(text, tmp, progress)
             with path.open("rb") as fh:
-                sha = hashlib.file_digest(fh, "sha256").hexdigest()
+                digest = hashlib.file_digest(fh, blake3).hexdigest()
             accounting = replace(accounting, source=str(path))
         else:
-            accounting, sha, results = _ingest_into(path, tmp, progress)
+            accounting, digest, results = _ingest_into(path, tmp, progress)
         first_ts = next((r.first_ts for r in results if r.first_ts is not None), None)
         meta = {
             "epoch_offset_ns": epoch_offset_ns(path, first_ts, accounting.counter_clock),
             "accounting": {**accounting.to_json(), **_full_lines(accounting)},
         }
-        return sha, meta
+        return digest, meta
 
     with path_lock(cache, path):
         directory = cached(cache, path) or store(cache, path, build)
