@@ -45,6 +45,7 @@ __all__ = [
     "LITERALS",
     "LOST",
     "NAME_END",
+    "NAME_HASH",
     "NAME_START",
     "PAYLOAD_START",
     "PID",
@@ -86,7 +87,8 @@ COUNTER_CLOCK = 10  # 1 when the timestamp is a bare counter
 IRQ_START, IRQ_END = 11, 12  # irq-flags span (-1 none)
 # The ":" ending a trace-cmd buffer/file name (0: none); the name is the word before it.
 INSTANCE_END = 13
-SCAN_COLUMNS = 14
+NAME_HASH = 14  # FNV-1a of the event name (fnv1a's uint64 bits): lines grouped by event
+SCAN_COLUMNS = 15
 
 
 def _load_numba_without_scipy_blas() -> None:
@@ -230,23 +232,30 @@ def _parse_ts(buf, s, e):
 
 @njit(nogil=True, cache=True)
 def _parse_event(buf, i, e, out, k):
-    """From buf[i:] parse ``[system:]event: payload``; fill event/payload spans; return kind."""
+    """From buf[i:] parse ``[system:]event: payload``; fill event/payload spans and the
+    name's hash (:func:`fnv1a` of ``buf[NAME_START:NAME_END]``, computed as the name is
+    read: no second pass over it); return kind."""
     while i < e and buf[i] == 32:
         i += 1
     if i < e and buf[i] == 60:  # "<stack trace>", "<user stack trace>"
         return STACK
     ns = i
+    h = FNV_OFFSET
     while i < e and (_isname(buf[i]) or buf[i] == 58):
         if buf[i] == 58 and (i + 1 == e or buf[i + 1] == 32):
             break
         if buf[i] == 58:
             ns = i + 1  # system prefix ("vmscan:") dropped
+            h = FNV_OFFSET
+        else:
+            h = (h ^ np.uint64(buf[i])) * FNV_PRIME
         i += 1
     if i == e or i == ns or buf[i] != 58:  # noqa: SIM109 (numba-friendly)
         out[k, REASON] = R_EVENT
         return UNPARSED
     out[k, NAME_START] = ns
     out[k, NAME_END] = i
+    out[k, NAME_HASH] = np.int64(h)
     i += 1
     while i < e and buf[i] == 32:
         i += 1
@@ -536,14 +545,16 @@ def _preamble(buf, s, e, lits):
 
 @njit(nogil=True, cache=True)
 def scan_lines(buf, starts, ends, lits):
-    """Classify every line; return (kind int8[n], fields int64[n, SCAN_COLUMNS], event hash
-    uint64[n]). ``fields`` columns are named by the constants above (``COMM_START`` ...
-    ``INSTANCE_END``). ``lits`` holds the byte literals the classifier needs (see ``LITERALS``).
+    """Classify every line; return (kind int8[n], fields int64[n, SCAN_COLUMNS]).
+
+    ``fields`` columns are named by the constants above (``COMM_START`` ... ``NAME_HASH``);
+    a row holds only what its kind defines (events: all but ``REASON``; lost markers: ``CPU``,
+    ``TS``, ``INSTANCE_END``; unparsed: ``REASON``), the rest is not initialised.
+    ``lits`` holds the byte literals the classifier needs (see ``LITERALS``).
     """
     n = starts.size
     kind = np.empty(n, np.int8)
-    out = np.zeros((n, SCAN_COLUMNS), np.int64)
-    hashes = np.zeros(n, np.uint64)
+    out = np.empty((n, SCAN_COLUMNS), np.int64)
     for k in range(n):
         s = starts[k]
         e = ends[k]
@@ -558,6 +569,7 @@ def scan_lines(buf, starts, ends, lits):
         if s == e:
             kind[k] = BLANK
             continue
+        out[k, INSTANCE_END] = 0
         res = _classify(buf, s, e, out, k, lits)
         if res == EVENT:
             # A trace-cmd buffer name read as the start of comm ("NAME:   dd-1 [001] ..."):
@@ -592,9 +604,8 @@ def scan_lines(buf, starts, ends, lits):
                 out[k, INSTANCE_END] = colon
         kind[k] = res
         if res == EVENT:
-            hashes[k] = fnv1a(buf, out[k, NAME_START], out[k, NAME_END])
             ends[k] = e
-    return kind, out, hashes
+    return kind, out
 
 
 LITERALS = tuple(

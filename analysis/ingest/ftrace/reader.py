@@ -82,6 +82,7 @@ from analysis.ingest.ftrace.layout import (
     LITERALS,
     LOST,
     NAME_END,
+    NAME_HASH,
     NAME_START,
     PAYLOAD_START,
     REASON,
@@ -274,7 +275,7 @@ def parse_block(data: bytes | bytearray, line_base: int, final: bool) -> tuple[_
     starts, ends = find_lines(buf)
     # Samples are cut from the undecoded bytes, so invalid UTF-8 shows as \xNN.
     raw_lines = (starts, ends.copy()) if not invalid else find_lines(_byte_array(raw))
-    kind, out, hashes = scan_lines(buf, starts, ends, LITERALS)
+    kind, out = scan_lines(buf, starts, ends, LITERALS)
     res = _BlockResult(lines=len(starts), invalid_utf8=invalid)
     if final and data and not data.endswith(b"\n"):
         # A capture cut mid-line: even a line that parses may have lost digits or fields.
@@ -291,12 +292,12 @@ def parse_block(data: bytes | bytearray, line_base: int, final: bool) -> tuple[_
         )
     rows = np.flatnonzero(kind == EVENT)
     frames: dict[str, pl.DataFrame] = {}
-    events = _event_tokens(buf, out, hashes, ends, rows)
+    events = _event_tokens(buf, out, ends, rows)
     if events is not None and (bad := field_failures(events[1], events[0], events[3])).any():
         kind[rows[bad]] = UNPARSED
         out[rows[bad], REASON] = REASONS.index("field value not a number")
         rows = rows[~bad]
-        events = _event_tokens(buf, out, hashes, ends, rows)
+        events = _event_tokens(buf, out, ends, rows)
     for k in np.flatnonzero(kind == UNPARSED):
         entry = res.unparsed.setdefault(REASONS[out[k, REASON]], [0, [], []])
         entry[0] += 1
@@ -325,12 +326,13 @@ def parse_block(data: bytes | bytearray, line_base: int, final: bool) -> tuple[_
     return res, frames
 
 
-def _event_tokens(buf, out, hashes, ends, rows):
+def _event_tokens(buf, out, ends, rows):
     """(event id per row, event names, payload spans, tokens) of the event lines ``rows``;
     None when there are none."""
     if not len(rows):
         return None
-    _, first, ids = np.unique(hashes[rows], return_index=True, return_inverse=True)
+    hashes = out[rows, NAME_HASH].view(np.uint64)
+    _, first, ids = np.unique(hashes, return_index=True, return_inverse=True)
     ids = ids.ravel()
     names = [
         bytes(buf[out[rows[i], NAME_START] : out[rows[i], NAME_END]]).decode("ascii", "replace")
