@@ -300,3 +300,27 @@ def test_block_read_survives_a_view_held_elsewhere(tmp_path: Path, monkeypatch) 
     path.write_bytes(text)
     blocks = list(compressed.iter_blocks(path, 1 << 20))
     assert held and b"".join(b.data for b in blocks) == text
+
+
+def test_non_number_field_found_whichever_path_builds_the_event() -> None:
+    # Line 2: the compiled column pass finds the bad field. Lines 4-5: an extra key (7.1's
+    # memcg_id) sends mm_vmscan_throttled to the general path, before or after the bad
+    # field; the separate check over every token must still find it.
+    good = b"dd-3772 [001] ..... 252.45: mm_vmscan_throttled: nid=0 usec_timeout=1 "
+    text = (
+        good + b"usect_delayed=0 reason=VMSCAN_THROTTLE_WRITEBACK\n"
+        b"dd-3772 [001] ..... 252.46: mm_vmscan_throttled: nid=0 usec_timeout=GARBAGE\n"
+    )
+    with_extra = (
+        text
+        + good
+        + b"usect_delayed=0 memcg_id=4\n"
+        + b"dd-3772 [001] ..... 252.47: mm_vmscan_throttled: memcg_id=4 nid=X usec_timeout=1\n"
+        + b"dd-3772 [001] ..... 252.48: mm_vmscan_throttled: nid=0 usec_timeout=2 memcg_id=x\n"
+    )
+    for data, bad in ((text, (2,)), (with_extra, (2, 4))):
+        acc, frames = reader.parse_text(data)
+        assert acc.unparsed_by_reason["field value not a number"].lines == bad
+        assert frames["mm_vmscan_throttled"]["line"].to_list() == [
+            n for n in range(1, data.count(b"\n") + 1) if n not in bad
+        ]

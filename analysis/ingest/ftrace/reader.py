@@ -293,11 +293,17 @@ def parse_block(data: bytes | bytearray, line_base: int, final: bool) -> tuple[_
     rows = np.flatnonzero(kind == EVENT)
     frames: dict[str, pl.DataFrame] = {}
     events = _event_tokens(buf, out, ends, rows)
-    if events is not None and (bad := field_failures(events[1], events[0], events[3])).any():
-        kind[rows[bad]] = UNPARSED
-        out[rows[bad], REASON] = REASONS.index("field value not a number")
-        rows = rows[~bad]
-        events = _event_tokens(buf, out, ends, rows)
+    columns = _block_columns(buf, out, rows, events, line_base)
+    if columns is not None:
+        bad = columns.failures()
+        if bad is None:  # an event left to the general path: check every token
+            bad = field_failures(events[1], events[0], events[3])
+        if bad.any():
+            kind[rows[bad]] = UNPARSED
+            out[rows[bad], REASON] = REASONS.index("field value not a number")
+            rows = rows[~bad]
+            events = _event_tokens(buf, out, ends, rows)
+            columns = _block_columns(buf, out, rows, events, line_base)
     for k in np.flatnonzero(kind == UNPARSED):
         entry = res.unparsed.setdefault(REASONS[out[k, REASON]], [0, [], []])
         entry[0] += 1
@@ -306,12 +312,11 @@ def parse_block(data: bytes | bytearray, line_base: int, final: bool) -> tuple[_
         if len(entry[2]) < SAMPLES:
             start = raw_lines[0][k]
             entry[2].append(_escape(bytes(raw[start : min(raw_lines[1][k], start + SAMPLE_BYTES)])))
-    if events is None:
+    if events is None or columns is None:
         return res, frames
     ids, names, (pstart, pend), tokens = events
     res.first_ts = int(out[rows[0], TS])
     res.counter_clock = bool(out[rows, COUNTER_CLOCK].any())
-    columns = BlockColumns(buf, out, rows, ids, names, line_base, (pstart, pend), tokens)
     first_tok, count, sig, *toks = tokens
     for j, name in enumerate(names):
         common = columns.frame(j)
@@ -324,6 +329,14 @@ def parse_block(data: bytes | bytearray, line_base: int, final: bool) -> tuple[_
             frames[name] = event_frame(name, buf, common, (*per_row, *toks))
         res.events[name] = common.height
     return res, frames
+
+
+def _block_columns(buf, out, rows, events, line_base: int) -> BlockColumns | None:
+    """The compiled column pass over the event lines ``rows`` (None when there are none)."""
+    if events is None:
+        return None
+    ids, names, payload, tokens = events
+    return BlockColumns(buf, out, rows, ids, names, line_base, payload, tokens)
 
 
 def _event_tokens(buf, out, ends, rows):
