@@ -23,6 +23,7 @@ cpu and the timestamp. Layouts accepted (``docs/trace-formats.md`` "Line layouts
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 import numpy as np
@@ -91,29 +92,36 @@ NAME_HASH = 14  # FNV-1a of the event name (fnv1a's uint64 bits): lines grouped 
 SCAN_COLUMNS = 15
 
 
-def _load_numba_without_scipy_blas() -> None:
-    """Load numba's array implementations now, telling them SciPy's BLAS is absent.
+def _import_without(module: str, hidden: str, loaded: str) -> None:
+    """Import ``module`` with ``hidden`` made unimportable (its ImportError path), unless
+    ``module`` or ``loaded`` is already imported: then there is nothing left to save."""
+    if module in sys.modules or loaded in sys.modules:
+        return
+    sys.modules[hidden] = None  # type: ignore[assignment]  # import → ImportError
+    try:
+        importlib.import_module(module)
+    finally:
+        del sys.modules[hidden]
 
-    On first use numba imports them, and they probe ``scipy.linalg.cython_blas`` (which
+
+def _load_numba_lean() -> None:
+    """Load two parts of numba now, each telling it an optional library is absent.
+
+    On first use numba's array implementations probe ``scipy.linalg.cython_blas`` (which
     imports ``scipy.linalg``: ~0.15 s of CPU time, a sixth of a small ``mmlab ingest``,
     benchmarks/ftrace.md, issue 23) only to choose how compiled ``np.convolve`` and
     ``np.correlate`` multiply: with BLAS or numba's own loop (the same sums, perhaps added in
-    another order).
-    No kernel here calls either; ``np.dot`` and ``np.linalg`` still load BLAS when a
-    kernel using them is compiled. A no-op when numba's implementations or
-    ``scipy.linalg`` are already loaded: nothing left to save.
+    another order). No kernel here calls either; ``np.dot`` and ``np.linalg`` still load
+    BLAS when a kernel using them is compiled.
+
+    On the first compile or cache load numba's typing imports ``cffi`` and its C parser
+    (~0.03 s of CPU time) only to type CFFI functions passed to a kernel; none is.
     """
-    blas = "scipy.linalg.cython_blas"
-    if "numba.np.arraymath" in sys.modules or "scipy.linalg" in sys.modules:
-        return
-    sys.modules[blas] = None  # type: ignore[assignment]  # import → ImportError
-    try:
-        import numba.np.arraymath  # noqa: F401
-    finally:
-        del sys.modules[blas]
+    _import_without("numba.np.arraymath", "scipy.linalg.cython_blas", "scipy.linalg")
+    _import_without("numba.core.typing.cffi_utils", "cffi", "cffi")
 
 
-_load_numba_without_scipy_blas()
+_load_numba_lean()
 
 FNV_OFFSET = np.uint64(14695981039346656037)
 FNV_PRIME = np.uint64(1099511628211)
