@@ -10,6 +10,7 @@ import re
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pytest
 import zstandard
@@ -20,6 +21,7 @@ from analysis.errors import InputError
 from analysis.ingest import ftrace
 from analysis.ingest.ftrace import reader
 from analysis.ingest.ftrace.cache import CACHE_VERSION
+from analysis.ingest.ftrace.layout import group_hashes
 from tests.conftest import DATA
 
 BUNDLED = DATA / "stutterp-dirty20" / "dirty20" / "iter-0" / "ftrace-stutterp.zst"
@@ -324,3 +326,23 @@ def test_non_number_field_found_whichever_path_builds_the_event() -> None:
         assert frames["mm_vmscan_throttled"]["line"].to_list() == [
             n for n in range(1, data.count(b"\n") + 1) if n not in bad
         ]
+
+
+@pytest.mark.parametrize(
+    "hashes",
+    [
+        np.array([7, 3, 7, 7, 3, 9], np.uint64),
+        # 3,000 distinct values: the table grows several times.
+        np.random.default_rng(1).integers(0, 2**64, 3000, np.uint64, endpoint=False)[
+            np.random.default_rng(2).integers(0, 3000, 20000)
+        ],
+        # Equal low bits: every value probes past the others' slots.
+        (np.arange(40, dtype=np.uint64) << np.uint64(40))[::-1].repeat(3),
+        np.array([2**64 - 1, 0, 2**63], np.uint64),
+    ],
+    ids=["few", "many", "colliding", "extremes"],
+)
+def test_group_hashes_is_numpy_unique(hashes: np.ndarray) -> None:
+    first, ids = group_hashes(hashes)
+    _, want_first, want_ids = np.unique(hashes, return_index=True, return_inverse=True)
+    assert first.tolist() == want_first.tolist() and ids.tolist() == want_ids.ravel().tolist()

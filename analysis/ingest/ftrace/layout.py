@@ -60,6 +60,8 @@ __all__ = [
     "count_lines",
     "find_lines",
     "fnv1a",
+    "group_hashes",
+    "grown",
     "isdigit",
     "scan_lines",
 ]
@@ -183,6 +185,61 @@ def fnv1a(buf, s, e):
     for i in range(s, e):
         h = (h ^ np.uint64(buf[i])) * FNV_PRIME
     return h
+
+
+@njit(nogil=True, cache=True)
+def group_hashes(hashes):
+    """``np.unique(hashes, return_index=True, return_inverse=True)[1:]``: the first position
+    of each distinct value, in ascending value order, and each position's index in that
+    order. A block's event lines carry a few distinct name hashes (:data:`NAME_HASH`), so
+    an open-addressing table (slot: the hash's low bits) groups them in one pass and only
+    the distinct values are sorted, not every line.
+    """
+    n = hashes.size
+    cap = 64  # a power of two, kept over twice the distinct values
+    table = np.full(cap, -1, np.int64)  # slot → distinct index
+    values = np.empty(cap, np.uint64)
+    firsts = np.empty(cap, np.int64)
+    seen = np.empty(n, np.int64)
+    m = 0
+    for k in range(n):
+        h = hashes[k]
+        slot = np.int64(h & np.uint64(cap - 1))
+        while table[slot] >= 0 and values[table[slot]] != h:
+            slot = (slot + 1) & (cap - 1)
+        if table[slot] < 0:
+            table[slot] = m
+            values[m] = h
+            firsts[m] = k
+            m += 1
+            if 2 * m > cap:
+                cap *= 2
+                values = grown(values, cap, m)
+                firsts = grown(firsts, cap, m)
+                table = np.full(cap, -1, np.int64)
+                for d in range(m):
+                    s = np.int64(values[d] & np.uint64(cap - 1))
+                    while table[s] >= 0:
+                        s = (s + 1) & (cap - 1)
+                    table[s] = d
+            seen[k] = m - 1
+        else:
+            seen[k] = table[slot]
+    order = np.argsort(values[:m])
+    rank = np.empty(m, np.int64)
+    rank[order] = np.arange(m)
+    ids = np.empty(n, np.int64)
+    for k in range(n):
+        ids[k] = rank[seen[k]]
+    return firsts[:m][order], ids
+
+
+@njit(inline="always")
+def grown(a, size, used):
+    """``a`` moved into a new array of ``size`` elements (its first ``used`` kept)."""
+    b = np.empty(size, a.dtype)
+    b[:used] = a[:used]
+    return b
 
 
 @njit(inline="always")

@@ -92,6 +92,7 @@ from analysis.ingest.ftrace.layout import (
     UNPARSED,
     count_lines,
     find_lines,
+    group_hashes,
     scan_lines,
 )
 from analysis.ingest.ftrace.malloc import reuse_freed_memory
@@ -344,9 +345,7 @@ def _event_tokens(buf, out, ends, rows):
     None when there are none."""
     if not len(rows):
         return None
-    hashes = out[rows, NAME_HASH].view(np.uint64)
-    _, first, ids = np.unique(hashes, return_index=True, return_inverse=True)
-    ids = ids.ravel()
+    first, ids = group_hashes(out[rows, NAME_HASH].view(np.uint64))
     names = [
         bytes(buf[out[rows[i], NAME_START] : out[rows[i], NAME_END]]).decode("ascii", "replace")
         for i in first
