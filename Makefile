@@ -120,8 +120,11 @@ bench: $(WARM)
 
 # Simulated validation of mmlab compare/fit (SYNTHETIC data; ~30 min on one core): rewrites
 # analysis/stats/validation_compare/results.{json,md}, which the paper reads. Not in make test.
+# The real A/A pairs (same kernel and configuration twice) among the bundled captures.
+REAL_AA := --real-aa data/mmtests-ci/work/log.ltccip8.2020-06-12_1807 \
+	data/mmtests-ci/work/log.ltccip8.2020-06-14_0656 --real-aa data/stutterp-aa1 data/stutterp-aa2
 validation: $(SYNCED)
-	nice -n 10 $(PY) -m analysis.stats.validation_compare
+	nice -n 10 $(PY) -m analysis.stats.validation_compare $(REAL_AA)
 
 # Regenerate the lock and the conda environment's pinned requirements together.
 lock:

@@ -30,17 +30,20 @@ from pathlib import Path
 
 import altair as alt
 
-from analysis.metrics.compare import compare_runs, monitor_series
+from analysis.metrics.compare import monitor_series
 from analysis.report import charts
 from analysis.report.ops import format_comparison
-from analysis.study.runs import capture_runs
+from analysis.study.runs import study_runs
+from analysis.study.study import Study
 
 charts.offline()  # static SVG charts: they show with no network and in any viewer
 
 figures = Path(build_dir) / "figures"
 figures.mkdir(parents=True, exist_ok=True)
-# The captures only: data/mmtests-ci holds third-party trees bundled for the tests.
-runs = capture_runs(Path(capture))
+# The report's runs and results (`mmlab report`): the same digits in both. The captures
+# only: data/mmtests-ci holds third-party trees bundled for the tests.
+study = Study(study_runs([Path(capture)]))
+runs = study.runs
 for run in runs:
     print(f"{run.name}: {len(run.iterations)} iterations under {run.path}")
 
@@ -48,7 +51,7 @@ for run in runs:
 # ## Ops table: mean ± sd over iterations, % change against the first run
 
 # %%
-print(format_comparison(compare_runs(runs)))
+print(format_comparison(study.ops))
 
 # %% [markdown]
 # ## Scan and steal rates over time

@@ -33,14 +33,15 @@ from pathlib import Path
 import polars as pl
 
 from analysis.ingest import histogram
-from analysis.metrics.trace_analysis import analyse_file, analyse_trace, pooled, reclaim_series
+from analysis.metrics.trace_analysis import analyse_trace, pooled, reclaim_series
 from analysis.report import charts
 from analysis.report.shrinker_charts import capture_backlog_chart
 from analysis.report.stall_charts import timeline_chart
 from analysis.report.throttle_charts import delay_chart
 from analysis.report.trace_analysis import format_analysis, format_distributions
 from analysis.stats.describe import distribution_table
-from analysis.study.runs import capture_traces
+from analysis.study.runs import study_runs
+from analysis.study.study import Study
 
 charts.offline()  # static SVG charts: they show with no network and in any viewer
 
@@ -75,9 +76,10 @@ seed_chart
 # ## Bundled captures: one analysis per trace
 
 # %%
-# Each trace with its iteration's CONFIG_HZ and vmstat deltas, as build/report.txt has it.
-traces = capture_traces(Path(capture))
-results = {f"{p.parent.parent.name}/{p.parent.name}": analyse_file(p) for p in traces}
+# Each trace with its iteration's CONFIG_HZ and vmstat deltas: the report's analyses
+# (`mmlab report --detail`), from the same Study.
+study = Study(study_runs([Path(capture)]))
+results = {f"{run.name}/iter-{i}": analysis for run, i, analysis in study.analyses}
 for result in results.values():
     print(format_analysis(result))
 

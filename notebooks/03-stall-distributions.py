@@ -40,8 +40,6 @@ import altair as alt
 import numpy as np
 import polars as pl
 
-from analysis.ingest import histogram
-from analysis.metrics import throttle
 from analysis.metrics.trace_analysis import analyse_file
 from analysis.models.throttle import calibrate, observe
 from analysis.models.throttle_validation import run_values
@@ -49,8 +47,9 @@ from analysis.models.throttle_waits import fit_reasons, woken_wait
 from analysis.report import charts
 from analysis.report.fit import format_duration_fits, format_fits
 from analysis.report.fit_figures import bins_chart, km_chart, survival_chart
+from analysis.seeds.throttle import seed_groups
 from analysis.stats.durations import fit_duration_models
-from analysis.stats.fit import GroupFit, fit_throttle_groups
+from analysis.stats.fit import GroupFit
 from analysis.stats.survival import kaplan_meier, log_rank, stall_durations, turnbull_jiffies
 from analysis.study.runs import capture_traces
 
@@ -64,13 +63,8 @@ figures.mkdir(parents=True, exist_ok=True)
 # Groups as the mail's prose names them: 2 = kswapd, 4-6 = direct reclaim by reason.
 
 # %%
-labels = {2: "kswapd", 4: "direct", 5: "direct", 6: "direct"}
-events = throttle.throttle_events(histogram.read(seed, labels=labels), pl.DataFrame())
-seed_fits = fit_throttle_groups(
-    events.filter(pl.col("event") == "mm_vmscan_throttled"),
-    throttle.infer_hz(events).jiffy_us,
-    bootstrap=bootstrap,
-)
+# The paper's fit of the seed (analysis/seeds/throttle.py): the same digits in both.
+seed_fits = seed_groups(Path(seed), bootstrap=bootstrap)
 print(format_fits(seed_fits))
 
 # %% [markdown]

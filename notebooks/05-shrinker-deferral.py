@@ -60,9 +60,8 @@ from analysis.study.runs import capture_traces
 charts.offline()  # static SVG charts: they show with no network and in any viewer
 figures = Path(build_dir) / "figures"
 figures.mkdir(parents=True, exist_ok=True)
-traces = capture_traces(Path(capture))
-calls = {f"{t.parent.parent.name}/{t.parent.name}": load_invocations(t) for t in traces}
-paths = {f"{t.parent.parent.name}/{t.parent.name}": t for t in traces}
+paths = {f"{t.parent.parent.name}/{t.parent.name}": t for t in capture_traces(Path(capture))}
+calls = {name: load_invocations(t) for name, t in paths.items()}
 
 # %% [markdown]
 # ## Does the capturing kernel's rule reproduce the trace? Then the three rules

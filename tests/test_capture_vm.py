@@ -94,6 +94,8 @@ def test_vng_command(tmp_path, accel):
     assert pairs["--memory"] == "1536M" and pairs["--cpus"] == "2"
     assert pairs["--disk"] == str(disk)
     assert pairs["--rwdir"] == f"{vm.GUEST_SHARE}={share}"
+    # The guest starts where the host's package is (its interpreter imports it from there).
+    assert (Path(pairs["--cwd"]) / "analysis" / "__init__.py").is_file()
     assert pairs["--exec"] == (
         f"/venv/bin/python -m analysis.capture.guest {vm.GUEST_SHARE}/spec.json"
     )

@@ -18,13 +18,15 @@ import pytest
 import analysis
 from analysis.capture.run import Interrupted, machine_lock, raise_on_signals
 from analysis.errors import InputError
-from analysis.report.notebooks import NotebookFailed
+from analysis.notebooks.execute import NotebookFailed
+from analysis.report.json_output import NonFiniteError
 
 # One instance of every exception class the package defines; the discovery test below
 # fails when a new one is added without an entry here.
 EXAMPLES = {
     InputError: InputError("data/x/ftrace.gz", "corrupt gzip stream", 12, 4096),
     Interrupted: Interrupted(signal.SIGTERM),
+    NonFiniteError: NonFiniteError("$.rows[0].mean is nan: JSON has no NaN or infinity"),
     NotebookFailed: NotebookFailed(
         Path("notebooks/01-vmstat-metrics.py"), 3, 41, "KeyError: 'x'", "frame['x']"
     ),

@@ -1,19 +1,20 @@
 """The package's layers, from the import statements themselves (every ``import`` and
 ``from ... import`` in ``analysis/``, inside functions and ``TYPE_CHECKING`` blocks too):
-no module imports one of a higher layer, and there is no cycle, between modules or between
-the top-level packages.
+no module imports one of a higher layer, and there is no cycle: between modules, between the
+top-level packages, between the siblings of any package (subpackages and modules), or between
+a package's own modules and one of its subpackages.
 
 Layers, lowest first (README "Developers: where things go"): ``errors``, ``outputs``,
 ``host`` < ``stats`` < ``ingest`` < ``capture`` (beside ingest: it reads its captures back
-through ingest; ingest never imports it) < ``metrics`` < ``models``, ``seeds`` < ``study`` <
-``report`` < ``commands``, ``cli`` and the programs (``warm``, any ``__main__``: run, never
-imported).
+through ingest; ingest never imports it) < ``metrics`` < ``models``, ``seeds`` <
+``study``, ``notebooks`` < ``report`` < ``commands``, ``cli`` and the programs (``warm``, any
+``__main__``: run, never imported).
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Set
 
 from tests.conftest import REPO
 
@@ -30,6 +31,7 @@ LAYERS = {
     "models": 5,
     "seeds": 5,
     "study": 6,
+    "notebooks": 6,
     "report": 7,
     "commands": 8,
     "cli": 8,
@@ -126,18 +128,42 @@ def cycles(graph: Graph) -> list[list[str]]:
     return found
 
 
-def package_graph(graph: Graph) -> dict[str, set[str]]:
-    """Top-level package (or module directly in ``analysis``, such as ``errors``) → those
-    its modules import; a ``__main__`` is a program run, not part of its package."""
-
-    def top(module: str) -> str:
-        return ".".join(module.split(".")[:2])
-
+def collapse(graph: Graph, unit: Callable[[str], str]) -> dict[str, set[str]]:
+    """``graph`` with every module replaced by its ``unit`` (imports within a unit dropped);
+    a ``__main__`` is a program run, not part of its package."""
     out: dict[str, set[str]] = {}
     for a, targets in graph.items():
         if not a.endswith(".__main__"):
-            out.setdefault(top(a), set()).update(top(b) for b in targets if top(b) != top(a))
+            out.setdefault(unit(a), set()).update(unit(b) for b in targets if unit(b) != unit(a))
     return out
+
+
+def level_graph(graph: Graph, depth: int) -> dict[str, set[str]]:
+    """Modules cut to their first ``depth`` name parts: at depth 2 the top-level packages (and
+    modules directly in ``analysis``, such as ``errors``), at 3 ``analysis.ingest.ftrace``
+    beside ``analysis.ingest.histogram``, and so on: the siblings of every package."""
+    return collapse(graph, lambda m: ".".join(m.split(".")[:depth]))
+
+
+def package_graph(graph: Graph) -> dict[str, set[str]]:
+    """Top-level package (or module directly in ``analysis``) → those its modules import."""
+    return level_graph(graph, 2)
+
+
+def directory_graph(graph: Graph, packages: Set[str]) -> dict[str, set[str]]:
+    """Each package below ``analysis`` with the modules directly in it as one node (as Go
+    counts a directory), so a package whose own module imports a subpackage that imports one
+    of the package's modules back is a cycle; ``analysis``'s own modules stay apart."""
+
+    def unit(module: str) -> str:
+        parent = module.rpartition(".")[0]
+        return module if module in packages or parent in ("analysis", "") else parent
+
+    return collapse(graph, unit)
+
+
+def _packages() -> set[str]:
+    return {_name(p) for p in PACKAGE.rglob("__init__.py")}
 
 
 def test_no_module_imports_a_higher_layer():
@@ -150,6 +176,16 @@ def test_no_import_cycle_between_modules():
 
 def test_no_import_cycle_between_packages():
     assert cycles(package_graph(import_graph())) == []
+
+
+def test_no_import_cycle_between_siblings_at_any_depth():
+    graph = import_graph()
+    depths = range(2, max(len(m.split(".")) for m in graph) + 1)
+    assert {d: cycles(level_graph(graph, d)) for d in depths} == {d: [] for d in depths}
+
+
+def test_no_import_cycle_between_a_package_and_its_subpackages():
+    assert cycles(directory_graph(import_graph(), _packages())) == []
 
 
 def test_every_top_level_module_has_a_layer():
@@ -171,3 +207,20 @@ def test_the_checks_see_what_they_must():
         package_graph({"analysis.ingest.benchmarks": {"analysis.metrics.ops"},
                        "analysis.metrics.ops": {"analysis.ingest.vmstat"}})
     ) == [["analysis.ingest", "analysis.metrics"]]  # fmt: skip
+    # Siblings inside a package, and a package's own module against its subpackage (the
+    # registry of events once lived in ingest/ftrace, imported by ingest/histogram, while
+    # ingest/ftrace read files through ingest/textfile).
+    siblings = {
+        "analysis.ingest.a.x": {"analysis.ingest.b"},
+        "analysis.ingest.b": {"analysis.ingest.a.y"},
+    }
+    assert cycles(level_graph(siblings, 3)) == [["analysis.ingest.a", "analysis.ingest.b"]]
+    assert cycles(package_graph(siblings)) == []
+    was = {"analysis.ingest.histogram": {"analysis.ingest.ftrace.events"},
+           "analysis.ingest.ftrace.reader": {"analysis.ingest.textfile"}}  # fmt: skip
+    packages = {"analysis", "analysis.ingest", "analysis.ingest.ftrace"}
+    assert cycles(directory_graph(was, packages)) == [["analysis.ingest", "analysis.ingest.ftrace"]]
+    assert cycles(level_graph(was, 3)) == []
+    assert directory_graph({"analysis.errors": {"analysis.host"}}, packages) == {
+        "analysis.errors": {"analysis.host"}
+    }

@@ -14,8 +14,8 @@ import pytest
 
 from analysis.cli import main
 from analysis.errors import InputError
-from analysis.report.notebooks import KERNEL_STARTS, NotebookFailed, execute, parameter_names
-from analysis.report.sweep import index_table, point_name, read_grid, sweep
+from analysis.notebooks.execute import KERNEL_STARTS, NotebookFailed, execute, parameter_names
+from analysis.notebooks.sweep import index_table, point_name, read_grid, sweep
 from tests.conftest import DATA, REPO
 
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.py"))

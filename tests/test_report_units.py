@@ -91,3 +91,17 @@ def test_missing_values_print_a_dash():
 def test_docstring_examples(module):
     result = doctest.testmod(module)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_a_pair_side_by_side_keeps_the_digits_its_difference_needs():
+    """The mmtests-shaped block's base and new values: three significant digits each, or
+    more when that would print two different values alike (elapsed 34.307 vs 34.267 s
+    printed 34.3 twice beside a 0.12 % change). Worked by hand: the difference 0.04 s
+    needs three decimals for two significant digits; 1013 us needs none."""
+    assert Scale("s").pair(34.307, 34.267) == ("34.307", "34.267")
+    assert Scale("us").pair(1741.2, 2754.3) == ("1741", "2754")
+    # Never fewer digits than the value's own three significant ones.
+    assert Scale("s").pair(0.0321, 0.00577) == ("0.0321", "0.00577")
+    # At most four decimals are added, mmtests' resolution: 1e-9 apart stays at 4.
+    assert Scale("s").pair(34.000000001, 34.0) == ("34.0000", "34.0000")
+    assert Scale("s").pair(None, 1.5) == ("-", "1.50")

@@ -25,7 +25,7 @@ from analysis.stats.significance import METRICS, NOT_COMPARED
 from analysis.study import fits, latency
 from analysis.study.runs import study_runs
 from analysis.study.study import Study
-from tests.conftest import DATA
+from tests.conftest import DATA, REPO
 
 # The bundled A/B pair `make` reports on and writes the paper of (Makefile AB_RUNS).
 AB_RUNS = (DATA / "stutterp-aa2", DATA / "stutterp-ab-dirty5")
@@ -169,3 +169,20 @@ def test_json_carries_the_same_results(outputs):
     assert [(r["row"], r["change"], r["q"]) for r in rows] == [
         (r.row, r.change, r.q) for r in decided(study.latency)
     ]
+
+
+# What a study (or the seed module the paper fits seed 000 with) computes, by function name:
+# a notebook that shows one of these quantities takes it from ``Study`` (notebook 01:
+# ``study.ops``) or ``seeds.throttle.seed_groups`` (notebook 03), never recomputes it with
+# its own arguments, so the notebook, the report and the paper print one set of digits.
+RECOMPUTED = re.compile(
+    r"\b(compare_runs|latency_comparison|run_fits|run_throttle_table|run_stall_table"
+    r"|shrinker_replays|timeout_model|fit_throttle_groups)\("
+)
+
+
+def test_no_notebook_recomputes_a_study_result():
+    calls = {p.name: RECOMPUTED.findall(p.read_text()) for p in (REPO / "notebooks").glob("*.py")}
+    assert {name: found for name, found in calls.items() if found} == {}
+    assert RECOMPUTED.findall("print(format_comparison(compare_runs(runs)))") == ["compare_runs"]
+    assert RECOMPUTED.findall("print(format_comparison(study.ops))") == []

@@ -27,7 +27,7 @@ from pathlib import Path
 import zstandard
 
 from analysis import __version__
-from analysis.capture import journal, metadata, sysctl, tracefs
+from analysis.capture import PACKAGE_PARENT, journal, metadata, sysctl, tracefs
 from analysis.capture.cgroup import MemCgroup, find_memory_hierarchy
 from analysis.capture.checks import check_machine, make_out, plans_for
 from analysis.capture.monitor import Monitor
@@ -56,7 +56,6 @@ __all__ = [
 ]
 
 TEST = "stutterp"
-REPO_ROOT = Path(__file__).resolve().parents[2]
 # Filesystems whose pages are not written back (shmem) cannot produce dirty/writeback pages.
 NO_WRITEBACK_FS = {"tmpfs", "ramfs"}
 # One capture per machine: see machine_lock.
@@ -284,7 +283,7 @@ def preflight(cfg: CaptureConfig) -> dict[str, object]:
 def launch(cg: MemCgroup, spec: dict, spec_path: Path) -> subprocess.Popen:
     """Start the workload launcher inside ``cg``: a shell joins the cgroup, then execs Python."""
     spec_path.write_text(json.dumps(spec))
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    env = {**os.environ, "PYTHONPATH": str(PACKAGE_PARENT)}
     script = 'echo $$ > "$1" && exec "$2" -m analysis.capture.workload "$3"'
     return subprocess.Popen(
         ["/bin/sh", "-c", script, "sh", str(cg.procs_file), sys.executable, str(spec_path)],

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from analysis.errors import InputError
-from analysis.ingest.ftrace.events import LEGACY_THROTTLE, NOISY
+from analysis.ingest.events import LEGACY_THROTTLE, NOISY
 
 __all__ = [
     "TRACE_CLOCK",

@@ -30,6 +30,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from analysis.capture import PACKAGE_PARENT
 from analysis.errors import InputError
 
 __all__ = [
@@ -53,7 +54,6 @@ REQUIRED_RECORD_KEYS = ("kernel_release", "source_package", "patch_series_sha256
 GUEST_SHARE = "/run/mmlab-share"
 # The guest's mount point of the virtio disk, and the capture's output directory on it.
 GUEST_DISK_MOUNT = "/run/mmlab-disk"
-REPO_ROOT = Path(__file__).resolve().parents[2]
 # vm_dirty_ratio's built-in value (mm/page-writeback.c): the guest's unless --sysctl sets it.
 DEFAULT_DIRTY_RATIO = 20
 
@@ -201,7 +201,7 @@ def vng_command(guest: GuestConfig, share: Path, disk: Path, python: str) -> lis
         "--cpus", str(guest.cpus),
         "--disk", str(disk),
         "--rwdir", f"{GUEST_SHARE}={share}",
-        "--cwd", str(REPO_ROOT),
+        "--cwd", str(PACKAGE_PARENT),
         "--exec", inner,
     ]  # fmt: skip
     return cmd
@@ -304,7 +304,7 @@ def run_guest_capture(cfg, guest: GuestConfig) -> GuestResult:
                 with signals_deferred():
                     proc = subprocess.Popen(
                         command, stdin=subprocess.DEVNULL, stdout=console,
-                        stderr=subprocess.STDOUT, cwd=REPO_ROOT, start_new_session=True,
+                        stderr=subprocess.STDOUT, cwd=PACKAGE_PARENT, start_new_session=True,
                     )  # fmt: skip
                 proc.wait(timeout=guest.timeout_s)
             except subprocess.TimeoutExpired:

@@ -40,8 +40,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from analysis.notebooks.execute import NotebookFailed, execute
     from analysis.report.json_output import dumps
-    from analysis.report.notebooks import NotebookFailed, execute
 
     try:
         done = execute(args.notebook, args.out, dict(args.param))

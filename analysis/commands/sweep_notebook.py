@@ -25,9 +25,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from analysis.notebooks.sweep import index_table, read_grid, sweep
     from analysis.outputs import replace_text
     from analysis.report.json_output import dumps
-    from analysis.report.sweep import format_index, index_table, read_grid, sweep
+    from analysis.report.sweep import format_index
 
     out = args.out / args.notebook.stem
     results = sweep(args.notebook, read_grid(args.grid), out, jobs=args.jobs)

@@ -38,7 +38,7 @@ from pathlib import Path
 import polars as pl
 
 from analysis.errors import InputError, input_file
-from analysis.ingest.ftrace.events import LEGACY_THROTTLE, THROTTLED, polars_fields
+from analysis.ingest.events import LEGACY_THROTTLE, THROTTLED, polars_fields
 
 __all__ = [
     "Histogram",

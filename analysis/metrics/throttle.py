@@ -26,7 +26,7 @@ from functools import reduce
 
 import polars as pl
 
-from analysis.ingest.ftrace.events import LEGACY_THROTTLE, THROTTLED
+from analysis.ingest.events import LEGACY_THROTTLE, THROTTLED
 from analysis.ingest.kconfig import config_hz
 from analysis.metrics.pairing import label_context
 

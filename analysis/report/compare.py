@@ -141,11 +141,17 @@ def _block(table: pl.DataFrame, r: RowComparison, scaled: bool) -> list[str]:
     lines.append(" " * 12 + "".join(f"{n[-23:]:>24}" for n in (r.base, r.kernel)))
 
     def cell(label: str, value: float | None) -> str:
-        if value is None or not math.isfinite(value):
-            return f"{'-':>12}"
+        return cells(label, value, None)[0]
+
+    def cells(label: str, value: float | None, other: float | None) -> tuple[str, str]:
+        """``value`` and the new kernel's ``other``, 12 columns each; scaled, with enough
+        digits that a difference between them shows (34.307 vs 34.267, not 34.3 twice)."""
+        pair = [v if v is not None and math.isfinite(v) else None for v in (value, other)]
         if not scaled:
-            return f"{_mmtests(value):>12}"
-        return f"{(_PERCENT if label == 'CoeffVar' else scale).text(value):>12}"
+            texts = tuple("-" if v is None else _mmtests(v) for v in pair)
+        else:
+            texts = (_PERCENT if label == "CoeffVar" else scale).pair(*pair)
+        return f"{texts[0]:>12}", f"{texts[1]:>12}"
 
     # A zero-heavy row is decided on its zero share, which no summary row shows.
     deciding = DECIDING_ROW[r.metric] if r.change_kind != "zero share" else None
@@ -161,7 +167,8 @@ def _block(table: pl.DataFrame, r: RowComparison, scaled: bool) -> list[str]:
         else:
             shown = f"{percent(pct) if scaled else f'{pct:.2f}':>7}%"
         marked = label == deciding and r.verdict in (IMPROVED, REGRESSED)
-        line = f"{label:<12}{cell(label, value)} (   0.00%){cell(label, new[label])} "
+        base_text, new_text = cells(label, value, new[label])
+        line = f"{label:<12}{base_text} (   0.00%){new_text} "
         line += f"*{shown}*" if marked else f"({shown})"
         if label == deciding and r.q is not None:
             line += f"  q {sig(r.q)}"

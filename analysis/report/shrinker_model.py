@@ -14,7 +14,8 @@ from analysis.models.shrinker import ContextWork, ModelRun, Variant, outputs
 from analysis.models.shrinker_validation import ShrinkerScore
 from analysis.report.json_output import undefined_as_null
 from analysis.report.table import Column, Table
-from analysis.report.units import PLAIN, interval, sig
+from analysis.report.text import fit
+from analysis.report.units import PLAIN, interval, plus_minus, sig
 from analysis.stats.describe import mean_sd
 
 __all__ = [
@@ -157,6 +158,16 @@ def model_run_json(run: ModelRun) -> dict:
     }
 
 
+_VALIDATION_COLUMNS = (
+    Column("quantity", left=True),
+    Column("replayed [95% PI]"),
+    Column("observed ± sd"),
+    Column("in"),
+    Column("model"),
+    Column("none"),
+    Column("p"),
+)
+# Label, per-run format (observations at their measured resolution) and unit.
 SHRINKER_LABELS = {
     "scanned_objects": ("scanned obj", ".0f", "objects"),
     "freed_objects": ("freed obj", ".0f", "objects"),
@@ -185,41 +196,36 @@ def format_shrinker_validation(scores: Sequence[ShrinkerScore], calibration: str
             f"{capture}:",
             f"  divisor {first.divisor} vs {first.calibration_divisor} ({kind}), "
             f"{len(first.observed)} runs",
-            f"  {'quantity':<12} {'replayed [95% PI]':<24} {'observed±sd':<14} {'in':<3}"
-            f" {'model':>7} {'none':>7} {'p':>5}",
         ]
+        cells = []
         for s in rows:
-            label, fmt, _ = SHRINKER_LABELS[s.quantity]
-            pi = format(s.predicted, fmt) + (
-                ""
-                if s.interval is None
-                else f" [{format(s.interval[0], fmt)}, {format(s.interval[1], fmt)}]"
-            )
+            low, high = s.interval if s.interval is not None else (None, None)
             mean, sd = mean_sd(list(s.observed))
-            spread = format(mean, fmt) + ("" if sd is None else f"±{format(sd, fmt)}")
-            lines.append(
-                f"  {label:<12} {pi:<24} {spread:<14} {s.inside}/{len(s.observed):<1} "
-                f"{s.model_error:>7.0f} {s.no_change_error:>7.0f} {sig(s.change_p):>5}"
+            cells.append(
+                (
+                    SHRINKER_LABELS[s.quantity][0],
+                    interval(s.predicted, low, high),
+                    plus_minus(mean, sd),
+                    f"{s.inside}/{len(s.observed)}",
+                    PLAIN.text(s.model_error),
+                    PLAIN.text(s.no_change_error),
+                    sig(s.change_p),
+                )
             )
+        lines += Table(_VALIDATION_COLUMNS, cells).text(indent=2)
         for s in rows:
             if s.depleted is None:
                 continue
-            label, fmt, _ = SHRINKER_LABELS[s.quantity]
-            pi = format(s.depleted, fmt) + (
-                ""
-                if s.depleted_interval is None
-                else f" [{format(s.depleted_interval[0], fmt)}, "
-                f"{format(s.depleted_interval[1], fmt)}]"
-            )
+            low, high = s.depleted_interval or (None, None)
             lines.append(
-                f"  {label:<12} depleted {pi:<24} in {s.depleted_inside}/{len(s.observed)}"
-                f" error {s.depleted_error:.0f}"
+                f"  {SHRINKER_LABELS[s.quantity][0]} depleted {interval(s.depleted, low, high)}"
+                f" in {s.depleted_inside}/{len(s.observed)} error {PLAIN.text(s.depleted_error)}"
             )
         lines.append("  per run:")
         for s in rows:
             label, fmt, _ = SHRINKER_LABELS[s.quantity]
             lines.append(f"    {label:<12} " + " ".join(format(v, fmt) for v in s.observed))
-    return "\n".join(lines) + "\n"
+    return fit("\n".join(lines) + "\n")
 
 
 def shrinker_validation_json(scores: Sequence[ShrinkerScore], calibration: str) -> dict:

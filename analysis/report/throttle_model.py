@@ -117,16 +117,31 @@ def format_report(report: ThrottleReport) -> str:
     lines += _verdicts(report)
     if report.validation is not None:
         v = report.validation
+        errors = Table(
+            (
+                Column("mean |relative error|", left=True),
+                Column("model"),
+                Column("naive (calibration's observed)"),
+            ),
+            (
+                (
+                    "velocity",
+                    _err(v.velocity_error, v.velocity_error_sd),
+                    _err(v.baseline_velocity_error, None),
+                ),
+                (
+                    "efficiency",
+                    _err(v.efficiency_error, v.efficiency_error_sd),
+                    _err(v.baseline_efficiency_error, None),
+                ),
+            ),
+        )
         lines += [
             "",
             f"validation on {report.validation_capture} ({v.rows.height} runs):",
-            "  mean |relative error|  model          naive (calibration's observed)",
-            f"  velocity              {_err(v.velocity_error, v.velocity_error_sd):<16}"
-            f"{v.baseline_velocity_error:.1%}",
-            f"  efficiency            {_err(v.efficiency_error, v.efficiency_error_sd):<16}"
-            f"{v.baseline_efficiency_error:.1%}",
-            f"  velocity given the other capture's throttles per page: "
-            f"{v.velocity_error_given_rate:.1%}",
+            *errors.text(indent=2),
+            "  velocity given the other capture's throttles per page: "
+            + _err(v.velocity_error_given_rate, None),
         ]
     lines += ["", "assumptions:"] + [f"  - {a}" for a in ASSUMPTIONS]
     lines.append(
@@ -182,12 +197,9 @@ def _err(value: float, sd: float | None) -> str:
     return plus_minus(100 * value, None if sd is None else 100 * sd) + "%"
 
 
-def _est(e: Estimate) -> dict:
-    return {"value": e.value, "low": e.low, "high": e.high}
-
-
 def as_json(report: ThrottleReport) -> dict:
-    """The report as JSON-ready data (units in the key names)."""
+    """The report for ``json_output.dumps`` (units in the key names): estimates as
+    their dataclass (``value``, ``low``, ``high``), the validation rows as their frame."""
     m = report.model
     v = report.validation
     return {
@@ -222,9 +234,9 @@ def as_json(report: ThrottleReport) -> dict:
                 "predictions": [
                     {
                         "tau_us": p.tau_us,
-                        "p_timeout": _est(p.p_timeout),
-                        "mean_stall_us": _est(p.mean_stall_us),
-                        "stall_quantiles_us": {str(q): _est(e) for q, e in p.stall_quantiles_us},
+                        "p_timeout": p.p_timeout,
+                        "mean_stall_us": p.mean_stall_us,
+                        "stall_quantiles_us": {str(q): e for q, e in p.stall_quantiles_us},
                         "extrapolated": p.extrapolated,
                         "replicates": p.replicates,
                     }
@@ -237,8 +249,8 @@ def as_json(report: ThrottleReport) -> dict:
         "cycle": [
             {
                 "taus_us": dict(c.taus_us),
-                "velocity_pps": _est(c.velocity_pps),
-                "efficiency": _est(c.efficiency),
+                "velocity_pps": c.velocity_pps,
+                "efficiency": c.efficiency,
                 "extrapolated": c.extrapolated,
                 "runs": [{"velocity_pps": v, "efficiency": e} for v, e in c.runs],
             }
@@ -248,7 +260,7 @@ def as_json(report: ThrottleReport) -> dict:
         if v is None
         else {
             "capture": report.validation_capture,
-            "runs": v.rows.to_dicts(),
+            "runs": v.rows,
             "velocity_error": v.velocity_error,
             "velocity_error_sd": v.velocity_error_sd,
             "baseline_velocity_error": v.baseline_velocity_error,
@@ -380,7 +392,7 @@ def validation_json(scores: Sequence[QuantityScore], calibration: str) -> dict:
                 "tau_us": s.tau_us,
                 "calibration_tau_us": s.calibration_tau_us,
                 "predicted": s.predicted,
-                "pooled": _est(s.pooled),
+                "pooled": s.pooled,
                 "prediction_interval": None if s.interval is None else list(s.interval),
                 "observed_runs": list(s.observed),
                 "runs_inside_interval": s.inside,

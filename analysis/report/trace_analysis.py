@@ -15,6 +15,7 @@ from analysis.metrics.trace_analysis import TraceAnalysis
 from analysis.metrics.trace_rows import benchmark_times, mmtests_trace_rows
 from analysis.report.json_output import jsonable
 from analysis.report.table import Column, Footnotes, Table
+from analysis.report.text import WIDTH, fit
 from analysis.report.units import PLAIN, fixed
 
 __all__ = [
@@ -251,7 +252,10 @@ def format_analysis(a: TraceAnalysis) -> str:
         if a.lost_events
         else "no lost events"
     )
-    out = [f"{a.source} ({a.input_kind}{span}; {lost}{unparsed_note(a)})", ""]
+    what = f"({a.input_kind}{span}; {lost}{unparsed_note(a)})"
+    # Past 80 columns the path takes its own line: a number keeps its unit beside it.
+    head = f"{a.source} {what}"
+    out = [head if len(head) <= WIDTH else fit(f"{a.source}\n  {what}"), ""]
     if a.histogram_groups:
         out += [*_histogram_group_lines(a), ""]
     if a.input_kind == "trace":

@@ -14,8 +14,9 @@ not support:
    digits are 100-354, else to one), so ``1626.9006 ± 430223`` cannot appear; a CI's
    estimate and ends at two significant digits of its half-width (:func:`ci_decimals`:
    the ends are themselves uncertain, and one digit would hide them). A value
-   without an uncertainty keeps three significant digits of the row's smallest value
-   (benchunit's default), each value its own.
+   without an uncertainty keeps three significant digits, each value its own
+   (benchunit keeps three of the row's smallest value for the whole row, which prints
+   ``4500.00`` beside ``1.20``).
 
 Units not on a ladder (``%``, ``pp``, ratios) are never scaled. A missing value (None,
 NaN) prints :data:`MISSING`; the table says why in a footnote. A value whose resolution
@@ -94,6 +95,27 @@ class Scale:
         whole = self.factor == 1 and float(value).is_integer()
         return rounded(scaled, 0 if whole else _three_digits(scaled)) + self.suffix
 
+    def pair(self, a: float | None, b: float | None) -> tuple[str, str]:
+        """Two values printed side by side (a base and a new kernel's): each as
+        :meth:`text`, with more decimals where needed for their difference to show (two
+        significant digits of it; no more than four decimals are added, mmtests' resolution).
+
+        >>> Scale("s").pair(34.307, 34.267), Scale("us").pair(1741.2, 2754.3)
+        (('34.307', '34.267'), ('1741', '2754'))
+        >>> Scale("s").pair(0.0321, 0.00577)
+        ('0.0321', '0.00577')
+        """
+        if a is None or b is None or not math.isfinite(a - b) or a == b:
+            return self.text(a), self.text(b)
+        need = 1 - math.floor(math.log10(abs(a - b) / self.factor))
+        texts = []
+        for value in (a, b):
+            scaled = value / self.factor
+            whole = self.factor == 1 and float(value).is_integer()
+            own = 0 if whole else _three_digits(scaled)
+            texts.append(rounded(scaled, max(own, min(need, 4))) + self.suffix)
+        return texts[0], texts[1]
+
     def uncertainty(self, value: float | None) -> str:
         """An uncertainty (sd, CI half-width) at its own rounding: ``±`` and the digits.
 
@@ -124,13 +146,12 @@ def rounded(value: float, decimals: int, sign: bool = False, group: str = "") ->
 
     >>> rounded(1626.9, -2), rounded(-0.004, 2), rounded(19.67, 0, sign=True)
     ('1600', '0.00', '+20')
-    >>> rounded(12345.678, 1, group="{,}")
-    '12{,}345.7'
+    >>> rounded(12345.678, 1, group="{,}"), rounded(-12345.678, -2, group="{,}")
+    ('12{,}345.7', '-12{,}300')
     """
-    text = f"{round(value, decimals):,.{max(decimals, 0)}f}".replace(",", group)
+    near = round(value, decimals)
     # Rounding can leave a minus sign on zero.
-    if text.startswith("-") and float(text) == 0:
-        text = text[1:]
+    text = f"{abs(near) if near == 0 else near:,.{max(decimals, 0)}f}".replace(",", group)
     return f"+{text}" if sign and not text.startswith("-") else text
 
 
@@ -284,20 +305,18 @@ def change(
     value: float | None, low: float | None = None, high: float | None = None, unit: str = "%"
 ) -> str:
     """A signed change (``unit`` after the value: % or pp, or `` us`` for a difference)
-    and its CI, rounded where the CI is; three digits without a CI.
+    and its CI, rounded where the CI is; without a CI as :func:`percent`.
 
     >>> change(19.67, -1.90, 45.97), change(-0.12, -0.34, 0.11), change(2.97)
     ('+20% [-2, +46]', '-0.12% [-0.34, +0.11]', '+2.97%')
     """
     if value is None or not math.isfinite(value):
         return MISSING
+    if low is None or high is None or _half_width(value, low, high) is None:
+        return f"{rounded(value, _percent_decimals(value), sign=True)}{unit}"
     d = decimals_at(value, low, high)
-    if low is None or high is None or _half_width(value, low, high) is None:
-        d = min(2, d)  # no CI: three digits, at most two decimals, as percent()
-    text = f"{rounded(value, d, sign=True)}{unit}"
-    if low is None or high is None or _half_width(value, low, high) is None:
-        return text
-    return f"{text} [{rounded(low, d, sign=True)}, {rounded(high, d, sign=True)}]"
+    ends = f"[{rounded(low, d, sign=True)}, {rounded(high, d, sign=True)}]"
+    return f"{rounded(value, d, sign=True)}{unit} {ends}"
 
 
 def fixed(value: float | int | None, decimals: int) -> str:
@@ -322,7 +341,12 @@ def percent(value: float | None) -> str:
     """
     if value is None or not math.isfinite(value):
         return MISSING
-    return rounded(value, min(2, _three_digits(value)))
+    return rounded(value, _percent_decimals(value))
+
+
+def _percent_decimals(value: float) -> int:
+    """Three significant digits of a % without an uncertainty, at most two decimals."""
+    return min(2, _three_digits(value))
 
 
 def sig(value: float | None, digits: int = 3) -> str:

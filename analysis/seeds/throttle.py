@@ -9,7 +9,7 @@ from pathlib import Path
 import polars as pl
 
 from analysis.ingest import histogram
-from analysis.ingest.ftrace.events import THROTTLED
+from analysis.ingest.events import THROTTLED
 from analysis.metrics import pairing, throttle
 from analysis.stats.fit import GroupFailure, GroupFit, fit_throttle_groups
 

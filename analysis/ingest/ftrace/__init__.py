@@ -1,8 +1,8 @@
 """ftrace text → one typed Polars table per event, with an account of every line.
 
-One module per step of the ingest:
+One module per step of the ingest (the registry of known events they read is
+:mod:`analysis.ingest.events`):
 
-- :mod:`.events`: the registry of known events (fields, per-event types, format history);
 - :mod:`.layout`: line layouts (ftrace, trace-cmd, perf, mail pastes) → line kinds and spans;
 - :mod:`.tokenizer`: payload tokens and the general per-event frame builder;
 - :mod:`.columns`: the compiled one-pass column emission for known events;
@@ -10,8 +10,8 @@ One module per step of the ingest:
 - :mod:`.cache`: the Parquet dataset cache keyed by content;
 - :mod:`.reader`: blocks, workers and accounting: :func:`read` and :func:`ingest`.
 
-The reader's names are loaded on first use, so importing the registry (the capture, the
-histogram reader, ``mmlab --help``) does not start numba.
+The reader's names are loaded on first use, so importing this package (``mmlab --help``)
+does not start numba.
 """
 
 from __future__ import annotations

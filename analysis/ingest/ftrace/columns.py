@@ -23,8 +23,8 @@ import polars as pl
 import pyarrow as pa
 from numba import njit
 
+from analysis.ingest.events import KNOWN_EVENTS
 from analysis.ingest.ftrace.arrow import ints, put_view, view_series
-from analysis.ingest.ftrace.events import KNOWN_EVENTS
 from analysis.ingest.ftrace.layout import (
     COMM_END,
     COMM_START,

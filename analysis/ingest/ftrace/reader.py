@@ -62,6 +62,7 @@ from blake3 import blake3
 from analysis.errors import InputError, input_file
 from analysis.host import find_memory_hierarchy
 from analysis.ingest.compressed import detect_compression, iter_blocks
+from analysis.ingest.events import SHRINK_SLAB
 from analysis.ingest.ftrace.cache import (
     DEFAULT_CACHE,
     cached,
@@ -72,7 +73,6 @@ from analysis.ingest.ftrace.cache import (
     write_frames,
 )
 from analysis.ingest.ftrace.columns import BlockColumns, field_failures
-from analysis.ingest.ftrace.events import SHRINK_SLAB
 from analysis.ingest.ftrace.layout import (
     BLANK,
     COUNTER_CLOCK,

@@ -26,8 +26,7 @@ import polars as pl
 import pyarrow as pa
 from numba import njit
 
-from analysis.ingest.ftrace.arrow import ints, strings
-from analysis.ingest.ftrace.events import (
+from analysis.ingest.events import (
     FLAGS,
     INT,
     KNOWN_EVENTS,
@@ -36,6 +35,7 @@ from analysis.ingest.ftrace.events import (
     field_type,
     polars_fields,
 )
+from analysis.ingest.ftrace.arrow import ints, strings
 from analysis.ingest.ftrace.layout import FNV_OFFSET, FNV_PRIME, fnv1a, grown, isdigit
 
 __all__ = [

@@ -23,7 +23,7 @@ from pathlib import Path
 import polars as pl
 
 from analysis.errors import InputError
-from analysis.ingest.ftrace.events import THROTTLED
+from analysis.ingest.events import THROTTLED
 from analysis.ingest.mmtests import Run
 from analysis.metrics.compare import Comparison, monitor_series
 from analysis.metrics.stall_runs import TAIL_QUANTILE

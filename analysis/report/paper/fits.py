@@ -18,7 +18,7 @@ from pathlib import Path
 
 import altair as alt
 
-from analysis.ingest.ftrace.events import THROTTLED
+from analysis.ingest.events import THROTTLED
 from analysis.metrics.throttle import short_reason
 from analysis.report.fit_figures import survival_chart
 from analysis.report.paper.figures import save_pdf

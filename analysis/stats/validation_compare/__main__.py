@@ -2,6 +2,7 @@
 known truth; writes ``results.json`` and ``results.md`` beside this file.
 
     nice -n 10 python -m analysis.stats.validation_compare [--sims N] [--part compare|fit|real]
+        [--real-aa BASE NEW ...]
 
 ``compare``: tables of :data:`ROWS` rows go through :func:`compare_table` with its
 defaults (p50, level 0.05, 2000 resamples, per-family BH, CI condition): A/A tables
@@ -9,8 +10,10 @@ defaults (p50, level 0.05, 2000 resamples, per-family BH, CI condition): A/A tab
 and without multiplicity correction, pooled Welch, pooled Mann–Whitney and mmtests'
 rules, and mmlab's own p < 0.05 before BH. ``fit``: groups drawn from known waits through
 the jiffy observation model, fitted by :func:`fit_group` with ``mmlab fit``'s defaults.
-``real``: rows flagged on the bundled real A/A pairs. A part given alone replaces its
-keys in an existing ``results.json``. ``make validation`` runs all parts.
+``real``: rows flagged on the real A/A pairs given by ``--real-aa`` (mmtests trees; ``make
+validation`` passes the bundled ones under ``data/``: the package reads no repository path).
+A part given alone replaces its keys in an existing ``results.json``. With no ``--part``,
+every part runs (``real`` only when pairs are given).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 import time
 from pathlib import Path
 
@@ -132,23 +136,12 @@ def compare_part(rng, sims: int) -> list[dict]:
     return cells
 
 
-REAL_AA = (
-    (
-        "data/mmtests-ci/work/log.ltccip8.2020-06-12_1807",
-        "data/mmtests-ci/work/log.ltccip8.2020-06-14_0656",
-    ),
-    ("data/stutterp-aa1", "data/stutterp-aa2"),
-)
-
-
-def real_aa(pairs=REAL_AA) -> list[dict]:
-    """Rows flagged by each method on real A/As (same kernel and configuration twice):
-    every flag is a false positive. Bundled pairs that are missing are left out."""
+def real_aa(pairs: list[tuple[Path, Path]]) -> list[dict]:
+    """Rows flagged by each method on real A/As (same kernel and configuration twice), each
+    pair two mmtests trees: every flag is a false positive."""
     out = []
     for pair in pairs:
-        paths = [Path(p) for p in pair]
-        if not all(p.is_dir() for p in paths):
-            continue
+        paths = list(pair)
         loaded = load_runs(paths)
         table = loaded.table
         base, new = list(dict.fromkeys(table["kernel"]))
@@ -332,9 +325,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=19)
     parser.add_argument("--out", type=Path, default=HERE)
     parser.add_argument("--part", choices=("compare", "fit", "real"), action="append")
+    parser.add_argument(
+        "--real-aa", nargs=2, type=Path, action="append", default=[], metavar=("BASE", "NEW"),
+        help="two mmtests trees of one kernel and configuration (repeatable), for part real",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     path = args.out / "results.json"
-    parts = args.part or ["compare", "fit", "real"]
+    parts = args.part or ["compare", "fit", *(["real"] if args.real_aa else [])]
+    if "real" in parts and not args.real_aa:
+        parser.error("--part real needs at least one --real-aa BASE NEW")
+    missing = [p for pair in args.real_aa for p in pair if not p.is_dir()]
+    if missing:
+        print(f"validation_compare: {missing[0]}: not a directory (--real-aa)", file=sys.stderr)
+        return 2
     results = json.loads(path.read_text()) if args.part and path.exists() else {}
     results |= {"sims": args.sims, "fit_sims": args.fit_sims, "seed": args.seed, "rows": ROWS}
     minutes = results.setdefault("minutes", {})
@@ -346,7 +349,7 @@ def main(argv: list[str] | None = None) -> int:
         elif part == "fit":
             results["fit"] = fit_coverage(rng, args.fit_sims)
         else:
-            results["real_aa"] = real_aa()
+            results["real_aa"] = real_aa(args.real_aa)
         minutes[part] = round((time.process_time() - start) / 60, 1)
     (args.out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
     (args.out / "results.md").write_text(markdown(results))

@@ -7,14 +7,16 @@ Its ``fields`` are the union over kernel versions, in printed order, named after
 elsewhere. ``history`` says which kernel version changed the printed format and how
 (from the tracepoint formats of each release); a parser must accept every variant.
 
-Everything that names an event reads it here: the tokenizer and column emission
-(:mod:`.tokenizer`, :mod:`.columns`), the mail-histogram reader
+Everything that names an event reads it here: the ftrace tokenizer and column emission
+(:mod:`.ftrace.tokenizer`, :mod:`.ftrace.columns`), the mail-histogram reader
 (:mod:`analysis.ingest.histogram`), the capture's event set
 (:func:`analysis.capture.tracefs.reclaim_event_set`) and the metrics.
 
 Adding an event: append an :class:`Event` to ``EVENTS`` with every field's kind; the
 ingest, the schema of absent events and the capture follow. This module imports no
-numba, so the capture, the histogram reader and ``mmlab --help`` stay light.
+numba, so the capture, the histogram reader and ``mmlab --help`` stay light. It sits in
+:mod:`analysis.ingest`, not in :mod:`.ftrace`, because readers of other formats (the mail
+histograms) and the capture share it: ``ftrace`` imports ``ingest``'s modules, never the reverse.
 """
 
 from __future__ import annotations
