@@ -56,3 +56,9 @@ def test_vmstat_does_import_polars():
     # The probe sees numeric imports: a command that reads data really loads polars.
     argv = ["vmstat", "data/stutterp-dirty20/dirty20/iter-0"]
     assert _probe(argv, NUMERIC[:1]) == ["True"]
+
+
+def test_help_imports_no_yaml():
+    # Every command module is imported to list its options; only `mmlab notebook -p`
+    # reads YAML (16 ms of every mmlab start-up when imported there).
+    assert _probe(["--help"], ("yaml",)) == ["False"]

@@ -10,14 +10,18 @@ import re
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pytest
 import zstandard
+from blake3 import blake3
 
 from analysis.cli import main
 from analysis.errors import InputError
 from analysis.ingest import ftrace
 from analysis.ingest.ftrace import reader
+from analysis.ingest.ftrace.cache import CACHE_VERSION
+from analysis.ingest.ftrace.layout import group_hashes
 from tests.conftest import DATA
 
 BUNDLED = DATA / "stutterp-dirty20" / "dirty20" / "iter-0" / "ftrace-stutterp.zst"
@@ -90,9 +94,23 @@ def test_cache_is_reused_and_keyed_by_content(tmp_path: Path, monkeypatch) -> No
     monkeypatch.setattr(reader, "parse_block", _fail)
     again = ftrace.read(path, cache_dir=tmp_path / "c")
     assert again.directory == first.directory
-    assert again.directory.name.startswith(__import__("hashlib").sha256(TEXT).hexdigest())
+    assert again.directory.name == f"{blake3(TEXT).hexdigest()}-v{CACHE_VERSION}"
     # Changed content is parsed again (and fails here, proving the cache was not used).
     path.write_bytes(TEXT + TEXT)
+    with pytest.raises(AssertionError, match="parsed again"):
+        ftrace.read(path, cache_dir=tmp_path / "c")
+
+
+def test_dataset_of_another_cache_version_is_not_served(tmp_path: Path, monkeypatch) -> None:
+    path = tmp_path / "t.trace"
+    path.write_bytes(TEXT)
+    first = ftrace.read(path, cache_dir=tmp_path / "c")
+    # The index of an older mmlab names its dataset by that version's suffix.
+    old = first.directory.with_name(first.directory.name.replace(f"-v{CACHE_VERSION}", "-v3"))
+    first.directory.rename(old)
+    index = next((tmp_path / "c" / "by-path").glob("*.json"))
+    index.write_text(index.read_text().replace(first.directory.name, old.name))
+    monkeypatch.setattr(reader, "parse_block", _fail)
     with pytest.raises(AssertionError, match="parsed again"):
         ftrace.read(path, cache_dir=tmp_path / "c")
 
@@ -284,3 +302,47 @@ def test_block_read_survives_a_view_held_elsewhere(tmp_path: Path, monkeypatch) 
     path.write_bytes(text)
     blocks = list(compressed.iter_blocks(path, 1 << 20))
     assert held and b"".join(b.data for b in blocks) == text
+
+
+def test_non_number_field_found_whichever_path_builds_the_event() -> None:
+    # Line 2: the compiled column pass finds the bad field. Lines 4-5: an extra key (7.1's
+    # memcg_id) sends mm_vmscan_throttled to the general path, before or after the bad
+    # field; the separate check over every token must still find it.
+    good = b"dd-3772 [001] ..... 252.45: mm_vmscan_throttled: nid=0 usec_timeout=1 "
+    text = (
+        good + b"usect_delayed=0 reason=VMSCAN_THROTTLE_WRITEBACK\n"
+        b"dd-3772 [001] ..... 252.46: mm_vmscan_throttled: nid=0 usec_timeout=GARBAGE\n"
+    )
+    with_extra = (
+        text
+        + good
+        + b"usect_delayed=0 memcg_id=4\n"
+        + b"dd-3772 [001] ..... 252.47: mm_vmscan_throttled: memcg_id=4 nid=X usec_timeout=1\n"
+        + b"dd-3772 [001] ..... 252.48: mm_vmscan_throttled: nid=0 usec_timeout=2 memcg_id=x\n"
+    )
+    for data, bad in ((text, (2,)), (with_extra, (2, 4))):
+        acc, frames = reader.parse_text(data)
+        assert acc.unparsed_by_reason["field value not a number"].lines == bad
+        assert frames["mm_vmscan_throttled"]["line"].to_list() == [
+            n for n in range(1, data.count(b"\n") + 1) if n not in bad
+        ]
+
+
+@pytest.mark.parametrize(
+    "hashes",
+    [
+        np.array([7, 3, 7, 7, 3, 9], np.uint64),
+        # 3,000 distinct values: the table grows several times.
+        np.random.default_rng(1).integers(0, 2**64, 3000, np.uint64, endpoint=False)[
+            np.random.default_rng(2).integers(0, 3000, 20000)
+        ],
+        # Equal low bits: every value probes past the others' slots.
+        (np.arange(40, dtype=np.uint64) << np.uint64(40))[::-1].repeat(3),
+        np.array([2**64 - 1, 0, 2**63], np.uint64),
+    ],
+    ids=["few", "many", "colliding", "extremes"],
+)
+def test_group_hashes_is_numpy_unique(hashes: np.ndarray) -> None:
+    first, ids = group_hashes(hashes)
+    _, want_first, want_ids = np.unique(hashes, return_index=True, return_inverse=True)
+    assert first.tolist() == want_first.tolist() and ids.tolist() == want_ids.ravel().tolist()

@@ -1,13 +1,14 @@
 """The Parquet cache of ingested traces: one dataset per input content, found again by stat.
 
-A dataset is ``<cache>/<sha256>-v<CACHE_VERSION>/``: lz4 Parquet parts
+A dataset is ``<cache>/<digest>-v<CACHE_VERSION>/``: lz4 Parquet parts
 ``event=<name>/part-<block>.parquet`` and ``meta.json`` (accounting, epoch offset). It is
-keyed by the SHA-256 of the input's raw bytes, so a renamed or copied capture reuses it;
-``by-path/<sha1 of path>.json`` remembers (size, mtime) → dataset so an unchanged file is
-found without reading it again. A dataset is built in a private temporary directory and
-renamed into place, and the index is replaced atomically, so concurrent readers never see
-half of either; :func:`path_lock` makes a second ingest of the same file wait for the first
-and reuse its dataset instead of building another.
+keyed by the BLAKE3 digest of the input's raw bytes, so a renamed or copied capture reuses
+it; ``by-path/<sha1 of path>.json`` remembers (size, mtime) → dataset so an unchanged file
+is found without reading it again; a dataset of another cache version is never served. A
+dataset is built in a private temporary directory and renamed into place, and the index is
+replaced atomically, so concurrent readers never see half of either; :func:`path_lock`
+makes a second ingest of the same file wait for the first and reuse its dataset instead of
+building another.
 """
 
 from __future__ import annotations
@@ -36,8 +37,9 @@ __all__ = [
 ]
 
 # 2: the instance column, report -l lines, EVENTS DROPPED markers; 3: lines with a
-# non-integer integer field are unparsed, not events with a null.
-CACHE_VERSION = "3"
+# non-integer integer field are unparsed, not events with a null; 4: keyed by BLAKE3, not
+# SHA-256.
+CACHE_VERSION = "4"
 DEFAULT_CACHE = Path("build") / "ingest"
 
 
@@ -93,30 +95,35 @@ def cached(cache: Path, path: Path) -> Path | None:
     index = _index(cache, key)
     if index.is_file():
         known = json.loads(index.read_text())
-        directory = cache / known.get("sha256", "-")
-        if {k: known.get(k) for k in key} == key and (directory / "meta.json").is_file():
+        directory = cache / known.get("dataset", "-")
+        current = directory.name.endswith(f"-v{CACHE_VERSION}")
+        if (
+            current
+            and {k: known.get(k) for k in key} == key
+            and (directory / "meta.json").is_file()
+        ):
             return directory
     return None
 
 
 def store(cache: Path, path: Path, build: Callable[[Path], tuple[str, dict]]) -> Path:
-    """Build the dataset of ``path`` with ``build(tmp) -> (sha256, meta)`` and index it."""
+    """Build the dataset of ``path`` with ``build(tmp) -> (digest, meta)`` and index it."""
     key = _stat_key(path)
     _remove_orphans(cache)
     tmp = cache / f"tmp-{os.getpid()}-{threading.get_ident()}"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
     try:
-        sha, meta = build(tmp)
+        digest, meta = build(tmp)
         (tmp / "meta.json").write_text(json.dumps({"version": CACHE_VERSION, **meta}))
-        directory = cache / f"{sha}-v{CACHE_VERSION}"
+        directory = cache / f"{digest}-v{CACHE_VERSION}"
         _publish(tmp, directory)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     index = _index(cache, key)
     index.parent.mkdir(exist_ok=True)
-    _replace_text(index, json.dumps({**key, "sha256": directory.name}))
+    _replace_text(index, json.dumps({**key, "dataset": directory.name}))
     return directory
 
 

@@ -12,6 +12,8 @@ those over 12 bytes share one data buffer per block.
 An event whose payload holds a key outside its plan (a field a newer kernel added, an
 odd spelling), and every unknown event, is marked not ``planned``: the caller builds its
 fields with the general path (:func:`~analysis.ingest.ftrace.tokenizer.event_frame`).
+The same pass finds the lines :func:`field_failures` names, so that separate pass over
+every token runs only for a block with an event left to the general path.
 """
 
 from __future__ import annotations
@@ -86,7 +88,9 @@ def emit_columns(
     plan is ``plan_hash/plan_col[plan_off[e]:plan_off[e+1]]`` (empty: not planned), its
     column kinds and slots ``kinds/slots[col_off[e]:col_off[e+1]]``; its integer fields,
     string views and validity start at ``base_int/base_str/base_valid[e]``, laid out
-    [slot or column, position]. ``out`` is scan_lines' fields array.
+    [slot or column, position]. ``out`` is scan_lines' fields array. ``bad[k]``: line
+    ``k`` has an integer field whose value is not one (as :func:`field_failures`; exact
+    for the events still ``planned`` at the end).
     """
     n = rows.size
     n_ev = ev_start.size - 1
@@ -125,6 +129,7 @@ def emit_columns(
     p = 0
     seen = np.zeros(kinds.size, np.bool_)
     filled = np.zeros(n_ev, np.int64)
+    bad = np.zeros(n, np.bool_)
     for k in range(n):
         e = ids[k]
         r = rows[k]
@@ -163,6 +168,8 @@ def emit_columns(
                 planned[e] = False
                 break
             c = plan_col[lo + j]
+            if kinds[c0 + c] == _INT and not iok[t] and vs[t] >= 0:
+                bad[k] = True  # a repeated key's value too, as field_failures
             if seen[c0 + c]:  # a repeated key: the first one wins, as in the general path
                 continue
             seen[c0 + c] = True
@@ -176,7 +183,7 @@ def emit_columns(
                 p = put_view(buf, vs[t], ve[t], views, views_inline, gv, data, p)
                 valid[v] = True
     common = (line, comm, pid, tgid, cpu, irq, irq_ok, ts, inst, inst_ok)
-    return common, vals, views, valid, data[:p], planned
+    return common, vals, views, valid, data[:p], planned, bad
 
 
 class BlockColumns:
@@ -196,7 +203,7 @@ class BlockColumns:
         self.base_int = _offsets(np.multiply(n_int, sizes))
         self.base_str = _offsets(np.multiply(np.subtract(n_cols, n_int), sizes))
         self.base_valid = _offsets(np.multiply(n_cols, sizes))
-        self.common, self.vals, self.views, self.valid, data, self.planned = emit_columns(
+        self.common, self.vals, self.views, self.valid, data, self.planned, self.bad = emit_columns(
             buf,
             out,
             rows,
@@ -218,6 +225,14 @@ class BlockColumns:
             self.base_valid,
         )
         self.data = pa.py_buffer(data)
+
+    def failures(self) -> np.ndarray | None:
+        """:func:`field_failures` of the block's lines, from the column pass; None when an
+        event of the registry was left to the general path (its lines were not all read)."""
+        unread = any(
+            p is not None and not ok for p, ok in zip(self.plans, self.planned, strict=True)
+        )
+        return None if unread else self.bad
 
     def frame(self, e: int) -> pl.DataFrame:
         """Common columns of event ``e`` (line, comm, pid, tgid, cpu, irq_flags, ts_ns,

@@ -23,6 +23,7 @@ cpu and the timestamp. Layouts accepted (``docs/trace-formats.md`` "Line layouts
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 import numpy as np
@@ -45,6 +46,7 @@ __all__ = [
     "LITERALS",
     "LOST",
     "NAME_END",
+    "NAME_HASH",
     "NAME_START",
     "PAYLOAD_START",
     "PID",
@@ -58,6 +60,8 @@ __all__ = [
     "count_lines",
     "find_lines",
     "fnv1a",
+    "group_hashes",
+    "grown",
     "isdigit",
     "scan_lines",
 ]
@@ -86,32 +90,40 @@ COUNTER_CLOCK = 10  # 1 when the timestamp is a bare counter
 IRQ_START, IRQ_END = 11, 12  # irq-flags span (-1 none)
 # The ":" ending a trace-cmd buffer/file name (0: none); the name is the word before it.
 INSTANCE_END = 13
-SCAN_COLUMNS = 14
+NAME_HASH = 14  # FNV-1a of the event name (fnv1a's uint64 bits): lines grouped by event
+SCAN_COLUMNS = 15
 
 
-def _load_numba_without_scipy_blas() -> None:
-    """Load numba's array implementations now, telling them SciPy's BLAS is absent.
+def _import_without(module: str, hidden: str, loaded: str) -> None:
+    """Import ``module`` with ``hidden`` made unimportable (its ImportError path), unless
+    ``module`` or ``loaded`` is already imported: then there is nothing left to save."""
+    if module in sys.modules or loaded in sys.modules:
+        return
+    sys.modules[hidden] = None  # type: ignore[assignment]  # import → ImportError
+    try:
+        importlib.import_module(module)
+    finally:
+        del sys.modules[hidden]
 
-    On first use numba imports them, and they probe ``scipy.linalg.cython_blas`` (which
+
+def _load_numba_lean() -> None:
+    """Load two parts of numba now, each telling it an optional library is absent.
+
+    On first use numba's array implementations probe ``scipy.linalg.cython_blas`` (which
     imports ``scipy.linalg``: ~0.15 s of CPU time, a sixth of a small ``mmlab ingest``,
     benchmarks/ftrace.md, issue 23) only to choose how compiled ``np.convolve`` and
     ``np.correlate`` multiply: with BLAS or numba's own loop (the same sums, perhaps added in
-    another order).
-    No kernel here calls either; ``np.dot`` and ``np.linalg`` still load BLAS when a
-    kernel using them is compiled. A no-op when numba's implementations or
-    ``scipy.linalg`` are already loaded: nothing left to save.
+    another order). No kernel here calls either; ``np.dot`` and ``np.linalg`` still load
+    BLAS when a kernel using them is compiled.
+
+    On the first compile or cache load numba's typing imports ``cffi`` and its C parser
+    (~0.03 s of CPU time) only to type CFFI functions passed to a kernel; none is.
     """
-    blas = "scipy.linalg.cython_blas"
-    if "numba.np.arraymath" in sys.modules or "scipy.linalg" in sys.modules:
-        return
-    sys.modules[blas] = None  # type: ignore[assignment]  # import → ImportError
-    try:
-        import numba.np.arraymath  # noqa: F401
-    finally:
-        del sys.modules[blas]
+    _import_without("numba.np.arraymath", "scipy.linalg.cython_blas", "scipy.linalg")
+    _import_without("numba.core.typing.cffi_utils", "cffi", "cffi")
 
 
-_load_numba_without_scipy_blas()
+_load_numba_lean()
 
 FNV_OFFSET = np.uint64(14695981039346656037)
 FNV_PRIME = np.uint64(1099511628211)
@@ -175,6 +187,61 @@ def fnv1a(buf, s, e):
     return h
 
 
+@njit(nogil=True, cache=True)
+def group_hashes(hashes):
+    """``np.unique(hashes, return_index=True, return_inverse=True)[1:]``: the first position
+    of each distinct value, in ascending value order, and each position's index in that
+    order. A block's event lines carry a few distinct name hashes (:data:`NAME_HASH`), so
+    an open-addressing table (slot: the hash's low bits) groups them in one pass and only
+    the distinct values are sorted, not every line.
+    """
+    n = hashes.size
+    cap = 64  # a power of two, kept over twice the distinct values
+    table = np.full(cap, -1, np.int64)  # slot → distinct index
+    values = np.empty(cap, np.uint64)
+    firsts = np.empty(cap, np.int64)
+    seen = np.empty(n, np.int64)
+    m = 0
+    for k in range(n):
+        h = hashes[k]
+        slot = np.int64(h & np.uint64(cap - 1))
+        while table[slot] >= 0 and values[table[slot]] != h:
+            slot = (slot + 1) & (cap - 1)
+        if table[slot] < 0:
+            table[slot] = m
+            values[m] = h
+            firsts[m] = k
+            m += 1
+            if 2 * m > cap:
+                cap *= 2
+                values = grown(values, cap, m)
+                firsts = grown(firsts, cap, m)
+                table = np.full(cap, -1, np.int64)
+                for d in range(m):
+                    s = np.int64(values[d] & np.uint64(cap - 1))
+                    while table[s] >= 0:
+                        s = (s + 1) & (cap - 1)
+                    table[s] = d
+            seen[k] = m - 1
+        else:
+            seen[k] = table[slot]
+    order = np.argsort(values[:m])
+    rank = np.empty(m, np.int64)
+    rank[order] = np.arange(m)
+    ids = np.empty(n, np.int64)
+    for k in range(n):
+        ids[k] = rank[seen[k]]
+    return firsts[:m][order], ids
+
+
+@njit(inline="always")
+def grown(a, size, used):
+    """``a`` moved into a new array of ``size`` elements (its first ``used`` kept)."""
+    b = np.empty(size, a.dtype)
+    b[:used] = a[:used]
+    return b
+
+
 @njit(inline="always")
 def isdigit(c):
     return 48 <= c <= 57
@@ -230,23 +297,30 @@ def _parse_ts(buf, s, e):
 
 @njit(nogil=True, cache=True)
 def _parse_event(buf, i, e, out, k):
-    """From buf[i:] parse ``[system:]event: payload``; fill event/payload spans; return kind."""
+    """From buf[i:] parse ``[system:]event: payload``; fill event/payload spans and the
+    name's hash (:func:`fnv1a` of ``buf[NAME_START:NAME_END]``, computed as the name is
+    read: no second pass over it); return kind."""
     while i < e and buf[i] == 32:
         i += 1
     if i < e and buf[i] == 60:  # "<stack trace>", "<user stack trace>"
         return STACK
     ns = i
+    h = FNV_OFFSET
     while i < e and (_isname(buf[i]) or buf[i] == 58):
         if buf[i] == 58 and (i + 1 == e or buf[i + 1] == 32):
             break
         if buf[i] == 58:
             ns = i + 1  # system prefix ("vmscan:") dropped
+            h = FNV_OFFSET
+        else:
+            h = (h ^ np.uint64(buf[i])) * FNV_PRIME
         i += 1
     if i == e or i == ns or buf[i] != 58:  # noqa: SIM109 (numba-friendly)
         out[k, REASON] = R_EVENT
         return UNPARSED
     out[k, NAME_START] = ns
     out[k, NAME_END] = i
+    out[k, NAME_HASH] = np.int64(h)
     i += 1
     while i < e and buf[i] == 32:
         i += 1
@@ -536,14 +610,16 @@ def _preamble(buf, s, e, lits):
 
 @njit(nogil=True, cache=True)
 def scan_lines(buf, starts, ends, lits):
-    """Classify every line; return (kind int8[n], fields int64[n, SCAN_COLUMNS], event hash
-    uint64[n]). ``fields`` columns are named by the constants above (``COMM_START`` ...
-    ``INSTANCE_END``). ``lits`` holds the byte literals the classifier needs (see ``LITERALS``).
+    """Classify every line; return (kind int8[n], fields int64[n, SCAN_COLUMNS]).
+
+    ``fields`` columns are named by the constants above (``COMM_START`` ... ``NAME_HASH``);
+    a row holds only what its kind defines (events: all but ``REASON``; lost markers: ``CPU``,
+    ``TS``, ``INSTANCE_END``; unparsed: ``REASON``), the rest is not initialised.
+    ``lits`` holds the byte literals the classifier needs (see ``LITERALS``).
     """
     n = starts.size
     kind = np.empty(n, np.int8)
-    out = np.zeros((n, SCAN_COLUMNS), np.int64)
-    hashes = np.zeros(n, np.uint64)
+    out = np.empty((n, SCAN_COLUMNS), np.int64)
     for k in range(n):
         s = starts[k]
         e = ends[k]
@@ -558,6 +634,7 @@ def scan_lines(buf, starts, ends, lits):
         if s == e:
             kind[k] = BLANK
             continue
+        out[k, INSTANCE_END] = 0
         res = _classify(buf, s, e, out, k, lits)
         if res == EVENT:
             # A trace-cmd buffer name read as the start of comm ("NAME:   dd-1 [001] ..."):
@@ -592,9 +669,8 @@ def scan_lines(buf, starts, ends, lits):
                 out[k, INSTANCE_END] = colon
         kind[k] = res
         if res == EVENT:
-            hashes[k] = fnv1a(buf, out[k, NAME_START], out[k, NAME_END])
             ends[k] = e
-    return kind, out, hashes
+    return kind, out
 
 
 LITERALS = tuple(

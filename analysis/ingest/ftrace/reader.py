@@ -8,9 +8,9 @@ Streaming: the decompressed text is cut into blocks of whole lines (``BLOCK_BYTE
 parsed by two worker threads (the numba and Polars kernels release the GIL) and written
 as lz4 Parquet part files ``event=<name>/part-<block>.parquet``, so memory stays bounded
 by a few blocks whatever the input size. The dataset is cached in
-``build/ingest/<sha256>/``, keyed by the SHA-256 of the input's raw bytes (hashed by the
-reading thread as it reads); a small stat index (size, mtime) finds it again without
-re-reading the file.
+``build/ingest/<blake3>-v<N>/``, keyed by the BLAKE3 digest of the input's raw bytes
+(hashed by the reading thread as it reads); a small stat index (size, mtime) finds it
+again without re-reading the file.
 
 Per block, compiled passes: line ends (:func:`~.layout.find_lines`), layout and
 header fields (:func:`~.layout.scan_lines`), payload tokens
@@ -57,6 +57,7 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
+from blake3 import blake3
 
 from analysis.errors import InputError, input_file
 from analysis.host import find_memory_hierarchy
@@ -81,6 +82,7 @@ from analysis.ingest.ftrace.layout import (
     LITERALS,
     LOST,
     NAME_END,
+    NAME_HASH,
     NAME_START,
     PAYLOAD_START,
     REASON,
@@ -90,6 +92,7 @@ from analysis.ingest.ftrace.layout import (
     UNPARSED,
     count_lines,
     find_lines,
+    group_hashes,
     scan_lines,
 )
 from analysis.ingest.ftrace.malloc import reuse_freed_memory
@@ -273,7 +276,7 @@ def parse_block(data: bytes | bytearray, line_base: int, final: bool) -> tuple[_
     starts, ends = find_lines(buf)
     # Samples are cut from the undecoded bytes, so invalid UTF-8 shows as \xNN.
     raw_lines = (starts, ends.copy()) if not invalid else find_lines(_byte_array(raw))
-    kind, out, hashes = scan_lines(buf, starts, ends, LITERALS)
+    kind, out = scan_lines(buf, starts, ends, LITERALS)
     res = _BlockResult(lines=len(starts), invalid_utf8=invalid)
     if final and data and not data.endswith(b"\n"):
         # A capture cut mid-line: even a line that parses may have lost digits or fields.
@@ -290,12 +293,18 @@ def parse_block(data: bytes | bytearray, line_base: int, final: bool) -> tuple[_
         )
     rows = np.flatnonzero(kind == EVENT)
     frames: dict[str, pl.DataFrame] = {}
-    events = _event_tokens(buf, out, hashes, ends, rows)
-    if events is not None and (bad := field_failures(events[1], events[0], events[3])).any():
-        kind[rows[bad]] = UNPARSED
-        out[rows[bad], REASON] = REASONS.index("field value not a number")
-        rows = rows[~bad]
-        events = _event_tokens(buf, out, hashes, ends, rows)
+    events = _event_tokens(buf, out, ends, rows)
+    columns = _block_columns(buf, out, rows, events, line_base)
+    if columns is not None:
+        bad = columns.failures()
+        if bad is None:  # an event left to the general path: check every token
+            bad = field_failures(events[1], events[0], events[3])
+        if bad.any():
+            kind[rows[bad]] = UNPARSED
+            out[rows[bad], REASON] = REASONS.index("field value not a number")
+            rows = rows[~bad]
+            events = _event_tokens(buf, out, ends, rows)
+            columns = _block_columns(buf, out, rows, events, line_base)
     for k in np.flatnonzero(kind == UNPARSED):
         entry = res.unparsed.setdefault(REASONS[out[k, REASON]], [0, [], []])
         entry[0] += 1
@@ -304,12 +313,11 @@ def parse_block(data: bytes | bytearray, line_base: int, final: bool) -> tuple[_
         if len(entry[2]) < SAMPLES:
             start = raw_lines[0][k]
             entry[2].append(_escape(bytes(raw[start : min(raw_lines[1][k], start + SAMPLE_BYTES)])))
-    if events is None:
+    if events is None or columns is None:
         return res, frames
     ids, names, (pstart, pend), tokens = events
     res.first_ts = int(out[rows[0], TS])
     res.counter_clock = bool(out[rows, COUNTER_CLOCK].any())
-    columns = BlockColumns(buf, out, rows, ids, names, line_base, (pstart, pend), tokens)
     first_tok, count, sig, *toks = tokens
     for j, name in enumerate(names):
         common = columns.frame(j)
@@ -324,13 +332,20 @@ def parse_block(data: bytes | bytearray, line_base: int, final: bool) -> tuple[_
     return res, frames
 
 
-def _event_tokens(buf, out, hashes, ends, rows):
+def _block_columns(buf, out, rows, events, line_base: int) -> BlockColumns | None:
+    """The compiled column pass over the event lines ``rows`` (None when there are none)."""
+    if events is None:
+        return None
+    ids, names, payload, tokens = events
+    return BlockColumns(buf, out, rows, ids, names, line_base, payload, tokens)
+
+
+def _event_tokens(buf, out, ends, rows):
     """(event id per row, event names, payload spans, tokens) of the event lines ``rows``;
     None when there are none."""
     if not len(rows):
         return None
-    _, first, ids = np.unique(hashes[rows], return_index=True, return_inverse=True)
-    ids = ids.ravel()
+    first, ids = group_hashes(out[rows, NAME_HASH].view(np.uint64))
     names = [
         bytes(buf[out[rows[i], NAME_START] : out[rows[i], NAME_END]]).decode("ascii", "replace")
         for i in first
@@ -428,7 +443,8 @@ def block_bytes(path: Path) -> int:
 
 
 def _ingest_into(path: Path, directory: Path, progress: Callable[[int, int], None] | None):
-    """Stream ``path`` into Parquet parts under ``directory``; return (accounting, sha256)."""
+    """Stream ``path`` into Parquet parts under ``directory``; return (accounting, digest,
+    block results)."""
     reuse_freed_memory()
     digest: list[str] = []
     results: dict[int, _BlockResult] = {}
@@ -598,22 +614,22 @@ def read(
     def build(tmp: Path) -> tuple[str, dict]:
         if binary == "trace.dat":
             # Parsed as its `trace-cmd report` text (line numbers are that text's), cached
-            # under the SHA-256 of the trace.dat itself.
+            # under the digest of the trace.dat itself.
             with tempfile.TemporaryDirectory(dir=tmp) as text_dir:
                 text = Path(text_dir) / "report.txt"
                 trace_cmd_report(path, text)
                 accounting, _, results = _ingest_into(text, tmp, progress)
             with path.open("rb") as fh:
-                sha = hashlib.file_digest(fh, "sha256").hexdigest()
+                digest = hashlib.file_digest(fh, blake3).hexdigest()
             accounting = replace(accounting, source=str(path))
         else:
-            accounting, sha, results = _ingest_into(path, tmp, progress)
+            accounting, digest, results = _ingest_into(path, tmp, progress)
         first_ts = next((r.first_ts for r in results if r.first_ts is not None), None)
         meta = {
             "epoch_offset_ns": epoch_offset_ns(path, first_ts, accounting.counter_clock),
             "accounting": {**accounting.to_json(), **_full_lines(accounting)},
         }
-        return sha, meta
+        return digest, meta
 
     with path_lock(cache, path):
         directory = cached(cache, path) or store(cache, path, build)

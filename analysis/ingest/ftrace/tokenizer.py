@@ -36,7 +36,7 @@ from analysis.ingest.events import (
     polars_fields,
 )
 from analysis.ingest.ftrace.arrow import ints, strings
-from analysis.ingest.ftrace.layout import FNV_OFFSET, FNV_PRIME, fnv1a, isdigit
+from analysis.ingest.ftrace.layout import FNV_OFFSET, FNV_PRIME, fnv1a, grown, isdigit
 
 __all__ = [
     "COMMON_SCHEMA",
@@ -90,14 +90,6 @@ def _bare_phrase(buf, ps, pe, t, h, ks, ke, kh, vs, ve, ival, iok):
     ival[t] = 0
     iok[t] = False
     return t + 1, (h ^ kh[t]) * FNV_PRIME
-
-
-@njit(inline="always")
-def _grown(a, size, used):
-    """``a`` moved into a new array of ``size`` elements (its first ``used`` kept)."""
-    b = np.empty(size, a.dtype)
-    b[:used] = a[:used]
-    return b
 
 
 @njit(nogil=True, cache=True)
@@ -165,9 +157,9 @@ def tokenize(buf, pstart, pend, mode, gfp):
         room = t + max(0, pend[k] - pstart[k] + 1) // 2
         if room > ks.size:
             size = max(2 * ks.size, room)
-            ks, ke, kh = _grown(ks, size, t), _grown(ke, size, t), _grown(kh, size, t)
-            vs, ve = _grown(vs, size, t), _grown(ve, size, t)
-            ival, iok = _grown(ival, size, t), _grown(iok, size, t)
+            ks, ke, kh = grown(ks, size, t), grown(ke, size, t), grown(kh, size, t)
+            vs, ve = grown(vs, size, t), grown(ve, size, t)
+            ival, iok = grown(ival, size, t), grown(iok, size, t)
         first[k] = t
         h = FNV_OFFSET
         i = pstart[k]
