@@ -1,11 +1,9 @@
-"""The paper's fits and timeout-model sections and the report's fits section, checked
-against computations from the raw trace text (grep), seed 000's published histogram and
-the model's own observations."""
+"""The paper's fits section and the report's fits section, checked against computations
+from the raw trace text (grep) and seed 000's published histogram."""
 
 from __future__ import annotations
 
 import re
-import statistics
 from collections import Counter
 from pathlib import Path
 
@@ -22,14 +20,6 @@ from analysis.report.paper.fits import (
     shown_groups,
 )
 from analysis.report.paper.latex import escape, macro_name
-from analysis.report.paper.timeout import (
-    LADDER,
-    predictions_table,
-    timeout_model,
-    timeout_values,
-    validation_table,
-)
-from analysis.report.paper.timeout import section_tex as timeout_tex
 from analysis.report.seeds import SEEDS
 from analysis.report.throttle_fits import format_run_fits, run_fits
 from analysis.stats.fit import fit_group, jiffy_data
@@ -53,11 +43,6 @@ def data() -> ReportData:
 @pytest.fixture(scope="module")
 def shown(data):
     return shown_groups(data, bootstrap=3)
-
-
-@pytest.fixture(scope="module")
-def tm(data):
-    return timeout_model(*data.runs, bootstrap=3)
 
 
 def _grep_groups(run) -> Counter:
@@ -133,43 +118,3 @@ def test_report_fits_section_is_mail_ready_and_counts_timeouts(data):
         at_timeout = sum(c for (t, d, _), c in groups.items() if d >= t)
         assert f"{run.name}: WRITEBACK, memcg, timeout 100 ms, n={n} sleeps" in text
         assert f"data: {at_timeout} of {n} at the timeout" in text
-
-
-def test_p_timeout_at_the_observed_timeout_is_the_share_that_timed_out(data, tm):
-    groups = _grep_groups(data.runs[0])
-    share = sum(c for (t, d, _), c in groups.items() if d >= t) / sum(groups.values())
-    (reason,) = tm.report.model.reasons
-    at = next(p for p in tm.report.timeouts if p.tau_us == reason.timeout_us)
-    # Kaplan-Meier gives the share exactly; a fitted wait within its fit error.
-    assert at.p_timeout.value == pytest.approx(share, abs=0.01)
-
-
-def test_naive_error_is_the_calibration_runs_velocity_against_each_scored_run(tm):
-    runs, targets = tm.report.runs, tm.report.validation.rows
-    pooled = sum(o.scanned for o in runs) / sum(o.reclaim_s for o in runs)
-    errors = [abs(pooled - v) / v for v in targets["velocity_pps"]]
-    values = timeout_values(tm)
-    assert values["tmodel forward velocity naive"] == f"{100 * statistics.fmean(errors):.1f}"
-
-
-def test_tables_have_every_ladder_timeout_and_both_directions(tm):
-    table = predictions_table(tm)
-    reasons = len(tm.report.model.reasons)
-    assert table.count("\\scriptsize [") == len(LADDER) * reasons * 4
-    # Only the timeouts beyond the observed one are marked as extrapolation.
-    assert table.count("$^{*}$ &") == sum(f > 1 for f in LADDER) * reasons
-    validation = validation_table(tm)
-    assert f"{tm.base_run} $\\to$ {tm.new_run}" in validation
-    assert f"{tm.new_run} $\\to$ {tm.base_run}" in validation
-
-
-def test_section_says_where_the_model_loses(tm):
-    values = timeout_values(tm)
-    tex = timeout_tex(tm, values)
-    defined = {macro_name(k) for k in values}
-    used = set(re.findall(r"\\(Tmodel[A-Za-z]+)", tex))
-    assert used and used <= defined, used - defined
-    v = tm.report.validation
-    if v.efficiency_error >= v.baseline_efficiency_error:
-        assert "loses to the naive baseline" in tex
-        assert f"\\{macro_name('tmodel forward efficiency error')}" in tex

@@ -20,6 +20,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("runs", nargs="*", type=Path, metavar="RUN", help="base run, then new run")
     p.add_argument("--data", type=Path, default=Path("data"), help="runs under DATA (no RUN)")
+    p.add_argument(
+        "--sweep",
+        type=Path,
+        metavar="DIR",
+        help="patched-kernel sweep (captures aa1, aa2, wb20, wb500, div1, divprio: "
+        "data/vm-6.12) whose models and knob effects the paper's results report",
+    )
     p.add_argument("--out", type=Path, default=Path("build/paper"), help="output folder")
     p.add_argument("--json", action="store_true", help="print the macros and files as JSON")
     p.set_defaults(func=run)
@@ -27,13 +34,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from analysis.report.document import ReportData, report_runs
-    from analysis.report.paper.build import build_inputs
+    from analysis.report.paper.build import NEEDS_TRACES, build_inputs
+    from analysis.report.paper.sweep import knob_sweep
 
-    inputs = build_inputs(ReportData(report_runs(args.runs or [args.data])), args.out)
-    if inputs.left_out:
+    sweep = knob_sweep(args.sweep) if args.sweep is not None else None
+    inputs = build_inputs(ReportData(report_runs(args.runs or [args.data])), args.out, sweep)
+    traceless = [name for name in inputs.left_out if name in NEEDS_TRACES]
+    if traceless:
         print(
-            f"mmlab paper: no ftrace captures in these runs: left out {', '.join(inputs.left_out)}"
+            f"mmlab paper: no ftrace captures in these runs: left out {', '.join(traceless)}"
             " (each written as a sentence saying so)",
+            file=sys.stderr,
+        )
+    if sweep is None:
+        print(
+            "mmlab paper: no --sweep: the sweep's tables, figure and \\Sw... macros are not "
+            "written (papers/reclaim-throttling/main.tex quotes them)",
             file=sys.stderr,
         )
     if args.json:

@@ -32,8 +32,9 @@ from analysis.metrics.throttle_runs import run_throttle_table
 from analysis.outputs import staged_dir
 from analysis.report.document import ReportData
 from analysis.report.ops import display_label, ops_digits
-from analysis.report.paper import comparison, figures, fits, shrinker, timeout
+from analysis.report.paper import comparison, figures, fits, shrinker
 from analysis.report.paper.latex import defined_macros, escape, macros_tex, pm, table_tex
+from analysis.report.paper.sweep import KnobSweep, write_sweep
 from analysis.report.provenance import iteration_provenance
 from analysis.report.throttle import STALL_DIGITS, THROTTLE_DIGITS
 
@@ -46,10 +47,9 @@ SECTION_HOOKS: dict[str, Callable[[ReportData, Path], str]] = {
     "fits": fits.section,
     "comparison": comparison.section,
     "shrinker-replay": shrinker.section,
-    "timeout-model": timeout.section,
 }
 # Hooks (and the tables named ``tables/<name>.tex``) computed from ftrace events only.
-NEEDS_TRACES = ("throttle", "stalls", "fits", "shrinker-replay", "timeout-model")
+NEEDS_TRACES = ("throttle", "stalls", "fits", "shrinker-replay")
 
 
 @dataclass(frozen=True)
@@ -264,19 +264,26 @@ def _no_traces(name: str) -> str:
     return f"\\emph{{No {escape(name)}: the runs given have no ftrace captures.}}\n"
 
 
-def build_inputs(data: ReportData, out: Path) -> PaperInputs:
+def build_inputs(data: ReportData, out: Path, sweep: KnobSweep | None = None) -> PaperInputs:
     """Write macros, tables, figures and hook sections for ``data``'s runs under ``out``
-    (without traces, see the module docstring): all of them or, when anything fails, none
-    (other files in ``out`` are kept)."""
+    (without traces, see the module docstring), and the patched-kernel ``sweep``'s when
+    given (else left out): all of them or, when anything fails, none (other files in
+    ``out`` are kept)."""
     with staged_dir(out) as stage:
-        inputs = _build_inputs(data, stage)
+        inputs = _build_inputs(data, stage, sweep)
     return replace(inputs, files=tuple(out / f.relative_to(stage) for f in inputs.files))
 
 
-def _build_inputs(data: ReportData, out: Path) -> PaperInputs:
+def _build_inputs(data: ReportData, out: Path, sweep: KnobSweep | None) -> PaperInputs:
     cmp = compare_runs(data.runs)
     values = paper_values(data, cmp)
     left_out = () if data.analyses else NEEDS_TRACES
+    swept: list[Path] = []
+    if sweep is None:
+        left_out += ("sweep",)
+    else:
+        sweep_macros, swept = write_sweep(sweep, out)
+        values |= sweep_macros
     tables = {"ops": lambda: ops_table(cmp)}
     tables["throttle"] = lambda: throttle_table(_throttle(data))
     tables["stalls"] = lambda: stall_table(run_stall_table(_iteration_stall_frames(data)))
@@ -287,11 +294,12 @@ def _build_inputs(data: ReportData, out: Path) -> PaperInputs:
             for name, tex in tables.items()
         ),
         *_figures(data, out / "figures"),
+        *swept,
     ]
     sections = {
         name: _no_traces(name) if name in left_out else hook(data, out)
         for name, hook in SECTION_HOOKS.items()
     }
-    files += [_write(out / "sections" / f"{name}.tex", tex) for name, tex in sections.items()]
+    files += [_write(out / "generated" / f"{name}.tex", tex) for name, tex in sections.items()]
     section_macros = {name: defined_macros(tex) for name, tex in sections.items()}
     return PaperInputs(values, section_macros, tuple(files), left_out)
