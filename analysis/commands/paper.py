@@ -15,7 +15,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "paper",
         help="write the paper's macros, tables and figures from BASE NEW (or DATA)",
         description="Writes OUT/macros.tex (every number the text quotes), OUT/tables/*.tex, "
-        "OUT/figures/*.pdf and OUT/sections/*.tex; latexmk then builds "
+        "OUT/figures/*.pdf and OUT/generated/*.tex; latexmk then builds "
         "papers/reclaim-throttling/main.tex with OUT on TEXINPUTS (make paper).",
     )
     p.add_argument("runs", nargs="*", type=Path, metavar="RUN", help="base run, then new run")

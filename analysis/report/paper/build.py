@@ -1,17 +1,22 @@
-"""Everything ``papers/reclaim-throttling/main.tex`` inputs, built from the captures.
+"""Everything ``papers/reclaim-throttling/main.tex`` inputs besides its checked-in prose
+(``papers/reclaim-throttling/sections/*.tex``), built from the captures.
 
-``macros.tex`` (every number quoted in the text), ``tables/*.tex``, ``figures/*.pdf`` and
-``sections/*.tex``, one per analysis section. The first run is the *base*, the second the
-*new* one (macros ``\\Base...``/``\\New...``), as in ``mmlab report BASE NEW``.
+``macros.tex`` (every number the prose quotes: the A/B runs' and, given a patched-kernel
+sweep, :mod:`analysis.report.paper.sweep`'s ``\\Sw...``), ``tables/*.tex``,
+``figures/*.pdf`` and ``generated/*.tex``, one per ``SECTION_HOOKS`` entry of the A/B
+appendix. The first run is the *base*, the second the *new* one (macros
+``\\Base...``/``\\New...``), as in ``mmlab report BASE NEW``. papers/README.md maps
+each file to its make rule.
 
 Each entry of ``SECTION_HOOKS`` is a function of
 :class:`~analysis.report.document.ReportData` and the output folder that writes its own
-tables and figures there and returns the section's LaTeX, its numbers as macros it defines.
+tables and figures there and returns its LaTeX: its macros, and (fits, comparison) the
+prose not yet moved to a checked-in section.
 
 Runs without ftrace captures (a plain mmtests tree) get what applies to them (macros, the
 Ops table, the latency comparison, the reclaim-rate figure); the trace tables and the
-sections in ``NEEDS_TRACES`` are written as one sentence saying that they need ftrace, so
-the paper still builds, and are listed in ``PaperInputs.left_out``.
+sections in ``NEEDS_TRACES`` are written as one sentence saying that they need ftrace, and
+are listed in ``PaperInputs.left_out`` (with ``sweep`` when no sweep was given).
 """
 
 from __future__ import annotations
@@ -41,7 +46,7 @@ from analysis.report.throttle import STALL_DIGITS, THROTTLE_DIGITS
 __all__ = ["NEEDS_TRACES", "SECTION_HOOKS", "PaperInputs", "build_inputs", "paper_values"]
 
 
-# name -> LaTeX of sections/<name>.tex (a hook may write tables/figures under ``out``);
+# name -> LaTeX of generated/<name>.tex (a hook may write tables/figures under ``out``);
 # main.tex inputs each by name.
 SECTION_HOOKS: dict[str, Callable[[ReportData, Path], str]] = {
     "fits": fits.section,
