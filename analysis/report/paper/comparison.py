@@ -7,7 +7,7 @@ its quantiles are that value). Then the committed validation of the method on SY
 data (``analysis/stats/validation_compare/results.json``) as a table, and a figure of the
 per-iteration quantiles with the shift function of the probe.
 
-Every number the text quotes is a macro defined at the top of ``sections/comparison.tex``
+Every number the text quotes is a macro defined at the top of ``generated/comparison.tex``
 (prefix ``Cmp``), so the section never collides with ``macros.tex``.
 """
 
