@@ -14,16 +14,19 @@
 # %% [markdown]
 # # Stall-time distributions: censored, jiffy-quantised fits
 #
-# How long would a throttled reclaimer wait for its wake condition if it had no timeout?
-# The recorded `usect_delayed` hides it: sleeps that hit the timeout are right-censored,
-# delays are whole jiffies (the tick phase mixes neighbouring waits), some sleepers wake
-# at once and some would never be woken early. `analysis.stats.fit` models all of that
-# (issue 10). First seed 000's four throttle groups from its mail, then the bundled
-# captures' throttle delays and reclaim stalls, then the validation on synthetic data.
+# How long would a throttled reclaimer wait for its wake condition without a timeout? The
+# recorded `usect_delayed` hides it: sleeps at the timeout are right-censored, delays are
+# whole jiffies, some sleepers wake at once, some would never wake early; `analysis.stats.fit`
+# models all of that. Seed 000's throttle groups, then the patched 6.12 sweep (`data/vm-6.12`,
+# TCG guest) scored against the kernels that ran 20, 100 and 500 ms (docs/model-validation.md
+# "Beyond the calibrated timeout"): a cure fraction's tail is not identified; assuming every
+# sleeper wakes, 20 ms predicts 100 and 500 ms, and 100 ms predicts 500 ms except from runs
+# whose sleepers nearly all reached the timeout. Then reclaim stalls, and synthetic checks.
 
 # %% tags=["parameters"]
 seed = "data/mail/000_901e324e43c5b0b5.txt"
-capture = "data"
+capture = "data/vm-6.12"
+sweep = ["data/vm-6.12/wb20", "data/vm-6.12/aa1", "data/vm-6.12/aa2", "data/vm-6.12/wb500"]
 build_dir = "build"
 bootstrap = 0
 band_bootstrap = 50
@@ -34,14 +37,18 @@ stall_families = ["lognormal", "weibull", "log-logistic", "lognormal-mixture"]
 from pathlib import Path
 
 import altair as alt
+import numpy as np
 import polars as pl
 
 from analysis.ingest import histogram
 from analysis.metrics import throttle
 from analysis.metrics.trace_analysis import analyse_file
+from analysis.models.throttle import calibrate, observe
+from analysis.models.throttle_validation import run_values
+from analysis.models.throttle_waits import fit_reasons, woken_wait
 from analysis.report import charts
 from analysis.report.document import capture_traces
-from analysis.report.fit import format_duration_fits, format_fits, summary_frame
+from analysis.report.fit import format_duration_fits, format_fits
 from analysis.report.fit_figures import bins_chart, km_chart, survival_chart
 from analysis.stats.durations import fit_duration_models
 from analysis.stats.fit import GroupFit, fit_throttle_groups
@@ -67,9 +74,8 @@ seed_fits = fit_throttle_groups(
 print(format_fits(seed_fits))
 
 # %% [markdown]
-# The mail says "Roughly 16% of stalls reached the timeout" for kswapd; its histogram has
-# 11 of 244 at the timeout (4.5 %; 7.3 % of the 150 that slept a jiffy or more) and the
-# fitted P(timeout) CI excludes 16 %: the prose may describe another of its three machines.
+# The mail's "Roughly 16% of stalls reached the timeout" (kswapd) is not its histogram's
+# 11 of 244 (4.5 %); the fitted CI excludes 16 %: the prose may describe another machine.
 
 # %%
 charts = []
@@ -86,40 +92,36 @@ seed_chart.save(figures / "03-seed000-fits.svg")
 seed_chart
 
 # %% [markdown]
-# ## Bundled captures: throttle delays per iteration (each trace with its CONFIG_HZ)
-# Each iteration is an independent run; the run-level summary is the mean and sd of the
-# per-iteration estimates, not a pooled fit (sleeps within a capture are not independent).
+# ## The sweep: each capture's best censored fit (runs pooled), then P(timeout) at 20, 100
+# and 500 ms by its runs' Kaplan–Meier (never woken beyond the timeout: an upper bound) and
+# woken fits (means over runs); last row: what the kernels that ran each timeout observed.
+
+# %%
+WB, taus = "VMSCAN_THROTTLE_WRITEBACK", [20_000.0, 100_000.0, 500_000.0]
+sweep_runs = {Path(c).name: observe(c) for c in sweep}
+for name, fit in ((n, fit_reasons(obs)[WB]) for n, obs in sweep_runs.items()):
+    print(name, fit if isinstance(fit, str) else (fit.best.name, fit.identifiability or "ok"))
+rows = [
+    {"capture": name, "wait": label}
+    | {f"p_{t / 1000:.0f}ms": np.mean([w(o).survival(np.array([t]))[0] for o in obs]) for t in taus}
+    for name, obs in sweep_runs.items()
+    for label, w in (("Kaplan-Meier", lambda o: calibrate([o]).reason(WB).wait),
+                     ("woken fit", lambda o: woken_wait(o, WB)))
+]  # fmt: skip
+values = [run_values(o, WB) for obs in sweep_runs.values() for o in obs]
+seen = {t: np.mean([v.p_timeout for v in values if v.tau_us == t]) for t in taus}
+rows.append({"capture": "observed", "wait": "kernel"}
+            | {f"p_{t / 1000:.0f}ms": seen[t] for t in taus})  # fmt: skip
+print(pl.DataFrame(rows))
+
+# %% [markdown]
+# ## Reclaim stalls: Kaplan–Meier and censored fits per iteration, log-rank. memcg reclaim
+# intervals, censored when still open at the end. The log-rank test pools each run's
+# iterations (stalls taken as independent: optimistic p); the curves show the run spread.
 
 # %%
 traces = capture_traces(Path(capture))
 analyses = {f"{p.parent.parent.name}/{p.parent.name}": analyse_file(p) for p in traces}
-capture_fits = {
-    name: fit_throttle_groups(
-        a.throttle_events, 1e6 / (a.hz.config_hz or a.hz.hz), bootstrap=bootstrap
-    )
-    for name, a in analyses.items()
-}
-per_iteration = summary_frame(capture_fits).with_columns(
-    run=pl.col("source").str.extract("^([^/]+)")
-)
-print(per_iteration)
-print(
-    per_iteration.group_by("run", "group").agg(
-        iterations=pl.len(),
-        p_timeout_mean=pl.col("p_timeout").mean(),
-        p_timeout_sd=pl.col("p_timeout").std(),
-        mean_wait_us_mean=pl.col("restricted_mean_usec").mean(),
-        mean_wait_us_sd=pl.col("restricted_mean_usec").std(),
-    )
-)
-
-# %% [markdown]
-# ## Reclaim stalls: Kaplan–Meier and censored parametric fits per iteration, log-rank
-# memcg reclaim intervals (begin → end), censored when still open at the capture's end.
-# The log-rank test pools each run's iterations, treating stalls as independent: its
-# p-value is optimistic; the per-iteration curves show the run-to-run spread.
-
-# %%
 curves, samples = [], {}
 for name, analysis in analyses.items():
     for context, paired in analysis.reclaim.items():
@@ -129,9 +131,8 @@ for name, analysis in analyses.items():
         km = kaplan_meier(stalls["duration_us"].to_numpy(), stalls["censored"].to_numpy())
         curves.append(km.with_columns(curve=pl.lit(f"{name} {context}")))
         samples.setdefault(name.split("/")[0], []).append(stalls)
-        fits = fit_duration_models(
-            stalls["duration_us"].to_numpy(), stalls["censored"].to_numpy(), stall_families
-        )
+        fits = fit_duration_models(stalls["duration_us"].to_numpy(),
+                                   stalls["censored"].to_numpy(), stall_families)  # fmt: skip
         print(format_duration_fits(f"{name} {context} reclaim stalls (n={stalls.height})", fits))
 reclaim_chart = km_chart(pl.concat(curves), "reclaim stalls, Kaplan-Meier")
 reclaim_chart.save(figures / "03-reclaim-km.svg")

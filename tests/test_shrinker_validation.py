@@ -15,6 +15,7 @@ import zstandard
 from analysis import cli
 from analysis.errors import InputError
 from analysis.ingest.captures import traces_below
+from analysis.models import shrinker_kernel
 from analysis.models.shrinker import load_invocations
 from analysis.models.shrinker_validation import capture_divisor, observed, score_divisor
 
@@ -122,3 +123,39 @@ def test_no_freed_prediction_without_a_scanned_object(runs):
     assert len(idle) == 3
     scores = score_divisor(idle, "2^priority", runs["div1"], "1", "div1")
     assert [s.quantity for s in scores] == ["scanned_objects", "backlog_objects", "kswapd_share"]
+
+
+def _two_calls(depletion: float) -> tuple[np.ndarray, np.ndarray]:
+    """Scanned objects and next_deferred of two G3 calls of one shrinker at divisor 1,
+    batch 128: take A, hand back A, take B, hand back B; 1000 objects deferred before A;
+    the trace saw neither call scan anything."""
+    *_, scanned, next_deferred, _, _ = shrinker_kernel.replay(
+        2, True, np.array([0, 1, 0, 1]), np.array([0, 0, 1, 1]), np.array([0, 0]),
+        np.array([1000]), np.array([True, True]), np.array([2000, 600]), np.array([100, 100]),
+        np.array([12, 12]), np.ones(13, dtype=np.int64), np.array([128, 128]),
+        np.array([False, False]), depletion, np.array([0.0, 0.0]),
+    )  # fmt: skip
+    return scanned, next_deferred
+
+
+def test_depletion_by_hand():
+    # A: total_scan = min(1000 + 100, 4000) = 1100, 8 batches = 1024 scanned, 76 deferred.
+    # Without depletion B counts 600: min(76 + 100, 1200) = 176, one batch of 128, 48 left.
+    assert [list(v) for v in _two_calls(0.0)] == [[1024, 128], [76, 48]]
+    # At 0.5 freed per scanned, A freed 512 objects more than the trace's A: B counts
+    # 600 - 512 = 88, delta 100 x 88 // 600 = 14, total_scan min(76 + 14, 176) = 90, and
+    # the loop takes the 90 in one go (90 >= 88 freeable): 90 scanned, nothing left.
+    assert [list(v) for v in _two_calls(0.5)] == [[1024, 90], [76, 0]]
+
+
+def test_depletion_cuts_the_scanned_overshoot_on_div1(runs):
+    # Real kernels: replayed from aa1 under divisor 1, the plain replay scans 3x what div1
+    # scanned; with depletion the error falls below no change's, and the A/A replay is
+    # unchanged (the capturing rule scans what the trace scanned: nothing extra freed).
+    div1 = {s.quantity: s for s in score_divisor(runs["aa1"], "2^priority", runs["div1"], "1", "d")}
+    scanned = div1["scanned_objects"]
+    assert scanned.predicted > 2.5 * np.mean(scanned.observed)
+    assert scanned.depleted_error < scanned.no_change_error < scanned.model_error
+    assert scanned.depleted < scanned.predicted
+    aa = score_divisor(runs["aa1"], "2^priority", runs["aa1"], "2^priority", "aa1")
+    assert all(s.depleted == pytest.approx(s.predicted) for s in aa if s.depleted is not None)

@@ -18,10 +18,13 @@ from analysis.errors import InputError
 from analysis.models import throttle as m
 from analysis.models.throttle_validation import (
     RunValues,
+    identification_bounds,
     linear_velocity,
     run_values,
     score_capture,
+    writeback_conditioned,
 )
+from analysis.models.throttle_waits import woken_wait
 
 SWEEP = Path(__file__).resolve().parents[1] / "data" / "vm-6.12"
 WB = "VMSCAN_THROTTLE_WRITEBACK"
@@ -46,7 +49,7 @@ def _regex_runs(capture: str) -> dict[str, tuple[int, float, float]]:
 
 @pytest.fixture(scope="module")
 def sweep() -> dict[str, list[m.Observation]]:
-    return {c: m.observe(SWEEP / c) for c in ("aa1", "aa2", "wb20")}
+    return {c: m.observe(SWEEP / c) for c in ("aa1", "aa2", "wb20", "wb500")}
 
 
 def _iteration(obs: m.Observation) -> str:
@@ -153,3 +156,87 @@ def test_command_prints_one_table_for_several_captures(capsys):
     table = text[text.index("out-of-sample validation") :]
     assert "tau 20000 us vs 100000 us (another timeout), 5 runs" in table
     assert max(len(line) for line in table.splitlines()) <= 80
+
+
+def _run(cycles: pl.DataFrame, writeback_pps: float = 100.0) -> m.Observation:
+    return m.Observation("iter-0/trace", cycles, 0, 0, 0, 1.0, writeback_pps, 10.0, 250)
+
+
+def _quantised_exponential(mean_us: float, tau_us: float, n: int, seed: int) -> pl.DataFrame:
+    """Synthetic (statistical validation only): exponential latent waits recorded as the
+    kernel records them at HZ=250, floor(T/J + U) jiffies of 4000 µs, censored at tau."""
+    rng = np.random.default_rng(seed)
+    ticks = np.floor(rng.exponential(mean_us, n) / 4000 + rng.random(n))
+    delays = np.minimum(ticks * 4000, tau_us)
+    return pl.DataFrame(
+        {
+            "reason": [WB] * n,
+            "usec_timeout": [tau_us] * n,
+            "delay_us": delays,
+            "scanned": [32] * n,
+            "reclaimed": [16] * n,
+        }
+    )
+
+
+def test_woken_wait_recovers_a_known_tail_beyond_the_timeout():
+    # Exponential waits of mean 30 ms seen through a 20 ms timeout: Kaplan–Meier stops at
+    # S(20 ms) = exp(-2/3) = 0.513 and keeps it as never woken; the truth at 100 ms is
+    # exp(-10/3) = 0.0357 and E[min(T, 100 ms)] = 30 ms (1 - exp(-10/3)) = 28 930 µs.
+    obs = _run(_quantised_exponential(30_000, 20_000, 4000, seed=3))
+    km = m.calibrate([obs]).reason(WB).wait
+    assert km.survival(np.array([100_000.0]))[0] == pytest.approx(np.exp(-2 / 3), abs=0.03)
+    fit = woken_wait(obs, WB)
+    assert fit.cure_fraction == 0
+    assert fit.survival(np.array([100_000.0]))[0] == pytest.approx(np.exp(-10 / 3), abs=0.02)
+    assert fit.restricted_mean_us(100_000) == pytest.approx(28_930, rel=0.08)
+    assert fit.support_limit_us == 20_000
+
+
+def test_identification_bounds_by_hand():
+    # Four sleeps, timeout 10 ms: 0, 4 ms, and two at the timeout. S(10 ms) = 1/2,
+    # R(10 ms) = (0 + 4 + 10 + 10)/4 = 6 ms; at 50 ms the stall lies in [6, 6 + 40/2] ms.
+    wait = m.EmpiricalWait.from_delays(WB, [0, 4000, 10_000, 10_000], 10_000)
+    bounds = identification_bounds(wait, 10_000, 50_000)
+    assert bounds["p_timeout"] == pytest.approx((0.0, 0.5))
+    assert bounds["mean_stall_us"] == pytest.approx((6000.0, 26_000.0))
+
+
+def test_writeback_conditioned_is_exact_on_a_power_law():
+    # Velocity = 3 w^0.8 and efficiency = 0.1 + 0.05 ln w exactly in the calibration runs:
+    # the line through them predicts a run at w = 5000 pages/s with no error.
+    cycles = _quantised_exponential(10_000, 100_000, 5, seed=0)
+    runs = []
+    for w in (500.0, 1000.0, 2000.0, 4000.0):
+        scanned = 3 * w**0.8  # pages in 1 s of reclaim
+        eff = 0.1 + 0.05 * np.log(w)
+        runs.append(
+            m.Observation("r", cycles.head(0), round(scanned * 1000), round(scanned * 1000 * eff),
+                          0, 1000.0, w, 10.0, 250)
+        )  # fmt: skip
+    target = [m.Observation("t", cycles.head(0), 10, 5, 0, 1.0, 5000.0, 10.0, 250)]
+    v, v_pi = writeback_conditioned(runs, target, "velocity_pps")
+    e, _ = writeback_conditioned(runs, target, "efficiency")
+    assert v[0] == pytest.approx(3 * 5000**0.8, rel=1e-3)
+    assert e[0] == pytest.approx(0.1 + 0.05 * np.log(5000), abs=1e-3)
+    assert v_pi[0, 0] <= v[0] <= v_pi[0, 1]
+
+
+def test_beyond_the_timeout_the_woken_fit_beats_kaplan_meier_on_wb500(sweep):
+    # Real kernel: calibrated at 20 ms, scored on the kernel that ran 500 ms, where no
+    # sleep of any of the 5 runs reached the timeout (README: every delay < 500 ms).
+    model = m.calibrate(sweep["wb20"])
+    s = {q.quantity: q for q in score_capture(model, sweep["wb20"], sweep["wb500"], WB, "wb500")}
+    p, stall = s["p_timeout"], s["mean_stall_us"]
+    assert p.extrapolated and set(p.observed) == {0.0}
+    # Kaplan–Meier carries S(20 ms), the share of wb20's sleeps at their timeout, to 500 ms.
+    assert p.kaplan_meier == pytest.approx(np.mean([v[1] for v in _regex_runs("wb20").values()]))
+    assert p.predicted < 0.05 < p.kaplan_meier
+    assert p.model_error < p.kaplan_meier_error / 10
+    assert stall.model_error < stall.kaplan_meier_error
+    lo, hi = stall.bounds
+    assert lo <= np.mean(stall.observed) <= hi
+    assert p.bounds == (0.0, pytest.approx(p.kaplan_meier, rel=0.05))
+    # Velocity and efficiency given each run's writeback rate: one prediction per run.
+    assert len(s["velocity_pps"].given_writeback) == 5
+    assert s["p_timeout"].given_writeback is None

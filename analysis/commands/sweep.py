@@ -3,6 +3,13 @@
 In-process by default; ``--workers N`` starts a local Dask cluster of N processes,
 ``--scheduler ADDRESS`` uses a running one. Points already done in ``--out`` are skipped,
 so an interrupted sweep resumes where it stopped (see :mod:`analysis.models.sweep`).
+
+``throttle-validation`` and ``shrinker-validation`` score the models out of sample: a grid
+of ``calibration`` and ``target`` captures (e.g. ``calibration: [data/vm-6.12/aa1]``,
+``target: [data/vm-6.12/aa2, data/vm-6.12/wb20, data/vm-6.12/wb500]``) gives one row per
+pair with every quantity's prediction, run-level 95 % interval, errors of the model and
+the baselines and the permutation p (docs/model-validation.md; columns:
+analysis/models/validation_sweep.py). ``--json`` prints the table's rows too.
 """
 
 from __future__ import annotations
@@ -35,6 +42,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import math
+
+    import polars as pl
+
     from analysis.models.sweep import sweep
 
     out = args.out or Path("build") / "sweeps" / args.model
@@ -47,7 +58,13 @@ def run(args: argparse.Namespace) -> int:
         "resumed": result.resumed,
     }
     if args.json:
-        print(json.dumps(summary, indent=2))
+        rows = pl.read_parquet(result.table).to_dicts()
+        # NaN marks a field a row does not have: JSON null, never a bare NaN.
+        summary["rows"] = [
+            {k: None if isinstance(v, float) and math.isnan(v) else v for k, v in row.items()}
+            for row in rows
+        ]
+        print(json.dumps(summary, indent=2, allow_nan=False))
     else:
         print(
             f"sweep {result.model}: {result.points} points "

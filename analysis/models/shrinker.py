@@ -383,8 +383,19 @@ def _span_s(invocations: pl.DataFrame) -> float | None:
     return (end - start) / 1e9 if end is not None and end > start else None
 
 
-def replay(invocations: pl.DataFrame, variant: Variant, *, source: object = "<frame>") -> Replay:
-    """Re-run the capture's calls (invocation frame, any order) under ``variant``."""
+def replay(
+    invocations: pl.DataFrame,
+    variant: Variant,
+    *,
+    source: object = "<frame>",
+    depletion: float | None = None,
+) -> Replay:
+    """Re-run the capture's calls (invocation frame, any order) under ``variant``.
+
+    ``depletion`` (freed objects per scanned object, > 0) feeds the replay's extra freeing
+    back into the later calls' ``cache items`` (``count_objects()``), which the plain
+    replay keeps as the trace printed them (:func:`analysis.models.shrinker_kernel.replay`;
+    ``docs/model-validation.md`` "Shrinker deferral")."""
     calls = _checked(invocations, source)
     # One nr_deferred counter per shrinker instance (its pointer) and node.
     instance = pl.col("shrinker_ptr").fill_null(pl.col("shrinker")).cast(pl.Categorical)
@@ -414,6 +425,8 @@ def replay(invocations: pl.DataFrame, variant: Variant, *, source: object = "<fr
         divisor_table(variant.effective_divisor),
         _batch(calls),
         blocked_calls(calls).to_numpy(),
+        float(depletion or 0.0),
+        calls["scanned_objects"].fill_null(0).to_numpy().astype(np.float64),
     )
     takers = ran & (kswapd | (not variant.only_kswapd))
     chain = Agreement(

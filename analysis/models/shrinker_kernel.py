@@ -115,6 +115,8 @@ def replay(
     divisors: np.ndarray,
     batch: np.ndarray,
     blocked: np.ndarray,
+    freed_ratio: float,
+    observed_scanned: np.ndarray,
 ):
     """Run the calls' take (start) and hand-back (end) events in trace order.
 
@@ -122,6 +124,13 @@ def replay(
     the counters' values before the first event. Returns per call: ran, nr, total_scan,
     scanned, next_deferred, the counter after its hand-back (``new scan count``); and per
     event the sum of all counters after it (the deferred backlog).
+
+    ``freed_ratio`` > 0 feeds the replay's own freeing back (depletion): each instance
+    keeps the objects the replay freed beyond what the traced call did (its scanned
+    objects beyond ``observed_scanned`` x ``freed_ratio``, floored at 0), and later calls
+    of it count that many fewer (``freeable``, floored at 0, with ``delta`` scaled alike).
+    Under the capturing rule the replay scans what the trace scanned, so nothing changes.
+    Nothing grows the cache back: an upper bound of the depletion.
     """
     n = freeable.size
     counter = initial.copy()
@@ -133,17 +142,22 @@ def replay(
     new_count = np.zeros(n, dtype=np.int64)
     backlog = np.empty(event_kind.size, dtype=np.int64)
     total = counter.sum()
+    extra = np.zeros(counter.size, dtype=np.float64)
     for j in range(event_kind.size):
         i = event_call[j]
         k = key[i]
         if event_kind[j] == TAKE:
+            have, share = freeable[i], delta[i]
+            if extra[k] > 0 and have > 0:
+                have = max(have - int(extra[k]), 0)
+                share = share * have // freeable[i]
             ran[i], nr[i], total_scan[i], scanned[i], next_deferred[i] = shrink_call(
                 generation,
                 literal,
                 counter[k],
                 takes[i],
-                freeable[i],
-                delta[i],
+                have,
+                share,
                 divisors[priority[i]],
                 batch[i],
                 blocked[i],
@@ -152,6 +166,8 @@ def replay(
                 total -= counter[k]
                 counter[k] = 0
         else:
+            if freed_ratio > 0:
+                extra[k] = max(extra[k] + (scanned[i] - observed_scanned[i]) * freed_ratio, 0.0)
             if ran[i] and next_deferred[i] > 0:
                 counter[k] += next_deferred[i]
                 total += next_deferred[i]

@@ -22,7 +22,10 @@ the share), as runs that scanned nothing make relative errors undefined. The rep
 the calibration's call sequence, ``freeable`` and ``delta`` (``docs/shrinker-deferral.md``
 and :mod:`analysis.models.shrinker`): it cannot see that a kernel which scans more slab
 frees objects, changes the cache it counts and so how often and how hard reclaim calls
-the shrinker. See ``docs/model-validation.md`` "Shrinker deferral".
+the shrinker. Beside it, a replay with depletion (``replay(..., depletion=ratio)``): the
+objects the replay frees beyond what each traced call freed are taken off the instance's
+later ``cache items`` (nothing grows them back), scored the same way as ``depleted_*``.
+See ``docs/model-validation.md`` "Shrinker deferral".
 """
 
 from __future__ import annotations
@@ -77,7 +80,9 @@ class ShrinkerScore:
     """One quantity of one validation capture: replayed (mean of the one-run replays) with
     its run-level interval, the observed runs, how many fall inside, the mean absolute
     per-run error of the replay and of no change (the calibration's run mean), and the
-    permutation p of the observed change from the calibration runs."""
+    permutation p of the observed change from the calibration runs. ``depleted_*``: the
+    same for the replay with depletion (None for the kswapd share, which it keeps, and
+    when the calibration scanned nothing: no freed-per-scanned ratio to deplete by)."""
 
     capture: str
     quantity: str
@@ -91,6 +96,10 @@ class ShrinkerScore:
     no_change: float
     no_change_error: float
     change_p: float | None
+    depleted: float | None = None
+    depleted_interval: tuple[float, float] | None = None
+    depleted_inside: int | None = None
+    depleted_error: float | None = None
 
 
 def score_divisor(
@@ -109,13 +118,8 @@ def score_divisor(
     scanned = sum(float(c["scanned_objects"].sum()) for c in calibration)
     freed = sum(float(c["freed_objects"].sum()) for c in calibration)
     ratio = min(freed, scanned) / scanned if scanned else math.nan
-    replays = [replay(c, Variant("G3", divisor)) for c in calibration]
-    predicted = {
-        "scanned_objects": [float(r.scanned_objects) for r in replays],
-        "freed_objects": [r.scanned_objects * ratio for r in replays],
-        "backlog_objects": [float(r.calls["nr_objects"].mean()) for r in replays],
-        "kswapd_share": [float((c["context"] == "kswapd").mean()) for c in calibration],
-    }
+    predicted = _replayed(calibration, divisor, ratio, None)
+    depleted = _replayed(calibration, divisor, ratio, ratio) if scanned else None
     base = [observed(c) for c in calibration]
     seen = [observed(c) for c in targets]
     out = []
@@ -127,6 +131,15 @@ def score_divisor(
         share = q == "kswapd_share"
         centre, interval = prediction_interval(predicted[q], upper=1.0 if share else math.inf)
         scale = 100.0 if share else 1.0
+        extra: dict[str, object] = {}
+        if depleted is not None and not share:
+            d_centre, d_interval = prediction_interval(depleted[q])
+            extra = {
+                "depleted": d_centre,
+                "depleted_interval": d_interval,
+                "depleted_inside": inside(list(obs), d_interval),
+                "depleted_error": float(np.mean(np.abs(d_centre - obs))),
+            }
         out.append(
             ShrinkerScore(
                 capture=capture,
@@ -141,6 +154,20 @@ def score_divisor(
                 no_change=float(np.mean(calib)),
                 no_change_error=float(np.mean(np.abs(np.mean(calib) - obs)) * scale),
                 change_p=change_p(calib, list(obs), seed),
+                **extra,
             )
         )
     return tuple(out)
+
+
+def _replayed(
+    calibration: Sequence[pl.DataFrame], divisor: str, ratio: float, depletion: float | None
+) -> dict[str, list[float]]:
+    """Per calibration run, the four quantities of its replay under ``divisor``."""
+    replays = [replay(c, Variant("G3", divisor), depletion=depletion) for c in calibration]
+    return {
+        "scanned_objects": [float(r.scanned_objects) for r in replays],
+        "freed_objects": [r.scanned_objects * ratio for r in replays],
+        "backlog_objects": [float(r.calls["nr_objects"].mean()) for r in replays],
+        "kswapd_share": [float((c["context"] == "kswapd").mean()) for c in calibration],
+    }

@@ -64,6 +64,9 @@ __all__ = [
 REGISTRY: dict[str, str] = {
     "throttle": "analysis.models.throttle_waits:SWEEP_MODEL",
     "shrinker": "analysis.models.shrinker:SWEEP_MODEL",
+    # Out-of-sample validation tables, a (calibration, target) capture pair per point.
+    "throttle-validation": "analysis.models.validation_sweep:throttle_point",
+    "shrinker-validation": "analysis.models.validation_sweep:shrinker_point",
 }
 RANGE_KEYS = {"start", "stop", "num", "log", "step"}
 POINTS_DIR = ".points"

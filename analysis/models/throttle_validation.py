@@ -28,6 +28,22 @@ Each observed run of the validation capture is scored against:
   seconds per scanned page scales by τ/τ₀ (velocity = 1 / (scan s/page + τ/τ₀·sleep
   s/page), averaged over runs).
 
+Beyond the calibration's timeout (τ > τ₀) a one-run Kaplan–Meier model knows only that a
+sleeper still asleep at τ₀ would have woken later, and takes it as never woken: S(τ₀) is
+an upper bound of P(timeout) at τ, not an estimate. There the one-run models take each
+run's censored fit with every sleeper woken eventually
+(:func:`analysis.models.throttle_waits.woken_wait`, an extrapolation through the family's
+tail); the Kaplan–Meier prediction is kept as ``kaplan_meier`` with its error, and the
+pooled calibration's identification bounds (what holds whatever the unobserved tail is:
+0 ≤ P(timeout) ≤ S(τ₀), R(τ₀) ≤ E[min(T, τ)] ≤ R(τ₀) + S(τ₀)·(τ − τ₀)) as ``bounds``.
+
+Velocity and efficiency follow each run's writeback rate (vmstat ``nr_written``/s) more
+than any timeout moves them (``docs/model-validation.md`` "What the data says"). Beside the
+cycle model, ``given_writeback`` predicts each validation run from its own writeback rate
+by a least-squares line over the calibration runs (log velocity, or efficiency, against
+log writeback rate), with the line's 95 % prediction interval for one run: a conditional
+prediction, which needs the run's writeback rate and says nothing of the timeout.
+
 Errors are per run, then averaged over the validation capture's runs (each an independent
 run): absolute error in percentage points for the two shares (P(timeout), efficiency),
 relative error for the stall and the velocity. Whether the knob changed a quantity at all
@@ -41,14 +57,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
+import statsmodels.api as sm
 
 from analysis.errors import InputError
 from analysis.models.run_scoring import change_p, inside, prediction_interval
 from analysis.models.throttle import (
     CycleModel,
+    CyclePrediction,
     Estimate,
     Observation,
     calibrate,
@@ -56,14 +74,19 @@ from analysis.models.throttle import (
     predict_cycle,
     predict_timeout,
 )
+from analysis.models.throttle_waits import woken_wait
+from analysis.stats.latent import LatentWait
 
 __all__ = [
     "QUANTITIES",
+    "SHARES",
     "QuantityScore",
     "RunValues",
+    "identification_bounds",
     "linear_velocity",
     "run_values",
     "score_capture",
+    "writeback_conditioned",
 ]
 
 QUANTITIES = ("p_timeout", "mean_stall_us", "velocity_pps", "efficiency")
@@ -124,7 +147,14 @@ class QuantityScore:
     interval; ``pooled``: the pooled model with its bootstrap interval), the observed
     per-run values, how many fall in the interval, the mean per-run error (``error_unit``:
     ``pp`` or ``relative``) of the model and of the two baselines, and the permutation p
-    of the observed change from the calibration runs."""
+    of the observed change from the calibration runs.
+
+    Beyond the calibration's timeout (``extrapolated``) the one-run models use the woken
+    fit; ``kaplan_meier`` and its error are the Kaplan–Meier prediction there (an upper
+    bound for P(timeout) and the stall), ``bounds`` what holds whatever the tail
+    (P(timeout) and stall only). For velocity and efficiency, ``given_writeback`` holds
+    the per-run predictions from each validation run's writeback rate, their 95 %
+    intervals, how many runs fall inside and the mean error."""
 
     capture: str
     quantity: str
@@ -144,6 +174,44 @@ class QuantityScore:
     linear_error: float
     change_p: float | None
     extrapolated: bool
+    kaplan_meier: float | None = None
+    kaplan_meier_error: float | None = None
+    bounds: tuple[float, float] | None = None
+    given_writeback: tuple[float, ...] | None = None
+    given_writeback_intervals: tuple[tuple[float, float], ...] | None = None
+    given_writeback_inside: int | None = None
+    given_writeback_error: float | None = None
+
+
+def identification_bounds(wait: LatentWait, tau0_us: float, tau_us: float) -> dict:
+    """What the data at timeout ``tau0_us`` says of P(timeout) and E[min(T, τ)] (µs) at a
+    longer ``tau_us`` whatever T does beyond τ₀: every sleeper still asleep at τ₀ wakes
+    at once (lower) or never (upper)."""
+    s0 = float(wait.survival(np.array([tau0_us]))[0])
+    r0 = wait.restricted_mean_us(tau0_us)
+    return {"p_timeout": (0.0, s0), "mean_stall_us": (r0, r0 + s0 * (tau_us - tau0_us))}
+
+
+def writeback_conditioned(
+    calibration: Sequence[Observation], targets: Sequence[Observation], quantity: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each target run's ``quantity`` (``velocity_pps`` or ``efficiency``) predicted from
+    its writeback rate (vmstat ``nr_written``/s) by least squares over the calibration
+    runs — log velocity, or efficiency, on log writeback rate — and the line's 95 %
+    prediction interval for one run (n × 2, efficiency clipped to [0, 1])."""
+    if len(calibration) < 3:
+        raise InputError(calibration[0].source, "a writeback line needs three runs or more")
+    x = sm.add_constant(np.log([o.writeback_pps for o in calibration]))
+    y = np.array([getattr(o, quantity) for o in calibration], dtype=float)
+    log = quantity == "velocity_pps"
+    fit = sm.OLS(np.log(y) if log else y, x).fit()
+    new = sm.add_constant(np.log([o.writeback_pps for o in targets]), has_constant="add")
+    frame = fit.get_prediction(new).summary_frame(alpha=0.05)
+    centre = frame["mean"].to_numpy()
+    bounds = frame[["obs_ci_lower", "obs_ci_upper"]].to_numpy()
+    if log:
+        return np.exp(centre), np.exp(bounds)
+    return np.clip(centre, 0, 1), np.clip(bounds, 0, 1)
 
 
 def _errors(predicted: float | np.ndarray, observed: np.ndarray, quantity: str) -> np.ndarray:
@@ -173,14 +241,18 @@ def score_capture(
     singles = [calibrate([o]) for o in calibration]
     reps = [m.reason(reason).wait for m in model.replicates]
     wait = predict_timeout(cycle.wait, tau, replicates=reps)
-    flow = per_run(predict_cycle(model, {reason: tau}, seed=seed), singles, seed=seed)
-    single_waits = [predict_timeout(s.reason(reason).wait, tau) for s in singles]
-    per_run_pred = {
-        "p_timeout": [w.p_timeout.value for w in single_waits],
-        "mean_stall_us": [w.mean_stall_us.value for w in single_waits],
-        "velocity_pps": [v for v, _ in flow.runs],
-        "efficiency": [e for _, e in flow.runs],
-    }
+    beyond = tau > tau0
+    flow = predict_cycle(model, {reason: tau}, seed=seed)
+    kaplan_meier = _one_run_predictions(flow, singles, reason, tau, seed)
+    if beyond:
+        woken = [
+            _with_wait(s, reason, woken_wait(o, reason))
+            for s, o in zip(singles, calibration, strict=True)
+        ]
+        per_run_pred = _one_run_predictions(flow, woken, reason, tau, seed)
+    else:
+        per_run_pred = kaplan_meier
+    bounds = identification_bounds(calibrate(calibration).reason(reason).wait, tau0, tau)
     pooled = {
         "p_timeout": wait.p_timeout,
         "mean_stall_us": wait.mean_stall_us,
@@ -201,6 +273,21 @@ def score_capture(
             per_run_pred[q], upper=1.0 if q in SHARES else math.inf
         )
         model_err = _errors(centre, obs, q)
+        extra: dict[str, object] = {}
+        if beyond:
+            km = float(np.mean(kaplan_meier[q]))
+            extra |= {"kaplan_meier": km, "kaplan_meier_error": float(_errors(km, obs, q).mean())}
+            extra["bounds"] = bounds.get(q)
+        if q in ("velocity_pps", "efficiency") and len(calibration) >= 3:
+            given, intervals = writeback_conditioned(calibration, targets, q)
+            extra |= {
+                "given_writeback": tuple(float(v) for v in given),
+                "given_writeback_intervals": tuple((float(a), float(b)) for a, b in intervals),
+                "given_writeback_inside": int(
+                    np.sum((intervals[:, 0] <= obs) & (obs <= intervals[:, 1]))
+                ),
+                "given_writeback_error": float(_errors(given, obs, q).mean()),
+            }
         out.append(
             QuantityScore(
                 capture=capture,
@@ -221,6 +308,28 @@ def score_capture(
                 linear_error=float(_errors(linear, obs, q).mean()),
                 change_p=change_p(list(calib), list(obs), seed),
                 extrapolated=tau > cycle.wait.support_limit_us,
+                **extra,
             )
         )
     return tuple(out)
+
+
+def _with_wait(model: CycleModel, reason: str, wait: LatentWait) -> CycleModel:
+    return replace(
+        model,
+        reasons=tuple(replace(r, wait=wait) if r.reason == reason else r for r in model.reasons),
+    )
+
+
+def _one_run_predictions(
+    pooled: CyclePrediction, singles: Sequence[CycleModel], reason: str, tau: float, seed: int
+) -> dict[str, list[float]]:
+    """The four quantities at ``tau`` by each one-run model (its own wait and environment)."""
+    flow = per_run(pooled, singles, seed=seed)
+    waits = [predict_timeout(s.reason(reason).wait, tau) for s in singles]
+    return {
+        "p_timeout": [w.p_timeout.value for w in waits],
+        "mean_stall_us": [w.mean_stall_us.value for w in waits],
+        "velocity_pps": [v for v, _ in flow.runs],
+        "efficiency": [e for _, e in flow.runs],
+    }

@@ -33,7 +33,8 @@ from analysis.models.throttle import (
     predict_cycle,
     predict_timeout,
 )
-from analysis.stats.fit import GroupFit, fit_group, frame_data
+from analysis.stats.families import FAMILIES
+from analysis.stats.fit import FittedWait, GroupFit, fit_group, fit_model, frame_data
 
 __all__ = [
     "SWEEP_MODEL",
@@ -43,6 +44,7 @@ __all__ = [
     "calibrated",
     "fit_reasons",
     "with_waits",
+    "woken_wait",
 ]
 
 WAIT_MODES = ("auto", "fit", "empirical")
@@ -88,6 +90,39 @@ def fit_reasons(
         except InputError as exc:
             out[str(reason)] = exc.reason
     return out
+
+
+def woken_wait(observation: Observation, reason: str) -> FittedWait:
+    """The AIC-best censored, jiffy-quantised fit of one run's throttles of ``reason``
+    (every family of :mod:`analysis.stats.families`, with and without a zero mass) under the
+    assumption that every sleeper is woken by its condition eventually: no cure fraction.
+
+    Beyond the run's timeout Kaplan–Meier knows only that a sleeper reaching it would have
+    woken later, and takes it as never woken (an upper bound); a fit with a cure fraction
+    puts the same unobserved mass wherever its family's tail allows (not identified, see
+    :func:`analysis.stats.fit.fit_group`). Without a cure fraction the family's shape
+    below the timeout sets the tail beyond it: an extrapolation, scored against kernels
+    that ran longer timeouts in
+    ``docs/model-validation.md`` "Beyond the calibrated timeout".
+    ``reclaim_throttle()`` (mm/vmscan.c) wakes WRITEBACK sleepers as writeback completes,
+    so a sleeper that never wakes needs writeback that never completes."""
+    cycles = observation.cycles.filter(pl.col("reason") == reason)
+    jiffy = _jiffy_us([observation], cycles)
+    if jiffy is None:
+        raise InputError(observation.source, "no jiffy length: no CONFIG_HZ, no non-zero delay")
+    data = frame_data(cycles, jiffy, source=observation.source)
+    occupied = int((data.counts > 0).sum())
+    fits = [
+        fit_model(data, family, zero=zero, information=False)
+        for family, spec in FAMILIES.items()
+        for zero in (False, True)
+        # As fit_group: a model with as many parameters as occupied bins less one says nothing.
+        if len(spec.params) + zero < occupied
+    ]
+    if not fits:
+        raise InputError(observation.source, f"{reason}: too few distinct delays to fit")
+    best = min(fits, key=lambda f: f.aic)
+    return replace(best.wait, reason=reason, support_limit_us=data.timeout_us)
 
 
 def _choice(reason: str, fit: GroupFit | str | None, mode: str) -> WaitChoice:

@@ -225,7 +225,8 @@ def format_shrinker_validation(scores: Sequence[ShrinkerScore], calibration: str
         "  replayed: mean of one replay per calibration run; PI: run-level 95% interval",
         "  for one new run; in: runs inside it; errors: mean |error| over runs (objects;",
         "  pp for the share); none = calibration's run mean; p: permutation over runs,",
-        "  calibration vs this capture; nr_deferred: mean taken per call",
+        "  calibration vs this capture; nr_deferred: mean taken per call;",
+        "  depleted: the replay with its extra freeing taken off later cache items",
     ]
     for capture in dict.fromkeys(s.capture for s in scores):
         rows = [s for s in scores if s.capture == capture]
@@ -251,6 +252,20 @@ def format_shrinker_validation(scores: Sequence[ShrinkerScore], calibration: str
             lines.append(
                 f"  {label:<12} {pi:<24} {spread:<14} {s.inside}/{len(s.observed):<1} "
                 f"{s.model_error:>7.0f} {s.no_change_error:>7.0f} {_num(s.change_p, 3):>5}"
+            )
+        for s in rows:
+            if s.depleted is None:
+                continue
+            label, fmt, _ = SHRINKER_LABELS[s.quantity]
+            pi = format(s.depleted, fmt) + (
+                ""
+                if s.depleted_interval is None
+                else f" [{format(s.depleted_interval[0], fmt)}, "
+                f"{format(s.depleted_interval[1], fmt)}]"
+            )
+            lines.append(
+                f"  {label:<12} depleted {pi:<24} in {s.depleted_inside}/{len(s.observed)}"
+                f" error {s.depleted_error:.0f}"
             )
         lines.append("  per run:")
         for s in rows:
@@ -279,6 +294,12 @@ def shrinker_validation_json(scores: Sequence[ShrinkerScore], calibration: str) 
                 "no_change": s.no_change,
                 "no_change_error": s.no_change_error,
                 "change_permutation_p": s.change_p,
+                "depleted": s.depleted,
+                "depleted_interval": None
+                if s.depleted_interval is None
+                else list(s.depleted_interval),
+                "depleted_runs_inside_interval": s.depleted_inside,
+                "depleted_error": s.depleted_error,
             }
             for s in scores
         ],

@@ -383,6 +383,7 @@ def format_validation(scores: Sequence[QuantityScore], calibration: str) -> str:
                 f"  {label:<12} {pi:<20} {spread:<12} {inside:<3} {errors} "
                 f"{_opt(s.change_p, '.3f'):>5}"
             )
+        lines += _beside_lines(rows)
         lines.append("  per run (x: outside the PI):")
         for s in rows:
             label, fmt, _ = VALIDATION_LABELS[s.quantity]
@@ -396,6 +397,33 @@ def format_validation(scores: Sequence[QuantityScore], calibration: str) -> str:
             )
             lines.append(f"    {label:<12} {values}")
     return "\n".join(_wrap(line) for line in lines)
+
+
+def _beside_lines(rows: Sequence[QuantityScore]) -> list[str]:
+    """Kaplan–Meier and the identification bounds beyond the calibration's timeout; the
+    prediction from each run's writeback rate."""
+    lines = []
+    for s in rows:
+        label, fmt, short = VALIDATION_LABELS[s.quantity]
+        if s.kaplan_meier is not None:
+            bounds = (
+                ""
+                if s.bounds is None
+                else f"; bounds [{format(s.bounds[0], short)}, {format(s.bounds[1], short)}]"
+            )
+            lines.append(
+                f"  {label:<12} Kaplan-Meier {format(s.kaplan_meier, fmt)} "
+                f"(error {_score_error(s.kaplan_meier_error, s.error_unit)}){bounds}"
+            )
+    for s in rows:
+        label, fmt, _ = VALIDATION_LABELS[s.quantity]
+        if s.given_writeback is not None:
+            lines.append(
+                f"  {label:<12} given each run's writeback rate: error "
+                f"{_score_error(s.given_writeback_error, s.error_unit)}, "
+                f"in {s.given_writeback_inside}/{len(s.observed)}"
+            )
+    return lines
 
 
 def validation_json(scores: Sequence[QuantityScore], calibration: str) -> dict:
@@ -423,6 +451,15 @@ def validation_json(scores: Sequence[QuantityScore], calibration: str) -> dict:
                 "linear_error": s.linear_error,
                 "change_permutation_p": s.change_p,
                 "extrapolated": s.extrapolated,
+                "kaplan_meier": s.kaplan_meier,
+                "kaplan_meier_error": s.kaplan_meier_error,
+                "bounds": None if s.bounds is None else list(s.bounds),
+                "given_writeback": None if s.given_writeback is None else list(s.given_writeback),
+                "given_writeback_intervals": None
+                if s.given_writeback_intervals is None
+                else [list(i) for i in s.given_writeback_intervals],
+                "given_writeback_inside": s.given_writeback_inside,
+                "given_writeback_error": s.given_writeback_error,
             }
             for s in scores
         ],
