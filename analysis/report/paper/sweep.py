@@ -28,6 +28,7 @@ import altair as alt
 import numpy as np
 import polars as pl
 from scipy import stats
+from statsmodels.stats.multitest import multipletests
 
 from analysis.errors import InputError
 from analysis.ingest import benchmarks
@@ -35,9 +36,15 @@ from analysis.ingest.captures import traces_below
 from analysis.ingest.textfile import read_text
 from analysis.metrics.throttle import short_reason
 from analysis.models import throttle
+from analysis.models.run_scoring import LEVEL as PI_LEVEL
 from analysis.models.shrinker import load_invocations
 from analysis.models.shrinker_validation import ShrinkerScore, capture_divisor, score_divisor
-from analysis.models.throttle_validation import QuantityScore, score_capture
+from analysis.models.throttle_validation import (
+    QuantityScore,
+    RunValues,
+    run_values,
+    score_capture,
+)
 from analysis.models.throttle_waits import calibrate_with_waits
 from analysis.report.paper.figures import save_pdf
 from analysis.report.paper.latex import escape, table_tex
@@ -49,7 +56,9 @@ __all__ = [
     "RESAMPLES",
     "KnobSweep",
     "SweepCapture",
+    "beyond_table",
     "change_cells",
+    "knob_q",
     "knob_sweep",
     "latency_comparisons",
     "latency_table",
@@ -112,7 +121,11 @@ class KnobSweep:
     calibration capture's model against each capture that ran a setting, ``latency`` the
     probe rows of each capture against the calibration (one per capture and row), and
     ``velocity_rho``/``velocity_rho_p``: Spearman's rank correlation of velocity with the
-    writeback rate over every run of the timeout captures."""
+    writeback rate over every run of the timeout captures. ``beyond``: the model calibrated
+    on the shortest-timeout capture (``beyond_calibration``) scored against every capture
+    that ran a longer timeout (the calibration included), where its one-run models use the
+    woken fit; ``calibration_runs``: the calibration's per-run quantities (its P(timeout)
+    are the one-run models' predictions at its own timeout)."""
 
     calibration: SweepCapture
     captures: tuple[SweepCapture, ...]
@@ -123,6 +136,9 @@ class KnobSweep:
     velocity_rho: float
     velocity_rho_p: float
     velocity_runs: int
+    beyond_calibration: SweepCapture
+    beyond: tuple[QuantityScore, ...]
+    calibration_runs: tuple[RunValues, ...]
 
 
 def _capture(path: Path) -> SweepCapture:
@@ -217,6 +233,17 @@ def knob_sweep(
         )
     )
     latency = latency_comparisons((cal, *captures.values()), resamples, seed)
+    observed = {cal.name: runs, **targets}
+    tau = {c: next(s.tau_us for s in scores if s.capture == c) for c in targets}
+    tau[cal.name] = next(s.calibration_tau_us for s in scores)
+    short = min(tau, key=tau.__getitem__)
+    short_model, _ = calibrate_with_waits(observed[short], 0, seed, "auto")
+    named = {cal.name: cal, **captures}
+    beyond = tuple(
+        s
+        for c in sorted(c for c in tau if tau[c] > tau[short])
+        for s in score_capture(short_model, observed[short], observed[c], reason, c, seed=seed)
+    )
     every = [*runs, *(o for obs in targets.values() for o in obs)]
     rho = stats.spearmanr([o.writeback_pps for o in every], [o.velocity_pps for o in every])
     return KnobSweep(
@@ -229,6 +256,9 @@ def knob_sweep(
         velocity_rho=float(rho.statistic),
         velocity_rho_p=float(rho.pvalue),
         velocity_runs=len(every),
+        beyond_calibration=named[short],
+        beyond=beyond,
+        calibration_runs=tuple(run_values(o, reason) for o in runs),
     )
 
 
@@ -286,7 +316,10 @@ def _tau(sweep: KnobSweep, capture: str) -> str:
 
 def throttle_table(sweep: KnobSweep) -> str:
     """Per timeout capture and quantity: the model's prediction with its run-level 95 %
-    prediction interval, the observed runs, and each predictor's mean error."""
+    prediction interval, the observed runs, each predictor's mean error (``wb``: velocity
+    and efficiency given each run's writeback rate), the knob's permutation p and its
+    Benjamini–Hochberg q (:func:`knob_q`)."""
+    q = knob_q(sweep)
     rows = []
     for s in sweep.throttle:
         name, unit = _QUANTITY[s.quantity]
@@ -302,7 +335,11 @@ def throttle_table(sweep: KnobSweep) -> str:
                 _error(s.quantity, s.model_error),
                 _error(s.quantity, s.no_change_error),
                 _error(s.quantity, s.linear_error),
+                "--"
+                if s.given_writeback_error is None
+                else _error(s.quantity, s.given_writeback_error),
                 _p(s.change_p),
+                _p(q.get((s.capture, s.quantity))),
             ]
         )
     cal = escape(sweep.calibration.name)
@@ -318,27 +355,114 @@ def throttle_table(sweep: KnobSweep) -> str:
                 "model",
                 "none",
                 "linear",
+                "wb",
                 "$p$",
+                "$q$",
             ],
             rows,
-            "llrrrrrrrr",
+            "llrrrrrrrrrr",
             f"The timeout model calibrated on {cal} (default timeout) against the kernels "
             "that ran each timeout $\\tau$: the mean prediction of the models calibrated on "
             "one run each and its 95\\,\\% prediction interval for one run; observed mean "
             "$\\pm$ sd over the capture's runs (stall in ms); in: runs inside the interval; "
             "mean error over runs of the model, of no change (the calibration's run mean) "
             "and of linear in $\\tau$ (every sleep scaled by $\\tau/\\tau_c$, $\\tau_c$ the "
-            "calibration's timeout), in "
+            "calibration's timeout), and of velocity or efficiency given each run's "
+            "writeback rate (wb: a line over the calibration's runs), in "
             "percentage points (pp) of a share or \\% of the observed value; $p$: "
             f"permutation test over runs, {cal} against the capture (did the knob change "
-            "the quantity?). $^{*}$: beyond the longest wait the calibration observed.",
+            "the quantity?), $q$: its Benjamini--Hochberg adjustment over every $p$ of "
+            "Tables~\\ref{tab:sweep-throttle} and~\\ref{tab:sweep-shrinker}. $^{*}$: "
+            "beyond the longest wait the calibration observed, where the one-run models "
+            "use the woken fit (Table~\\ref{tab:sweep-beyond}).",
             "tab:sweep-throttle",
-        )
+        ),
+        wide=True,
     )
 
 
+def _beyond_scores(sweep: KnobSweep) -> list[tuple[SweepCapture, QuantityScore]]:
+    """(calibration, score) of every sleep quantity predicted beyond the calibration's
+    timeout: the default calibration's and the shortest timeout's."""
+    return [
+        (cal, s)
+        for cal, scores in (
+            (sweep.calibration, sweep.throttle),
+            (sweep.beyond_calibration, sweep.beyond),
+        )
+        for s in scores
+        if s.kaplan_meier is not None and s.quantity in ("p_timeout", "mean_stall_us")
+    ]
+
+
+def beyond_table(sweep: KnobSweep) -> str:
+    """Beyond the calibration's timeout: the woken fit with its run-level interval and the
+    identification bounds, Kaplan–Meier's never-woken prediction, and the observed runs."""
+    rows = []
+    for cal, s in _beyond_scores(sweep):
+        q = s.quantity
+        rows.append(
+            [
+                f"{escape(cal.name)} $\\to$ {escape(s.capture)} "
+                f"({s.calibration_tau_us / 1000:g} $\\to$ {s.tau_us / 1000:g})",
+                f"{_QUANTITY[q][0]} ({_QUANTITY[q][1]})",
+                _show(q, s.predicted),
+                _interval(q, s.interval),
+                _interval(q, s.bounds),
+                _show(q, s.kaplan_meier),
+                _observed(q, s.observed),
+                f"{s.inside}/{len(s.observed)}",
+                _error(q, s.model_error),
+                _error(q, s.kaplan_meier_error),
+                _error(q, s.no_change_error),
+            ]
+        )
+    return _compact(
+        table_tex(
+            [
+                "calibration $\\to$ capture ($\\tau$ ms)",
+                "quantity (error)",
+                "woken",
+                "95\\% PI",
+                "bounds",
+                "K--M",
+                "observed",
+                "in",
+                "woken",
+                "K--M",
+                "none",
+            ],
+            rows,
+            "llrrrrrrrrr",
+            "Beyond the calibration's timeout: each calibration run's censored fit with every "
+            "sleeper woken (woken: mean of the one-run predictions, with their 95\\,\\% "
+            "prediction interval for one run), the identification bounds (what the "
+            "calibration's sleeps allow whatever happens after its timeout), Kaplan--Meier "
+            "(K--M: a sleeper still asleep at the calibration's timeout never wakes, the "
+            "upper bound), the observed runs (mean $\\pm$ sd; stall in ms) and how many fall "
+            "in the interval; mean error over runs of the woken fit, of Kaplan--Meier and "
+            "of no change, in pp or \\% as in Table~\\ref{tab:sweep-throttle}.",
+            "tab:sweep-beyond",
+        ),
+        wide=True,
+    )
+
+
+def knob_q(sweep: KnobSweep) -> dict[tuple[str, str], float]:
+    """Benjamini–Hochberg q of every knob-effect permutation p of the throttle and
+    shrinker tables, keyed by (capture, quantity). The family is all of them: each asks
+    whether a capture's setting moved a quantity from the calibration's runs, and they
+    are read together to say which knob did anything."""
+    tests = [(s.capture, s.quantity, s.change_p) for s in (*sweep.throttle, *sweep.shrinker)]
+    tests = [t for t in tests if t[2] is not None]
+    _, q, _, _ = multipletests([p for *_, p in tests], method="fdr_bh")
+    return {(c, quantity): float(v) for (c, quantity, _), v in zip(tests, q, strict=True)}
+
+
 def shrinker_table(sweep: KnobSweep) -> str:
-    """Per divisor capture and quantity: replayed, observed, errors, change p."""
+    """Per divisor capture and quantity: replayed (plain and depleted), observed, errors,
+    the knob's permutation p and its q."""
+    q = knob_q(sweep)
     rows = [
         [
             f"{escape(s.capture)} ({escape(s.divisor)})",
@@ -347,9 +471,12 @@ def shrinker_table(sweep: KnobSweep) -> str:
             _interval(s.quantity, s.interval),
             _observed(s.quantity, s.observed),
             f"{s.inside}/{len(s.observed)}",
+            "--" if s.depleted is None else _show(s.quantity, s.depleted),
             _error(s.quantity, s.model_error),
+            "--" if s.depleted_error is None else _error(s.quantity, s.depleted_error),
             _error(s.quantity, s.no_change_error),
             _p(s.change_p),
+            _p(q.get((s.capture, s.quantity))),
         ]
         for s in sweep.shrinker
     ]
@@ -363,21 +490,27 @@ def shrinker_table(sweep: KnobSweep) -> str:
                 "95\\% PI",
                 "observed",
                 "in",
+                "depleted",
                 "replay",
+                "depleted",
                 "none",
                 "$p$",
+                "$q$",
             ],
             rows,
-            "llrrrrrrr",
+            "llrrrrrrrrrr",
             f"The shrinker replay: each run of {cal} (divisor $2^{{\\text{{priority}}}}$) "
             "replayed under the divisor each capture ran, against that kernel's runs: "
             "mean replay and its 95\\,\\% prediction interval for one run; observed mean "
             "$\\pm$ sd over runs (objects per run, backlog as mean \\texttt{nr\\_deferred} "
-            "taken per call); mean absolute error over runs of the replay and of no change "
-            "(objects; kswapd share in pp); $p$: permutation test over runs, "
-            f"{cal} against the capture.",
+            "taken per call); depleted: the replay whose extra freeing comes off the "
+            "instance's later cache sizes; mean absolute error over runs of the replay, of "
+            "the depleted replay and of no change (objects; kswapd share in pp); $p$: "
+            f"permutation test over runs, {cal} against the capture; $q$: as in "
+            "Table~\\ref{tab:sweep-throttle}.",
             "tab:sweep-shrinker",
-        )
+        ),
+        wide=True,
     )
 
 
@@ -423,8 +556,15 @@ def _unit(unit: str) -> str:
     return "$\\mu$s" if unit == "us" else escape(unit)
 
 
-def _compact(table: str) -> str:
-    return table.replace(r"\centering\small", r"\centering\footnotesize\setlength{\tabcolsep}{3pt}")
+def _compact(table: str, wide: bool = False) -> str:
+    """Smaller type and gaps; a ``wide`` table is also scaled to the text width."""
+    table = table.replace(
+        r"\centering\small", r"\centering\footnotesize\setlength{\tabcolsep}{3pt}"
+    )
+    if wide:
+        table = table.replace(r"\begin{tabular}", r"\resizebox{\textwidth}{!}{\begin{tabular}")
+        table = table.replace(r"\end{tabular}", r"\end{tabular}}")
+    return table
 
 
 def sweep_figure(sweep: KnobSweep) -> alt.HConcatChart:
@@ -467,20 +607,90 @@ def sweep_figure(sweep: KnobSweep) -> alt.HConcatChart:
 
 
 # The throttle scores the prose quotes (role of the capture, quantity) → fields; the rest
-# are in the table. Only these become macros, so that every macro is used.
-_ALL = ("model", "observed", "error", "error sd", "none", "linear", "p", "verdict")
-_ERRORS = ("error", "none", "linear", "p", "verdict")
+# are in the tables. Only these become macros, so that every macro is used. Roles: the
+# default calibration's scores of the short and long timeouts and of the A/A capture, and
+# the short timeout's scores beyond it (of the long timeout, the calibration, the A/A).
+_SLEEP = ("model", "observed", "error", "error sd", "none", "linear", "p", "q", "verdict")
+_ERRORS = ("error", "none", "linear", "p", "verdict", "wb error")
+_WB = (*_ERRORS, "wb error sd", "wb inside")
 _QUOTED = {
-    ("short", "p_timeout"): _ALL,
-    ("short", "mean_stall_us"): _ALL,
-    ("short", "velocity_pps"): _ERRORS,
+    ("short", "p_timeout"): _SLEEP,
+    ("short", "mean_stall_us"): _SLEEP,
+    ("short", "velocity_pps"): _WB,
     ("short", "efficiency"): _ERRORS,
-    ("long", "p_timeout"): ("model", "observed", "error", "none", "linear", "p"),
-    ("long", "mean_stall_us"): ("model", "observed", "error", "none", "linear", "verdict"),
-    ("long", "velocity_pps"): _ERRORS,
+    ("long", "p_timeout"): (
+        "model",
+        "interval",
+        "bounds",
+        "km",
+        "observed",
+        "error",
+        "none",
+        "km error",
+        "p",
+        "q",
+    ),
+    ("long", "mean_stall_us"): ("model", "observed", "error", "none", "km error", "verdict"),
+    ("long", "velocity_pps"): _WB,
     ("long", "efficiency"): _ERRORS,
     ("aa", "p_timeout"): ("observed", "error", "none"),
+    ("aa", "efficiency"): ("observed", "p", "q"),
+    ("beyond long", "p_timeout"): (
+        "model",
+        "interval",
+        "bounds",
+        "km",
+        "error",
+        "km error",
+        "none",
+    ),
+    ("beyond long", "mean_stall_us"): (
+        "model",
+        "observed",
+        "bounds",
+        "error",
+        "error sd",
+        "km error",
+        "none",
+        "verdict",
+    ),
+    ("beyond calibration", "p_timeout"): (
+        "model",
+        "interval",
+        "observed",
+        "inside",
+        "error",
+        "km error",
+        "none",
+    ),
+    ("beyond aa", "p_timeout"): ("observed", "inside", "error", "km error", "none"),
 }
+# The shrinker scores the prose quotes beyond replay, observed, inside, p and ratio.
+_SHRINKER_QUOTED = {
+    ("div one", "scanned_objects"): (
+        "depleted",
+        "depleted interval",
+        "error",
+        "depleted error",
+        "none",
+        "q",
+    ),
+    ("div one", "backlog_objects"): ("error", "depleted error", "none", "q"),
+    ("div prio", "scanned_objects"): ("depleted", "error", "depleted error", "none", "q"),
+    ("div prio", "backlog_objects"): ("error", "depleted error", "none"),
+}
+
+
+def _run_errors(quantity: str, predicted, observed) -> np.ndarray:
+    """Per-run absolute error of a throttle quantity in its unit of error (``_QUANTITY``):
+    pp of a share or relative (a fraction); ``predicted`` one value or one per run."""
+    observed = np.asarray(observed, dtype=float)
+    diff = np.abs(np.asarray(predicted, dtype=float) - observed)
+    return diff * 100 if _QUANTITY[quantity][1] == "pp" else diff / observed
+
+
+def _sd(values: np.ndarray) -> float:
+    return float(np.std(values, ddof=1)) if values.size > 1 else math.nan
 
 
 def _score(scores, capture: str, quantity: str):
@@ -501,6 +711,89 @@ def _role(sweep: KnobSweep, knob: str, pick) -> SweepCapture | None:
     """The capture whose knob ``knob`` read back a value ``pick`` chooses among them."""
     found = [c for c in sweep.captures if knob in c.knobs]
     return pick(found, key=lambda c: float(c.knobs[knob])) if found else None
+
+
+def _throttle_fields(s: QuantityScore, q: dict[tuple[str, str], float]) -> dict[str, str]:
+    """Every field of a throttle score the prose may quote, as printed."""
+    quantity = s.quantity
+    baselines = [s.no_change_error, s.linear_error]
+    if s.kaplan_meier_error is not None:
+        baselines.append(s.kaplan_meier_error)
+    wb = s.given_writeback
+    wb_errors = _run_errors(quantity, wb, s.observed) if wb is not None else np.array([])
+    return {
+        "model": _show(quantity, s.predicted),
+        "interval": _interval(quantity, s.interval),
+        "bounds": _interval(quantity, s.bounds),
+        "km": _show(quantity, s.kaplan_meier if s.kaplan_meier is not None else math.nan),
+        "observed": _observed(quantity, s.observed),
+        "inside": f"{s.inside} of {len(s.observed)}",
+        "error": _error(quantity, s.model_error),
+        "error sd": _error(quantity, _sd(_run_errors(quantity, s.predicted, s.observed))),
+        "none": _error(quantity, s.no_change_error),
+        "linear": _error(quantity, s.linear_error),
+        "km error": _error(quantity, s.kaplan_meier_error or math.nan),
+        "p": _p(s.change_p),
+        "q": _p(q.get((s.capture, quantity))),
+        "verdict": _verdict(quantity, s.model_error, *baselines),
+        "wb error": _error(quantity, s.given_writeback_error or math.nan),
+        "wb error sd": _error(quantity, _sd(wb_errors)),
+        "wb inside": f"{s.given_writeback_inside} of {len(s.observed)}",
+    }
+
+
+def _shrinker_fields(s: ShrinkerScore, q: dict[tuple[str, str], float]) -> dict[str, str]:
+    """The shrinker score's errors (plain and depleted replay), as printed."""
+    quantity = s.quantity
+    return {
+        "depleted": _show(quantity, s.depleted if s.depleted is not None else math.nan),
+        "error": _error(quantity, s.model_error),
+        "depleted error": _error(quantity, s.depleted_error or math.nan),
+        "depleted interval": _interval(quantity, s.depleted_interval),
+        "none": _error(quantity, s.no_change_error),
+        "q": _p(q.get((s.capture, quantity))),
+    }
+
+
+def _family_values(q: dict[tuple[str, str], float]) -> dict[str, str]:
+    """The multiple-testing family: its size, the level and the effects it keeps."""
+    kept = [f"{escape(c)} {_QUANTITY[quantity][0]}" for (c, quantity), v in q.items() if v <= LEVEL]
+    listed = ", ".join(kept[:-1]) + " and " + kept[-1] if len(kept) > 1 else "".join(kept)
+    return {
+        "tests": str(len(q)),
+        "fdr": f"{LEVEL:g}",
+        "kept": str(len(kept)),
+        "kept list": listed or "none",
+    }
+
+
+def _drift_values(sweep: KnobSweep, aa: SweepCapture) -> dict[str, str]:
+    """The A/A drift: the calibration's efficiency against the A/A capture's, same kernel
+    and settings, as the floor a knob effect between two captures must exceed."""
+    cal = np.array([r.efficiency for r in sweep.calibration_runs])
+    other = _score(sweep.throttle, aa.name, "efficiency").observed
+    return {
+        "calibration efficiency": _observed("efficiency", tuple(cal)),
+        "drift efficiency pp": _num(100 * (float(np.mean(other)) - float(cal.mean())), 1),
+    }
+
+
+def _interval_values(sweep: KnobSweep) -> dict[str, str]:
+    """Why the calibration's P(timeout) intervals span [0, 1]: the spread of its one-run
+    predictions (its runs' own shares), the half-width mean ± t·sd·√(1 + 1/n) gives
+    them, and the most a distribution-free interval from n runs (their range) covers."""
+    shares = np.array([r.p_timeout for r in sweep.calibration_runs])
+    n = shares.size
+    half = stats.t.ppf(0.5 + PI_LEVEL / 2, n - 1) * _sd(shares) * math.sqrt(1 + 1 / n)
+    return {
+        "pi runs": str(n),
+        "pi formula": f"mean $\\pm$ $t_{{{n - 1}}}\\cdot$sd$\\cdot\\sqrt{{1 + 1/{n}}}$",
+        "pi share min": _num(float(shares.min()), 3),
+        "pi share max": _num(float(shares.max()), 3),
+        "pi share sd": _num(_sd(shares), 3),
+        "pi half width": _num(half, 2),
+        "pi range coverage": _num(100 * (n - 1) / (n + 1), 0),
+    }
 
 
 def sweep_values(sweep: KnobSweep) -> dict[str, str]:
@@ -540,31 +833,33 @@ def sweep_values(sweep: KnobSweep) -> dict[str, str]:
         "rho p": _sci(sweep.velocity_rho_p),
         "rho runs": str(sweep.velocity_runs),
     }
-    roles = {"short": short, "long": long, "aa": aa}
-    for (role, q), fields in _QUOTED.items():
-        s = _score(sweep.throttle, roles[role].name, q)
-        every = {
-            "model": _show(q, s.predicted),
-            "observed": _observed(q, s.observed),
-            "error": _error(q, s.model_error),
-            "error sd": _error(q, s.model_error_sd or math.nan),
-            "none": _error(q, s.no_change_error),
-            "linear": _error(q, s.linear_error),
-            "p": _p(s.change_p),
-            "verdict": _verdict(q, s.model_error, s.no_change_error, s.linear_error),
-        }
-        values |= {f"{role} {_QUANTITY[q][0]} {f}": every[f] for f in fields}
+    q = knob_q(sweep)
+    roles = {
+        "short": (sweep.throttle, short),
+        "long": (sweep.throttle, long),
+        "aa": (sweep.throttle, aa),
+        "beyond long": (sweep.beyond, long),
+        "beyond calibration": (sweep.beyond, cal),
+        "beyond aa": (sweep.beyond, aa),
+    }
+    for (role, quantity), fields in _QUOTED.items():
+        scores, capture = roles[role]
+        every = _throttle_fields(_score(scores, capture.name, quantity), q)
+        values |= {f"{role} {_QUANTITY[quantity][0]} {f}": every[f] for f in fields}
     for role, c in (("div one", div1), ("div prio", divprio), ("aa", aa)):
-        for q in ("scanned_objects", "backlog_objects"):
-            s = _score(sweep.shrinker, c.name, q)
-            key = f"{role} {_QUANTITY[q][0]}"
+        for quantity in ("scanned_objects", "backlog_objects"):
+            s = _score(sweep.shrinker, c.name, quantity)
+            key = f"{role} {_QUANTITY[quantity][0]}"
             values |= {
-                f"{key} replay": _show(q, s.predicted),
-                f"{key} observed": _observed(q, s.observed),
+                f"{key} replay": _show(quantity, s.predicted),
+                f"{key} observed": _observed(quantity, s.observed),
                 f"{key} inside": f"{s.inside} of {len(s.observed)}",
                 f"{key} p": _p(s.change_p),
                 f"{key} ratio": _num(s.predicted / float(np.mean(s.observed)), 1),
             }
+            every = _shrinker_fields(s, q)
+            values |= {f"{key} {f}": every[f] for f in _SHRINKER_QUOTED.get((role, quantity), ())}
+    values |= _family_values(q) | _drift_values(sweep, aa) | _interval_values(sweep)
     kswapd = [max(s.observed) for s in sweep.shrinker if s.quantity == "kswapd_share"]
     values["kswapd share"] = _num(max(kswapd), 0)
     probe = [r for r in sweep.latency if r.unit == "us"]
@@ -584,6 +879,7 @@ def write_sweep(sweep: KnobSweep, out: Path) -> tuple[dict[str, str], list[Path]
     written = []
     for name, tex in (
         ("sweep-throttle", throttle_table(sweep)),
+        ("sweep-beyond", beyond_table(sweep)),
         ("sweep-shrinker", shrinker_table(sweep)),
         ("sweep-latency", latency_table(sweep)),
     ):
