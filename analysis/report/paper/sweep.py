@@ -600,7 +600,7 @@ def sweep_figure(sweep: KnobSweep) -> alt.HConcatChart:
                 )
                 + base.transform_filter("datum.low != null")
                 .mark_errorbar(ticks=True)
-                .encode(y="low:Q", y2="high:Q")
+                .encode(y=alt.Y("low:Q", title=title), y2="high:Q")
             ).properties(width=200, height=160)
         )
     return alt.hconcat(*panels)
