@@ -20,6 +20,8 @@ from tests.conftest import DATA, REPO, throttled_lines
 
 PAPER = REPO / "papers" / "reclaim-throttling"
 MAIN = PAPER / "main.tex"
+# The paper's base and new run (Makefile AB_RUNS).
+AB_RUNS = ("stutterp-aa2", "stutterp-ab-dirty5")
 # LaTeX commands of the prose that start with a capital, i.e. are not generated macros.
 LATEX_CAPITALS = {"Citet"}
 
@@ -27,7 +29,8 @@ LATEX_CAPITALS = {"Citet"}
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory):
     out = tmp_path_factory.mktemp("paper")
-    return out, build_inputs(ReportData(capture_runs(DATA)), out, knob_sweep(DATA / "vm-6.12"))
+    runs = tuple(run for name in AB_RUNS for run in capture_runs(DATA / name))
+    return out, build_inputs(ReportData(runs), out, knob_sweep(DATA / "vm-6.12"))
 
 
 def _uncommented(text: str) -> str:
@@ -86,7 +89,7 @@ def test_every_macro_in_the_text_is_generated_and_every_generated_one_is_used(in
 def test_macros_match_the_raw_traces(inputs):
     # The base run (first in path order) throttled this often per iteration, by grep.
     _, built = inputs
-    base = capture_runs(DATA)[0]
+    base = capture_runs(DATA / AB_RUNS[0])[0]
     counts = [len(throttled_lines(it.path)) for it in base.iterations]
     expected = pm(statistics.mean(counts), statistics.stdev(counts), 0)
     assert built.macros["base throttle events"] == expected

@@ -14,18 +14,20 @@ from analysis.report.paper import fits
 from analysis.report.paper.fits import (
     SEED_MAIL,
     aic_table,
+    cautions,
     fit_values,
     observables_table,
-    section_tex,
     shown_groups,
 )
-from analysis.report.paper.latex import escape, macro_name
+from analysis.report.paper.latex import escape
 from analysis.report.seeds import SEEDS
 from analysis.report.throttle_fits import format_run_fits, run_fits
 from analysis.stats.fit import fit_group, jiffy_data
 from tests.conftest import DATA, MAIL, throttled_lines
 
 RUNS = ("stutterp-dirty20", "stutterp-dirty5")
+# The A/B runs of the paper (Makefile AB_RUNS), whose fits sections/ab-fits.tex describes.
+PAPER_RUNS = ("stutterp-aa2", "stutterp-ab-dirty5")
 FIELDS = re.compile(r"usec_timeout=(\d+) usect_delayed=(\d+) reason=(\S+)")
 
 
@@ -96,16 +98,50 @@ def test_tables_have_one_row_per_fitted_group(data, shown):
     assert aic.count("\\textbf{0.0}") == expected
 
 
-def test_section_defines_every_macro_it_quotes(shown):
+@pytest.fixture(scope="module")
+def paper_shown():
+    runs = tuple(run for name in PAPER_RUNS for run in capture_runs(DATA / name))
+    return shown_groups(ReportData(runs), bootstrap=3)
+
+
+def test_each_group_sentence_of_the_prose_applies_to_its_fit(paper_shown):
+    """sections/ab-fits.tex gives each group a sentence that holds for its fit: the two
+    runs' sleeps were never censored and have iterations, the seed groups' medians are
+    zero (isolated), infinite (noprogress), past the timeout (direct writeback) and
+    finite below it (kswapd writeback). If a fit changes, this fails and the prose must
+    be rewritten."""
+    shown = paper_shown
+    fits = {s.key: s for s in shown}
+    assert set(fits) == {
+        "base memcg writeback",
+        "new memcg writeback",
+        "seed direct isolated",
+        "seed direct noprogress",
+        "seed direct writeback",
+        "seed kswapd writeback",
+    }
+    for key in ("base memcg writeback", "new memcg writeback"):
+        assert fits[key].fit.data.counts[-1] == 0 and fits[key].spread is not None
+    median = {k: s.fit.observables["q0.5"].estimate for k, s in fits.items()}
+    assert median["seed direct isolated"] == 0
+    assert median["seed direct noprogress"] == float("inf")
+    timeout = {k: s.fit.data.timeout_us for k, s in fits.items()}
+    assert median["seed direct writeback"] > timeout["seed direct writeback"]
+    assert 0 < median["seed kswapd writeback"] <= timeout["seed kswapd writeback"]
+    assert fits["seed kswapd writeback"].fit.data.counts[-1] > 0
+    # The macros of a sentence exist only where it applies.
     values = fit_values(shown)
-    tex = section_tex(shown, values)
-    defined = set(re.findall(r"\\newcommand\{\\(\w+)\}", tex))
-    used = set(re.findall(r"\\(Fit[A-Za-z]+)", tex))
-    assert used and used <= defined, used - defined
-    assert {macro_name(k) for k in values} == defined
-    # Where the fit is not identified, the section says so.
+    assert "fit base memcg writeback p timeout data high" in values
+    assert "fit seed kswapd writeback p timeout data high" not in values
+    assert "fit seed direct isolated p zero" in values
+    assert "fit base memcg writeback p zero" not in values
+
+
+def test_cautions_list_every_note_of_the_fits(shown):
+    text = cautions(shown)
     notes = [n for s in shown if hasattr(s.fit, "identifiability") for n in s.fit.identifiability]
-    assert notes and all(escape(n) in tex for n in notes)
+    assert notes and all(escape(n) in text for n in notes)
+    assert text.count("\\item[--]") >= len(notes)
 
 
 def test_report_fits_section_is_mail_ready_and_counts_timeouts(data):

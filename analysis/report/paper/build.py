@@ -10,8 +10,8 @@ each file to its make rule.
 
 Each entry of ``SECTION_HOOKS`` is a function of
 :class:`~analysis.report.document.ReportData` and the output folder that writes its own
-tables and figures there and returns its LaTeX: its macros, and (fits, comparison) the
-prose not yet moved to a checked-in section.
+tables and figures there and returns its macros; the section's prose is checked in
+(``sections/ab-fits.tex``, ``ab-comparison.tex``, ``ab-shrinker.tex``).
 
 Runs without ftrace captures (a plain mmtests tree) get what applies to them (macros, the
 Ops table, the latency comparison, the reclaim-rate figure); the trace tables and the
