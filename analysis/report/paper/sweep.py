@@ -614,7 +614,7 @@ _SLEEP = ("model", "observed", "error", "error sd", "none", "linear", "p", "q", 
 _ERRORS = ("error", "none", "linear", "p", "verdict", "wb error")
 _WB = (*_ERRORS, "wb error sd", "wb inside")
 _QUOTED = {
-    ("short", "p_timeout"): _SLEEP,
+    ("short", "p_timeout"): (*_SLEEP, "interval"),
     ("short", "mean_stall_us"): _SLEEP,
     ("short", "velocity_pps"): _WB,
     ("short", "efficiency"): _ERRORS,
