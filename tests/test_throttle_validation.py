@@ -174,7 +174,7 @@ def _quantised_exponential(mean_us: float, tau_us: float, n: int, seed: int) -> 
             "usec_timeout": [tau_us] * n,
             "delay_us": delays,
             "scanned": [32] * n,
-            "reclaimed": [16] * n,
+            "reclaimed": rng.binomial(32, 0.5, n),
         }
     )
 
@@ -240,3 +240,11 @@ def test_beyond_the_timeout_the_woken_fit_beats_kaplan_meier_on_wb500(sweep):
     # Velocity and efficiency given each run's writeback rate: one prediction per run.
     assert len(s["velocity_pps"].given_writeback) == 5
     assert s["p_timeout"].given_writeback is None
+
+
+def test_woken_wait_refuses_a_run_whose_sleeps_all_reached_the_timeout():
+    # Every delay at the timeout: only "the wake comes later" is known, no shape to fit.
+    cycles = _quantised_exponential(10_000_000, 20_000, 50, seed=1)
+    assert set(cycles["delay_us"].to_list()) == {20_000.0}
+    with pytest.raises(InputError, match="reached the 20000 us timeout"):
+        woken_wait(_run(cycles), WB)
