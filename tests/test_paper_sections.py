@@ -25,9 +25,8 @@ from analysis.report.throttle_fits import format_run_fits, run_fits
 from analysis.stats.fit import fit_group, jiffy_data
 from tests.conftest import DATA, MAIL, throttled_lines
 
-RUNS = ("stutterp-dirty20", "stutterp-dirty5")
 # The A/B runs of the paper (Makefile AB_RUNS), whose fits sections/ab-fits.tex describes.
-PAPER_RUNS = ("stutterp-aa2", "stutterp-ab-dirty5")
+RUNS = ("stutterp-aa2", "stutterp-ab-dirty5")
 FIELDS = re.compile(r"usec_timeout=(\d+) usect_delayed=(\d+) reason=(\S+)")
 
 
@@ -98,19 +97,12 @@ def test_tables_have_one_row_per_fitted_group(data, shown):
     assert aic.count("\\textbf{0.0}") == expected
 
 
-@pytest.fixture(scope="module")
-def paper_shown():
-    runs = tuple(run for name in PAPER_RUNS for run in capture_runs(DATA / name))
-    return shown_groups(ReportData(runs), bootstrap=3)
-
-
-def test_each_group_sentence_of_the_prose_applies_to_its_fit(paper_shown):
+def test_each_group_sentence_of_the_prose_applies_to_its_fit(shown):
     """sections/ab-fits.tex gives each group a sentence that holds for its fit: the two
     runs' sleeps were never censored and have iterations, the seed groups' medians are
     zero (isolated), infinite (noprogress), past the timeout (direct writeback) and
     finite below it (kswapd writeback). If a fit changes, this fails and the prose must
     be rewritten."""
-    shown = paper_shown
     fits = {s.key: s for s in shown}
     assert set(fits) == {
         "base memcg writeback",
