@@ -136,6 +136,10 @@ def test_the_prose_claims_follow_the_scores(sweep, values):
     stall = score("wb500", "mean_stall_us", sweep.beyond)
     low, high = stall.bounds
     assert low <= statistics.fmean(stall.observed) <= high
+    assert stall.model_error < min(stall.no_change_error, stall.kaplan_meier_error)
+    # from the default, the stall at 500 ms is no better than no change
+    long_stall = score("wb500", "mean_stall_us")
+    assert long_stall.model_error >= long_stall.no_change_error
     # at 100 ms from 20 ms: the woken fit beats Kaplan-Meier (= no change) on both defaults
     for capture in ("aa1", "aa2"):
         s = score(capture, "p_timeout", sweep.beyond)
