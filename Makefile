@@ -12,7 +12,7 @@ PY := $(VENV)/bin/python
 MMLAB := $(VENV)/bin/mmlab
 SYNCED := $(VENV)/.synced
 WARM := $(VENV)/.jit-warm
-JIT_SOURCES := $(wildcard analysis/ingest/ftrace/*.py) analysis/models/shrinker_kernel.py
+JIT_SOURCES := $(wildcard analysis/ingest/ftrace/*.py) analysis/models/shrinker_kernel.py analysis/warm.py
 BUILD := build
 
 NOTEBOOKS := $(wildcard notebooks/*.py)
@@ -51,7 +51,7 @@ $(SYNCED): pyproject.toml uv.lock
 # on 2 cores): done here, once per environment and again when their sources change, into
 # numba's on-disk cache, so that no first `mmlab ingest` pays it (benchmarks/ftrace.md).
 $(WARM): $(SYNCED) $(JIT_SOURCES)
-	$(PY) -m analysis.ingest.ftrace.warm
+	$(PY) -m analysis.warm
 	@touch $@
 
 $(BUILD)/report.txt: $(WARM) $(SOURCES) $(DATA)

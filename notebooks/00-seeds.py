@@ -18,7 +18,7 @@
 # Every derived figure the seed mails print (percentage changes, Ops rows, throttle
 # shares, summary percentages, compaction cost, the shrinker arithmetic), recomputed from
 # the figures they print, with mmlab's own code where mmlab has it
-# (`analysis/report/seeds.py`). "agrees" means mmlab's value rounds or truncates to the
+# (`analysis/seeds/checks.py`). "agrees" means mmlab's value rounds or truncates to the
 # printed one, allowing for the rounding of the printed inputs; "differs" says why;
 # "cannot recompute" when the mail omits an input; "mmlab only" for figures mmlab adds.
 
@@ -33,7 +33,8 @@ import altair as alt
 import polars as pl
 
 from analysis.report import charts
-from analysis.report.seeds import all_checks, format_checks
+from analysis.report.seeds import format_checks
+from analysis.seeds.checks import all_checks
 
 charts.offline()  # static SVG charts: they show with no network and in any viewer
 

@@ -32,8 +32,8 @@ import altair as alt
 
 from analysis.metrics.compare import compare_runs, monitor_series
 from analysis.report import charts
-from analysis.report.document import capture_runs
 from analysis.report.ops import format_comparison
+from analysis.study.runs import capture_runs
 
 charts.offline()  # static SVG charts: they show with no network and in any viewer
 

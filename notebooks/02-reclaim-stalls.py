@@ -35,10 +35,12 @@ import polars as pl
 from analysis.ingest import histogram
 from analysis.metrics.trace_analysis import analyse_file, analyse_trace, pooled, reclaim_series
 from analysis.report import charts
-from analysis.report.charts import backlog_chart, delay_chart, timeline_chart
-from analysis.report.document import capture_traces
+from analysis.report.shrinker_charts import capture_backlog_chart
+from analysis.report.stall_charts import timeline_chart
+from analysis.report.throttle_charts import delay_chart
 from analysis.report.trace_analysis import format_analysis, format_distributions
 from analysis.stats.describe import distribution_table
+from analysis.study.runs import capture_traces
 
 charts.offline()  # static SVG charts: they show with no network and in any viewer
 
@@ -126,6 +128,6 @@ timeline
 backlog = pooled(results, "shrinker_backlog")
 backlog_figure = None
 if not backlog.is_empty():
-    backlog_figure = backlog_chart(backlog)
+    backlog_figure = capture_backlog_chart(backlog)
     backlog_figure.save(figures / "02-shrinker-backlog.svg")
 backlog_figure

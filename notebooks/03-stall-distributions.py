@@ -47,12 +47,12 @@ from analysis.models.throttle import calibrate, observe
 from analysis.models.throttle_validation import run_values
 from analysis.models.throttle_waits import fit_reasons, woken_wait
 from analysis.report import charts
-from analysis.report.document import capture_traces
 from analysis.report.fit import format_duration_fits, format_fits
 from analysis.report.fit_figures import bins_chart, km_chart, survival_chart
 from analysis.stats.durations import fit_duration_models
 from analysis.stats.fit import GroupFit, fit_throttle_groups
 from analysis.stats.survival import kaplan_meier, log_rank, stall_durations, turnbull_jiffies
+from analysis.study.runs import capture_traces
 
 charts.offline()  # static SVG charts: they show with no network and in any viewer
 

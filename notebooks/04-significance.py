@@ -41,13 +41,12 @@ import altair as alt
 import polars as pl
 
 from analysis.ingest.benchmarks import load_runs
-from analysis.ingest.long_table import runs_of
 from analysis.models.run_scoring import change_p
 from analysis.models.throttle import observe
 from analysis.models.throttle_validation import QUANTITIES, run_values
 from analysis.report import charts
 from analysis.report.compare import format_markdown
-from analysis.stats.significance import compare_table, shift_function
+from analysis.stats.significance import compare_table, runs_of, shift_function
 from analysis.stats.validation_compare import rates_frame
 
 charts.offline()  # static SVG charts: they show with no network and in any viewer

@@ -52,9 +52,10 @@ from analysis.models.shrinker import (
 )
 from analysis.models.shrinker_validation import capture_divisor, score_divisor
 from analysis.report import charts
-from analysis.report.document import capture_traces
-from analysis.report.shrinker_model import backlog_chart, format_shrinker_validation, tradeoff_chart
+from analysis.report.shrinker_charts import replay_backlog_chart, tradeoff_chart
+from analysis.report.shrinker_model import format_shrinker_validation
 from analysis.report.validation_charts import scores_chart
+from analysis.study.runs import capture_traces
 
 charts.offline()  # static SVG charts: they show with no network and in any viewer
 figures = Path(build_dir) / "figures"
@@ -89,7 +90,7 @@ print(
 )
 backlogs = {g: model_trace(frame, Variant(g), trace=paths[name]).result.backlog
             for g in GENERATIONS}  # fmt: skip
-backlog = backlog_chart(backlogs, f"Deferred backlog of {name} under each rule")
+backlog = replay_backlog_chart(backlogs, f"Deferred backlog of {name} under each rule")
 backlog.save(figures / "05-backlog-by-rule.svg")
 backlog
 

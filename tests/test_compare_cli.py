@@ -4,6 +4,7 @@ message per row or one clear error, never a traceback)."""
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -176,7 +177,8 @@ def test_markdown_states_the_sign_and_refuses_one_run(tmp_path, capsys):
     out = capsys.readouterr().out
     assert out.startswith("| row | unit | kernel | runs |")
     # One run each: the change is described (+45.5 %, no CI), no p, q or verdict.
-    assert "| r | us | b | 1 vs 1 |" in out and "| +45.45% (no CI) | – | – | no verdict:" in out
+    # Three significant digits without a CI (units.change): 1.6 / 1.1 − 1 = +45.45 %.
+    assert "| r | us | b | 1 vs 1 |" in out and "| +45.5% (no CI) | – | – | no verdict:" in out
     assert "a session effect cannot be told from a kernel change" in out
     assert out.count("new/base − 1") == 1
 
@@ -229,7 +231,11 @@ def test_text_uses_one_sign_and_never_claims_an_interval_it_lacks(tmp_path, caps
     cell = next(ln for ln in out.splitlines() if ln.startswith("HD-50")).split("*")[1]
     table_pct = float(cell.strip().rstrip("%"))
     assert table_pct < -50  # twice the latency: worse, so negative in mmtests' sign
-    assert f"HD-50 change {table_pct:+.2f}% [" in flat
+    # The same change, rounded where its CI is in the paragraph (units.change).
+    said = re.search(r"HD-50 change ([+-][0-9.]+)% \[", flat)
+    assert said and said[1][0] == "-"
+    decimals = len(said[1].partition(".")[2])
+    assert abs(float(said[1]) - table_pct) <= 0.5 * 10**-decimals + 0.005
     assert out.count("positive = better") == 1
     once = flat[flat.index("once (us") :]
     assert "(no CI)" in once and "(95% CI)" not in once and "by none" not in flat

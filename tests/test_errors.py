@@ -18,6 +18,7 @@ import pytest
 import analysis
 from analysis.capture.run import Interrupted, machine_lock, raise_on_signals
 from analysis.errors import InputError
+from analysis.report.json_output import NonFiniteError
 from analysis.report.notebooks import NotebookFailed
 
 # One instance of every exception class the package defines; the discovery test below
@@ -25,6 +26,7 @@ from analysis.report.notebooks import NotebookFailed
 EXAMPLES = {
     InputError: InputError("data/x/ftrace.gz", "corrupt gzip stream", 12, 4096),
     Interrupted: Interrupted(signal.SIGTERM),
+    NonFiniteError: NonFiniteError("$.rows[0].mean is nan: JSON has no NaN or infinity"),
     NotebookFailed: NotebookFailed(
         Path("notebooks/01-vmstat-metrics.py"), 3, 41, "KeyError: 'x'", "frame['x']"
     ),

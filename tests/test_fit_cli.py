@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import zstandard
 
@@ -103,3 +104,20 @@ def test_a_reason_that_selects_nothing_lists_what_exists(seeds_dir, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--reason NOSUCH selects no delays" in err
     assert "VMSCAN_THROTTLE_WRITEBACK" in err and "group 2" in err
+
+
+def test_text_estimates_are_rounded_where_their_ci_is(capsys):
+    """Every estimate row of ``mmlab fit`` prints estimate and both CI ends at one
+    rounding (units.decimals_at), on a bundled real trace."""
+    trace = DATA / "stutterp-dirty20" / "dirty20" / "iter-0" / "ftrace-stutterp.zst"
+    assert main(["fit", str(trace), "--family", "lognormal", "--family", "weibull"]) == 0
+    out = capsys.readouterr().out
+    number = r"(-?[0-9]+(?:\.[0-9]+)?|inf)"
+    # A label ending in a letter or bracket, then three numbers (model rows have six).
+    label = r"^\s*\S.*?[A-Za-z)\]%]"
+    rows = re.findall(rf"{label}\s+{number}\s+{number}\s+{number}$", out, re.MULTILINE)
+    estimates = [r for r in rows if "." in "".join(r)]
+    assert len(estimates) >= 6
+    for row in estimates:
+        decimals = {len(v.partition(".")[2]) for v in row if v != "inf"}
+        assert len(decimals) == 1, row

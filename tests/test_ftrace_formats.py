@@ -522,3 +522,19 @@ def test_crlf_and_line_numbers() -> None:
     row = frames["mm_vmscan_kswapd_sleep"].row(0, named=True)
     assert (row["line"], row["nid"], row["ts_ns"]) == (3, 3, 2_500_000_000)
     assert (acc.lines, acc.blank_lines, acc.unparsed) == (3, 1, 1)
+
+
+def test_short_words_outgrow_the_first_token_estimate() -> None:
+    # 4 bytes a field ("a=1 "), against the 10 bytes a word the tokenizer first sizes its
+    # token arrays for: they are grown mid-block, and every field still lands in its row.
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    lines = [
+        f"x-1 [000] ..... {i}.000000: my_event: " + " ".join(f"{c}={i % 10}" for c in letters)
+        for i in range(1, 401)
+    ]
+    acc, frames = parse_text("\n".join(lines) + "\n")
+    assert acc.events == {"my_event": 400} and acc.unparsed == 0
+    fields = frames["my_event"]["fields"].to_list()
+    assert fields[0] == [{"key": c, "value": "1"} for c in letters]
+    assert fields[399] == [{"key": c, "value": "0"} for c in letters]
+    assert all(len(row) == 26 for row in fields)

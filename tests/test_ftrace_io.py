@@ -112,6 +112,55 @@ def test_line_numbers_global_across_blocks(tmp_path: Path, monkeypatch) -> None:
     assert [x.line for x in trace.accounting.lost_events] == [5 * i + 4 for i in range(20)]
 
 
+# Every kind of line: events known and unknown (the general path), a lost marker, a stack
+# frame, a blank, unparsed lines of two reasons, an event with a non-number field.
+MIXED = TEXT + (
+    b"          <idle>-0       [001] d.h1.   253.000001: writeback_dirty_folio: bdi 254:0: "
+    b"ino=5317324 index=878592\n"
+    b" => shrink_node\n"
+    b"\n"
+    b"this line is not a trace line at all\n"
+    b"              dd-3772    [001] .....   252.46x787: mm_vmscan_throttled: nid=0\n"
+    b"              dd-3772    [001] .....   253.100000: mm_vmscan_throttled: nid=0 "
+    b"usec_timeout=GARBAGE usect_delayed=0 reason=VMSCAN_THROTTLE_WRITEBACK\n"
+)
+
+
+@pytest.mark.parametrize("block_bytes", [1, 97, 250, 1000])
+def test_blocks_split_mid_line_give_the_serial_parse(
+    tmp_path: Path, monkeypatch, block_bytes: int
+) -> None:
+    # Block sizes that cut lines anywhere (1 byte: every read ends mid-line), parsed by the
+    # worker threads, against parse_text of the whole input as one block.
+    text = MIXED * 7
+    serial, frames = reader.parse_text(text)
+    monkeypatch.setattr(reader, "BLOCK_BYTES", block_bytes)
+    path = tmp_path / "t.trace"
+    path.write_bytes(text)
+    trace = ftrace.read(path, cache_dir=tmp_path / "c", note_unparsed=False)
+    assert trace.accounting.to_json() == {**serial.to_json(), "source": str(path)}
+    assert serial.unparsed == 3 * 7 and serial.lines == 11 * 7
+    assert serial.unparsed_by_reason["bad timestamp"].lines == tuple(10 + 11 * i for i in range(7))
+    assert set(frames) == set(trace.event_names)
+    for name, frame in frames.items():
+        got = trace.events(name).drop("epoch_ns")
+        assert got.equals(frame), name
+
+
+def test_plain_text_blocks_divide_evenly_between_the_workers(tmp_path: Path) -> None:
+    # The 671,331,924-byte benchmark capture: 20.007 blocks of 32 MiB would leave the 21st
+    # to one worker; 22 blocks of 30.5 MB give each of the two workers 11.
+    path = tmp_path / "big.trace"
+    with path.open("wb") as fh:
+        fh.truncate(671_331_924)  # sparse: no disk used
+    size = reader.block_bytes(path)
+    assert -(-671_331_924 // size) == 22 and size <= reader.BLOCK_BYTES
+    # A compressed file's text size is unknown: full blocks.
+    packed = tmp_path / "t.gz"
+    packed.write_bytes(gzip.compress(TEXT))
+    assert reader.block_bytes(packed) == reader.BLOCK_BYTES
+
+
 def test_epoch_from_start_file_with_clock_line(tmp_path: Path) -> None:
     path = tmp_path / "ftrace-x.gz"
     path.write_bytes(gzip.compress(TEXT))

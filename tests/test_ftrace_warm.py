@@ -1,4 +1,4 @@
-"""`make setup` compiles the ingest's numba kernels (analysis.ingest.ftrace.warm): a real
+"""`make setup` compiles the ingest's numba kernels (analysis.warm): a real
 ingest after the warm-up must find every kernel it calls, with its argument types, already
 compiled, or the first ingest of every environment pays numba's compile (issue 23); and
 the shrinker model's kernels must be compiled by it too."""
@@ -17,7 +17,7 @@ PROBE = """
 import importlib, sys, tempfile
 from pathlib import Path
 from numba.core.registry import CPUDispatcher
-from analysis.ingest.ftrace.warm import warm
+from analysis.warm import warm
 
 def versions():
     found = {}

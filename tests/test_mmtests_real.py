@@ -339,5 +339,5 @@ def test_plain_tree_says_its_machine_and_report_tells_runs_apart(capsys):
     deltas = [
         snapshot_deltas(d)["pgfault"] - snapshot_deltas(d)["pgmajfault"] for d in (BASELINE, other)
     ]
-    # Counts print whole (ops_digits, as the paper); one value per run has no sd.
+    # One value per run has no sd: counts print whole, not scaled (report/ops.py).
     assert [f"{d:.0f}" for d in deltas] == minor.split()[2:4]

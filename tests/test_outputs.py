@@ -51,14 +51,14 @@ def test_a_failing_paper_section_leaves_no_output(tmp_path, monkeypatch, capsys)
     # Runs without traces leave the trace sections out: here every section must run.
     monkeypatch.setattr(build, "NEEDS_TRACES", ())
     monkeypatch.setattr(build, "paper_values", lambda data, cmp: {"runs": "2"})
-    monkeypatch.setattr(build, "compare_runs", lambda runs: None)
+    monkeypatch.setattr(build.Study, "ops", None)
+    monkeypatch.setattr(build.Study, "stalls", None)
     for name in ("ops_table", "throttle_table", "stall_table", "_throttle"):
         monkeypatch.setattr(build, name, lambda *a: "")
-    monkeypatch.setattr(build, "run_stall_table", lambda *a: None)
     monkeypatch.setattr(build, "_figures", lambda data, out: [])
     out = tmp_path / "paper"
     with pytest.raises(OSError, match="No space"):
-        build.build_inputs(build.ReportData(()), out)
+        build.build_inputs(build.Study(()), out)
     assert list(tmp_path.iterdir()) == []
 
 

@@ -12,10 +12,11 @@ import subprocess
 
 import pytest
 
-from analysis.report.document import ReportData, capture_runs
 from analysis.report.paper.build import SECTION_HOOKS, build_inputs
 from analysis.report.paper.latex import defined_macros, macro_name, macros_tex, pm
 from analysis.report.paper.sweep import knob_sweep
+from analysis.study.runs import capture_runs
+from analysis.study.study import Study
 from tests.conftest import DATA, REPO, throttled_lines
 
 PAPER = REPO / "papers" / "reclaim-throttling"
@@ -30,7 +31,7 @@ LATEX_CAPITALS = {"Citet"}
 def inputs(tmp_path_factory):
     out = tmp_path_factory.mktemp("paper")
     runs = tuple(run for name in AB_RUNS for run in capture_runs(DATA / name))
-    return out, build_inputs(ReportData(runs), out, knob_sweep(DATA / "vm-6.12"))
+    return out, build_inputs(Study(runs), out, knob_sweep(DATA / "vm-6.12"))
 
 
 def _uncommented(text: str) -> str:
@@ -48,7 +49,8 @@ def test_macro_names_are_letters_only():
     assert macro_name("dirty20 p ninety nine ms") == "DirtyTwoZeroPNinetyNineMs"
     with pytest.raises(ValueError, match="macro AB from both"):
         macros_tex({"a b": "1", "a-b": "2"})
-    assert pm(1234.5, 6.25, 1) == "$1{,}234.5 \\pm 6.2$"
+    # Rounded at the sd, as the report's plus_minus: 2.5 keeps two digits (PDG 100-354).
+    assert pm(1234.5, 2.5, 0) == "$1{,}234.5 \\pm 2.5$"
 
 
 def test_section_macros_are_read_back(inputs):

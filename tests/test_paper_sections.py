@@ -9,10 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.report.document import ReportData, capture_runs
-from analysis.report.paper import fits
 from analysis.report.paper.fits import (
-    SEED_MAIL,
     aic_table,
     cautions,
     fit_values,
@@ -20,9 +17,13 @@ from analysis.report.paper.fits import (
     shown_groups,
 )
 from analysis.report.paper.latex import escape
-from analysis.report.seeds import SEEDS
-from analysis.report.throttle_fits import format_run_fits, run_fits
+from analysis.report.throttle_fits import format_run_fits
+from analysis.seeds import throttle as seed_throttle
+from analysis.seeds.checks import SEEDS
+from analysis.seeds.throttle import SEED_MAIL
 from analysis.stats.fit import fit_group, jiffy_data
+from analysis.study.runs import capture_runs
+from analysis.study.study import Study
 from tests.conftest import DATA, MAIL, throttled_lines
 
 # The A/B runs of the paper (Makefile AB_RUNS), whose fits sections/ab-fits.tex describes.
@@ -32,13 +33,13 @@ FIELDS = re.compile(r"usec_timeout=(\d+) usect_delayed=(\d+) reason=(\S+)")
 
 def test_packaged_seed_mail_is_the_bundled_one_byte_for_byte():
     # An installed mmlab reads seed 000 from its package, never from a repository's data/.
-    assert SEED_MAIL.is_relative_to(Path(fits.__file__).parent)
+    assert SEED_MAIL.is_relative_to(Path(seed_throttle.__file__).parent)
     assert SEED_MAIL.read_bytes() == (MAIL / SEEDS["000"]).read_bytes()
 
 
 @pytest.fixture(scope="module")
-def data() -> ReportData:
-    return ReportData(tuple(run for name in RUNS for run in capture_runs(DATA / name)))
+def data() -> Study:
+    return Study(tuple(run for name in RUNS for run in capture_runs(DATA / name)))
 
 
 @pytest.fixture(scope="module")
@@ -137,7 +138,7 @@ def test_cautions_list_every_note_of_the_fits(shown):
 
 
 def test_report_fits_section_is_mail_ready_and_counts_timeouts(data):
-    text = format_run_fits(run_fits(data))
+    text = format_run_fits(data.fits)
     assert max(len(line) for line in text.splitlines()) <= 80
     assert "\x1b" not in text
     for run in data.runs:

@@ -9,8 +9,11 @@ import re
 import pytest
 import zstandard
 
-from analysis.report.document import ReportData, capture_runs
 from analysis.report.paper import shrinker
+from analysis.seeds.shrinker import seed_divisors, seed_example
+from analysis.study.runs import capture_runs
+from analysis.study.shrinker import DIVISORS
+from analysis.study.study import Study
 from tests.conftest import DATA, REPO
 
 PROSE = REPO / "papers" / "reclaim-throttling" / "sections" / "ab-shrinker.tex"
@@ -26,7 +29,7 @@ def one_trace():
     """The first iteration of the A/B partner run: its trace has per-memcg chain misses."""
     (run,) = capture_runs(DATA / "stutterp-ab-dirty5")
     run = dataclasses.replace(run, iterations=run.iterations[:1])
-    return run, shrinker.shrinker_replays(ReportData((run,)))
+    return run, Study((run,)).shrinker
 
 
 def _start_lines(iteration_dir) -> list[tuple[int, ...]]:
@@ -46,11 +49,11 @@ def test_replay_check_matches_the_raw_trace(one_trace):
     assert row["rule"] == "G3" and row["max_freeable"] == max(f for _, f, *_ in lines)
     assert row["chain_matched"] < row["chain_total"]  # the per-memcg counters it cannot see
     assert set(replays.rules["rule"]) == {"G1", "G2", "G3"}
-    assert replays.sweep.height == len(shrinker.DIVISORS)
+    assert replays.sweep.height == len(DIVISORS)
 
 
 def test_seed_example_is_the_hand_worked_arithmetic():
-    rows = {(r["rule"], r["context"]): r for r in shrinker.seed_example()}
+    rows = {(r["rule"], r["context"]): r for r in seed_example()}
     # docs/shrinker-deferral.md, "Worked example": 1.8 M freeable, priority 12, 1 M deferred.
     assert rows["G1", "any"]["delta"] == (1_800_000 >> 12) * 4 // 2 == 878
     assert rows["G1", "any"]["target"] == min(1_000_000 + 878, 1_800_000 // 2) == 900_000
@@ -67,7 +70,7 @@ def test_seed_example_is_the_hand_worked_arithmetic():
 
 def test_section_defines_every_macro_it_uses(one_trace, tmp_path):
     run, _ = one_trace
-    tex = shrinker.section(ReportData((run,)), tmp_path)
+    tex = shrinker.section(Study((run,)), tmp_path)
     defined = set(re.findall(r"\\newcommand\{\\(\w+)\}", tex))
     used = set(re.findall(r"\\(Shr\w+)\{\}", PROSE.read_text()))
     assert used and used == defined, (used - defined, defined - used)
@@ -77,14 +80,12 @@ def test_section_defines_every_macro_it_uses(one_trace, tmp_path):
 
 
 def test_seed_divisor_sweep_is_the_hand_arithmetic():
-    rows = {
-        (r["divisor"], r["quantity"]): r["objects"] for r in shrinker.seed_divisors((2,)).to_dicts()
-    }
+    rows = {(r["divisor"], r["quantity"]): r["objects"] for r in seed_divisors((2,)).to_dicts()}
     # Divisor 2: target 1,000,000 // 2 + 878 = 500,878, scanned in whole batches of 1024.
     assert rows[2, "scanned by the call"] == 500_878 // 1024 * 1024 == 500_736
     assert rows[2, "left deferred"] == 1_000_000 + 878 - 500_736
 
 
 def test_runs_without_shrinker_calls_say_so(tmp_path):
-    assert shrinker.shrinker_replays(ReportData(())) is None
-    assert "nothing to replay" in shrinker.section(ReportData(()), tmp_path)
+    assert Study(()).shrinker is None
+    assert "nothing to replay" in shrinker.section(Study(()), tmp_path)

@@ -12,8 +12,11 @@ import pytest
 
 from analysis.cli import main
 from analysis.metrics.throttle_runs import run_throttle_table
-from analysis.report.document import ReportData, build_report, capture_runs, vmstat_section
+from analysis.report.document import build_report, vmstat_section
 from analysis.report.text import fit, shorten_middle
+from analysis.report.units import plus_minus
+from analysis.study.runs import capture_runs, study_runs
+from analysis.study.study import Study
 from tests.conftest import DATA, throttled_lines
 from tests.test_golden import GOLDEN, RUNS, assert_json_matches
 
@@ -73,8 +76,13 @@ def test_ab_report_is_short_and_its_summary_says_what_changed_and_was_found(ab_r
         assert verdict.rstrip().endswith("no change shown")
     assert "q 0.312" in ab_report and " 0.312 no change shown" in head
     # new/base-1 in the summary (as the paper); the section's text uses mmtests' sign.
-    low, high = head.split("-2.97% [")[1].split("]")[0].split(", ")
-    flipped = f"+2.97% [{-float(high):+.2f}, {-float(low):+.2f}]"
+    # Both rounded where the CI is (units.change): -2.97 % [-7.43, +1.56] to 2 digits.
+    low, high = head.split("-3.0% [")[1].split("]")[0].split(", ")
+
+    def flip(text: str) -> str:
+        return ("-" if text[0] == "+" else "+") + text[1:]
+
+    flipped = f"+3.0% [{flip(high)}, {flip(low)}]"
     assert f"HD-50 change {flipped}" in ab_report
     # Per-iteration detail only with --detail; one stall table per run instead.
     assert "iter-0 --" not in ab_report and "Every traced iteration" not in ab_report
@@ -91,7 +99,7 @@ def test_setting_differences_read_mmlab_json_and_kconfig(tmp_path):
     """Every sysctl in effect, capture option and kconfig option that differs is found;
     identical ones are not (values set by hand in a copy of one bundled iteration)."""
     from analysis.ingest.mmtests import find_runs
-    from analysis.report.provenance import setting_differences
+    from analysis.study.provenance import setting_differences
 
     base = tmp_path / "a" / "r1"
     shutil.copytree(AB_RUNS[0] / "dirty20-a2" / "iter-0", base / "iter-0")
@@ -159,7 +167,7 @@ def test_report_json_agrees_with_the_commands_golden_json(tmp_path, monkeypatch,
 def test_base_comes_first():
     # RUN arguments in the order given: dirty5 as base, its column first.
     runs = (*capture_runs(DATA / "stutterp-dirty5"), *capture_runs(DATA / "stutterp-dirty20"))
-    text = vmstat_section(ReportData(runs))
+    text = vmstat_section(Study(runs))
     assert text.index("dirty5") < text.index("dirty20")
 
 
@@ -175,8 +183,9 @@ def test_throttle_section_matches_the_raw_trace_text(report):
     section = report[report.index("== Reclaim throttling") : report.index("== Throttle delay")]
     block = section[section.index("\ndirty5 (3 iterations") :]
     row = next(line for line in block.splitlines() if line.startswith("WRITEBACK"))
-    events = f"{statistics.mean(counts):.0f} ± {statistics.stdev(counts):.0f}"
-    timeout = f"{statistics.mean(shares):.1f} ± {statistics.stdev(shares):.1f}"
+    # The numbers are grep's; their rounding (at the sd) is the report's formatter's.
+    events = plus_minus(statistics.mean(counts), statistics.stdev(counts))
+    timeout = plus_minus(statistics.mean(shares), statistics.stdev(shares))
     assert events in row and timeout in row, row
 
 
@@ -239,19 +248,17 @@ def test_runs_from_different_machines_say_so_first(monkeypatch):
     The values are the bundled trees' own: mmlab.json of the 6.18 capture, lscpu.txt and
     meminfo of the ppc64le mmtests tree."""
     from analysis.report import document
-    from analysis.report.provenance import iteration_provenance, run_differences
+    from analysis.study.provenance import iteration_provenance, run_differences
 
     other = DATA / "mmtests-ci" / "work" / "log.ltccip8.2020-06-12_1807"
-    runs = document.report_runs([DATA / "stutterp-dirty20", other])
+    runs = study_runs([DATA / "stutterp-dirty20", other])
     rows = [iteration_provenance(run, it) for run in runs for it in run.iterations]
     differ = dict(line.split(": ", 1) for line in run_differences(rows))
     assert set(differ) == {"machine", "memory", "CONFIG_HZ", "memcg", "tests"}
     assert "2 CPUs" in differ["machine"] and "160 CPUs" in differ["machine"]
     assert differ["memory"] == "dirty20 23.5 GiB; usemem-stress-numa-compact 994.9 GiB"
     # Same machine, same config two days apart: nothing to say.
-    same = document.report_runs(
-        [DATA / "mmtests-ci" / "work" / "log.ltccip8.2020-06-14_0656", other]
-    )
+    same = study_runs([DATA / "mmtests-ci" / "work" / "log.ltccip8.2020-06-14_0656", other])
     assert run_differences([iteration_provenance(r, it) for r in same for it in r.iterations]) == ()
     monkeypatch.setattr(document, "SECTIONS", ())
     text = document.build_report([DATA / "stutterp-dirty20", other])
@@ -270,7 +277,7 @@ def test_summary_verdicts_print_the_papers_numbers(ab_report):
     from analysis.report.paper import comparison
 
     runs = tuple(run for path in AB_RUNS for run in capture_runs(path))
-    values = comparison.comparison_values(comparison.latency_comparison(ReportData(runs)))
+    values = comparison.comparison_values(Study(runs).latency)
 
     def plain(key: str) -> str:
         return re.sub(r"\\ensuremath|[${}]", "", values[key])
@@ -289,7 +296,7 @@ def test_notebook_traces_come_from_the_reports_runs():
     """The notebooks' traces under data/ are those of the report's runs: no guest (TCG)
     sweep mixed with the host's captures unless it is named."""
     from analysis.ingest.captures import traces_below
-    from analysis.report.document import capture_traces
+    from analysis.study.runs import capture_traces
 
     every = traces_below(DATA)
     kept = capture_traces(DATA)

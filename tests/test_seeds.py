@@ -6,7 +6,7 @@ import polars as pl
 import pytest
 
 from analysis.ingest.mail_tables import parse_rows
-from analysis.report.seeds import agrees, all_checks
+from analysis.seeds.checks import agrees, all_checks
 from tests.conftest import MAIL
 
 

@@ -14,8 +14,9 @@ import polars as pl
 import pytest
 
 from analysis.models import throttle as m
+from analysis.models.throttle_predictions import build_report
 from analysis.models.throttle_waits import fit_reasons, with_waits
-from analysis.report.throttle_model import as_json, build_report, format_report
+from analysis.report.throttle_model import as_json, format_report
 from analysis.stats.families import FAMILIES
 from analysis.stats.fit import FittedWait, JiffyData, fit_group
 from analysis.stats.validation.simulate import simulate_counts

@@ -11,7 +11,7 @@ import pytest
 
 from analysis.metrics.compare import iteration_report
 from analysis.metrics.ops import ops_report
-from analysis.report.document import capture_runs
+from analysis.study.runs import capture_runs
 from tests.conftest import DATA
 
 ITERATIONS = [it for run in capture_runs(DATA) for it in run.iterations] if DATA.is_dir() else []

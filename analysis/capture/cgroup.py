@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from analysis.errors import InputError
+from analysis.host import find_memory_hierarchy
 
 __all__ = ["MemCgroup", "find_memory_hierarchy", "parse_flat_keyed"]
 
@@ -31,27 +32,6 @@ def parse_flat_keyed(text: str) -> dict[str, int]:
         if len(parts) == 2 and parts[1].lstrip("-").isdigit():
             out[parts[0]] = int(parts[1])
     return out
-
-
-def find_memory_hierarchy(mounts_text: str) -> tuple[int, Path] | None:
-    """Pick the memory cgroup hierarchy from /proc/mounts text: ``(version, mount point)``.
-
-    v2 is preferred when its root lists ``memory`` in ``cgroup.controllers``; a v1 mount
-    whose options include ``memory`` is the fallback. ``None`` when neither exists.
-    """
-    v1: Path | None = None
-    for line in mounts_text.splitlines():
-        fields = line.split()
-        if len(fields) < 4:
-            continue
-        mount_point, fstype, options = Path(fields[1]), fields[2], fields[3].split(",")
-        if fstype == "cgroup2":
-            controllers = mount_point / "cgroup.controllers"
-            if controllers.is_file() and "memory" in controllers.read_text().split():
-                return 2, mount_point
-        elif fstype == "cgroup" and "memory" in options:
-            v1 = mount_point
-    return (1, v1) if v1 is not None else None
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,8 @@
 ``vm.reclaim_throttle_<reason>_ms`` sets the timeout of ``reclaim_throttle()`` for one
 reason; ``mm_vmscan_throttled`` prints it as ``usec_timeout``. ``vm.shrinker_deferred_divisor``
 sets the deferral divisor of ``do_shrink_slab()``
-(docs/shrinker-deferral.md "Deferral divisor"), in the same forms
-:func:`analysis.models.shrinker.divisor_table` takes:
+(docs/shrinker-deferral.md "Deferral divisor"), in the forms :func:`divisor_table` takes
+(and the shrinker model, :mod:`analysis.models.shrinker`, with it):
 ``2^priority`` (the default), ``priority`` or a positive integer; ``mm_shrink_slab_start``
 prints the taken count ``nr``, the call's ``delta`` and the resulting ``total_scan``, so each
 call can be recomputed under the divisor the capture claims (docs/patched-kernels.md
@@ -13,22 +13,25 @@ call can be recomputed under the divisor the capture claims (docs/patched-kernel
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 
-from analysis.models.shrinker import divisor_table
-
 __all__ = [
+    "DEF_PRIORITY",
     "DIVISOR_KNOB",
     "THROTTLE_KNOBS",
     "DeferralCheck",
+    "Divisor",
     "ThrottleCheck",
     "check_deferral",
     "check_iteration",
     "check_throttle",
+    "divisor_table",
     "expected_timeouts_us",
     "usec_timeout",
 ]
@@ -41,6 +44,46 @@ THROTTLE_KNOBS = {
     "vm.reclaim_throttle_congested_ms": "VMSCAN_THROTTLE_CONGESTED",
 }
 DIVISOR_KNOB = "vm.shrinker_deferred_divisor"
+
+
+# The scan priorities of reclaim, DEF_PRIORITY (include/linux/mmzone.h) down to 0.
+DEF_PRIORITY = 12
+
+Divisor = str | int | Callable[[int], int]
+
+
+def divisor_table(divisor: Divisor) -> np.ndarray:
+    """The deferral divisor for priorities 0..DEF_PRIORITY as int64.
+
+    ``"1"``, ``"priority"`` (the patch divides only when ``priority > 0``: 1 at 0),
+    ``"2^priority"``, a positive integer constant, or a callable of priority returning
+    a positive integer. Kernel arithmetic divides integers, so anything else is refused.
+    """
+    named: dict[str, Callable[[int], int]] = {
+        "1": lambda p: 1,
+        "priority": lambda p: max(p, 1),
+        "2^priority": lambda p: 1 << p,
+    }
+    if isinstance(divisor, str) and divisor in named:
+        function = named[divisor]
+    elif isinstance(divisor, str) and re.fullmatch(r"-?\d+", divisor.strip()):
+        return divisor_table(int(divisor))
+    elif isinstance(divisor, int) and not isinstance(divisor, bool):
+        function = lambda p: divisor  # noqa: E731
+    elif callable(divisor):
+        function = divisor
+    else:
+        raise ValueError(
+            f"divisor {divisor!r}: expected 1, priority, 2^priority, a positive integer "
+            "or a function of priority"
+        )
+    values = []
+    for priority in range(DEF_PRIORITY + 1):
+        value = function(priority)
+        if not isinstance(value, int | np.integer) or value <= 0:
+            raise ValueError(f"divisor at priority {priority} is {value!r}: must be an integer > 0")
+        values.append(int(value))
+    return np.asarray(values, dtype=np.int64)
 
 
 def _default_jiffies(hz: int) -> dict[str, int]:

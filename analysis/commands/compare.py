@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -79,7 +78,9 @@ def run_compare(args: argparse.Namespace) -> int:
     import polars as pl
 
     from analysis.ingest import benchmarks, long_table
+    from analysis.metrics.sample_rows import FAMILIES
     from analysis.report.compare import format_markdown, format_mmtests, to_json
+    from analysis.report.json_output import dumps
     from analysis.report.text import fit
     from analysis.stats.significance import DEFAULT_EFFECT, compare_table
 
@@ -90,9 +91,8 @@ def run_compare(args: argparse.Namespace) -> int:
         skipped: tuple[str, ...] = ()
         loaded: benchmarks.Loaded | None = None
     else:
-        loaded = benchmarks.load_runs(
-            args.paths, traces=args.traces, ops=args.ops, mmtests_dir=args.mmtests
-        )
+        extra = {name: rows for name, rows in FAMILIES.items() if getattr(args, name)}
+        loaded = benchmarks.load_runs(args.paths, extra, mmtests_dir=args.mmtests)
         table, skipped = loaded.table, loaded.skipped
     families = loaded.families if loaded else {}
     if args.rows:
@@ -125,7 +125,7 @@ def run_compare(args: argparse.Namespace) -> int:
             row["platform"] = [
                 p for p in platforms if p.split(" ", 1)[0] in (row["base"], row["kernel"])
             ]
-        print(json.dumps(rows, indent=2, allow_nan=False))
+        print(dumps(rows))
         return 0
     # Emulated captures are labelled above the table a reader pastes, not only on stderr.
     print("".join(f"{fit(f'NOTE: {p}')}\n" for p in platforms), end="")

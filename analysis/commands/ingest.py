@@ -82,6 +82,10 @@ def run(args: argparse.Namespace) -> int:
     # that the cyclic collector would walk again and again (0.2-0.4 s of CPU of a one-file
     # ingest, benchmarks/ftrace.md); an ingest makes no reference cycles worth collecting.
     gc.disable()
+    # First, before Polars starts its threads: see the function.
+    from analysis.ingest.ftrace.malloc import one_arena
+
+    one_arena()
     from analysis.ingest import ftrace
     from analysis.report.accounting import format_accounting
     from analysis.report.json_output import dumps

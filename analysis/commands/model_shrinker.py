@@ -15,7 +15,6 @@ runs: scanned and freed objects, backlog, kswapd share (docs/model-validation.md
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 __all__ = ["register"]
@@ -66,6 +65,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from analysis.ingest.captures import traces_below
     from analysis.models.shrinker import Variant, load_invocations, model_trace
+    from analysis.report.json_output import dumps
     from analysis.report.shrinker_model import format_model_run, model_run_json
 
     if args.validate:
@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     traces = [t for path in args.paths for t in (traces_below(path) if path.is_dir() else [path])]
     runs = [model_trace(load_invocations(trace), variant, trace=trace) for trace in traces]
     if args.json:
-        print(json.dumps([model_run_json(r) for r in runs], indent=2, allow_nan=False))
+        print(dumps([model_run_json(r) for r in runs]))
     else:
         print("\n".join(format_model_run(r) for r in runs), end="")
     return 0
@@ -85,6 +85,7 @@ def _validate(args: argparse.Namespace) -> int:
     from analysis.ingest.captures import traces_below
     from analysis.models.shrinker import load_invocations
     from analysis.models.shrinker_validation import capture_divisor, score_divisor
+    from analysis.report.json_output import dumps
     from analysis.report.shrinker_model import (
         format_shrinker_validation,
         shrinker_validation_json,
@@ -106,7 +107,7 @@ def _validate(args: argparse.Namespace) -> int:
         )
     ]
     if args.json:
-        print(json.dumps(shrinker_validation_json(scores, str(capture)), indent=2, allow_nan=False))
+        print(dumps(shrinker_validation_json(scores, str(capture))))
     else:
         print(format_shrinker_validation(scores, str(capture)), end="")
     return 0

@@ -18,7 +18,6 @@ CAPTURE itself).
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 __all__ = ["register"]
@@ -96,11 +95,12 @@ def _label(path: Path | None, workers: int | None) -> str:
 def run(args: argparse.Namespace) -> int:
     from analysis.errors import InputError
     from analysis.models import throttle as model
+    from analysis.models.throttle_predictions import build_report
     from analysis.models.throttle_validation import score_capture
     from analysis.models.throttle_waits import calibrate_with_waits
+    from analysis.report.json_output import dumps
     from analysis.report.throttle_model import (
         as_json,
-        build_report,
         format_report,
         format_validation,
         validation_json,
@@ -142,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
         out = as_json(report)
         if args.validate:
             out["validation"] = validation_json(scores, label)
-        print(json.dumps(out, indent=2, allow_nan=False))
+        print(dumps(out))
     else:
         print(format_report(report))
         if args.validate:

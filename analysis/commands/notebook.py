@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -41,6 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from analysis.report.json_output import dumps
     from analysis.report.notebooks import NotebookFailed, execute
 
     try:
@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"mmlab notebook: {exc}", file=sys.stderr)
         return 1
     if args.json:
-        print(json.dumps({"ipynb": str(done.ipynb), "html": str(done.html)}))
+        print(dumps({"ipynb": done.ipynb, "html": done.html}))
     else:
         print(f"{done.source} -> {done.ipynb}, {done.html}")
     return 0

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -33,12 +32,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from analysis.report.document import ReportData, report_runs
+    from analysis.report.json_output import dumps
     from analysis.report.paper.build import NEEDS_TRACES, build_inputs
+    from analysis.report.paper.fits import BOOTSTRAP
     from analysis.report.paper.sweep import knob_sweep
+    from analysis.study.runs import study_runs
+    from analysis.study.study import Study
 
     sweep = knob_sweep(args.sweep) if args.sweep is not None else None
-    inputs = build_inputs(ReportData(report_runs(args.runs or [args.data])), args.out, sweep)
+    study = Study(study_runs(args.runs or [args.data]), fit_bootstrap=BOOTSTRAP)
+    inputs = build_inputs(study, args.out, sweep)
     traceless = [name for name in inputs.left_out if name in NEEDS_TRACES]
     if traceless:
         print(
@@ -54,12 +57,12 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.json:
         print(
-            json.dumps(
+            dumps(
                 {
                     "macros": inputs.macros,
                     "section_macros": inputs.section_macros,
-                    "files": [str(f) for f in inputs.files],
-                    "left_out": list(inputs.left_out),
+                    "files": inputs.files,
+                    "left_out": inputs.left_out,
                 }
             )
         )

@@ -15,7 +15,6 @@ analysis/models/validation_sweep.py). ``--json`` prints the table's rows too.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 __all__ = ["register"]
@@ -47,6 +46,7 @@ def run(args: argparse.Namespace) -> int:
     import polars as pl
 
     from analysis.models.sweep import sweep
+    from analysis.report.json_output import dumps
 
     out = args.out or Path("build") / "sweeps" / args.model
     result = sweep(args.model, args.grid, out, workers=args.workers, scheduler=args.scheduler)
@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
             {k: None if isinstance(v, float) and math.isnan(v) else v for k, v in row.items()}
             for row in rows
         ]
-        print(json.dumps(summary, indent=2, allow_nan=False))
+        print(dumps(summary))
     else:
         print(
             f"sweep {result.model}: {result.points} points "

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 __all__ = ["register"]
@@ -27,6 +26,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from analysis.outputs import replace_text
+    from analysis.report.json_output import dumps
     from analysis.report.sweep import format_index, index_table, read_grid, sweep
 
     out = args.out / args.notebook.stem
@@ -35,5 +35,5 @@ def run(args: argparse.Namespace) -> int:
     replace_text(out / "index.csv", index.write_csv())
     text = format_index(index)
     replace_text(out / "index.md", text)
-    print(json.dumps(index.to_dicts(), indent=1) if args.json else text, end="")
+    print(dumps(index, indent=1) if args.json else text, end="")
     return 0 if all(r.status == "ok" for r in results) else 1

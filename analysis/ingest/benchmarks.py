@@ -13,10 +13,9 @@ Every ``<iter>/<benchmark>/logs/`` directory is read (docs/mmtests-conventions.m
 - else not at all, with one note naming the benchmark and what to do.
 
 Also the ``tests-timestamp`` ``time ::`` line: row ``elapsed`` (s; ``elapsed-<test>`` when
-an iteration ran several tests), one value per iteration; optionally (``traces``) reclaim
-stalls per context, compaction stalls (ms) and throttle delays (us) from each trace
-(``analysis.metrics.trace_analysis``), and (``ops``) every vmstat Ops row
-(``analysis.metrics.ops``), one value per iteration.
+an iteration ran several tests), one value per iteration; and the rows of any further
+family a caller derives from an iteration (``extra``: ``analysis.metrics.sample_rows``
+gives the trace-derived stalls and throttle delays and the vmstat Ops rows).
 
 Lines, samples and files that are not read are reported in ``Loaded.skipped``, and where
 each row family's unit comes from in ``Loaded.units``: nothing is dropped silently.
@@ -25,7 +24,7 @@ each row family's unit comes from in ``Loaded.units``: nothing is dropped silent
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,9 +34,19 @@ from analysis.errors import InputError
 from analysis.ingest import mmtests, mmtests_shellpack
 from analysis.ingest.long_table import SCHEMA
 from analysis.ingest.mmtests_logs import READERS, LogRead, read_logs, stutterp_log, usemem_log
-from analysis.metrics.ops import HIGHER
 
-__all__ = ["Loaded", "UnitSource", "benchmark_logs", "load_runs", "stutterp_log", "usemem_log"]
+__all__ = [
+    "Loaded",
+    "RowsOf",
+    "UnitSource",
+    "benchmark_logs",
+    "load_runs",
+    "stutterp_log",
+    "usemem_log",
+]
+
+# An iteration's samples of one family of rows: (row, value, unit, higher_is_better).
+RowsOf = Callable[[mmtests.Iteration], list[tuple[str, float, str, bool]]]
 
 
 @dataclass(frozen=True)
@@ -103,7 +112,7 @@ def _family(row: str) -> str:
     return re.sub(r"-\d+$", "-*", row)
 
 
-def _rows(it: mmtests.Iteration, traces: bool, ops: bool, checkout: Path | None):
+def _rows(it: mmtests.Iteration, extra: Mapping[str, RowsOf], checkout: Path | None):
     """(row, value, unit, higher_is_better, family) of one iteration, skipped notes, unit
     sources."""
     rows, skipped, units = [], [], {}
@@ -123,36 +132,9 @@ def _rows(it: mmtests.Iteration, traces: bool, ops: bool, checkout: Path | None)
             rows.append((row, times.elapsed_s, "s", False))
             units.setdefault(("tests-timestamp", row, "s"), "mmtests 'time ::' line (seconds)")
     rows = [(*r, "workload") for r in rows]
-    if traces:
-        rows += [(*r, "traces") for r in _trace_rows(it)]
-    if ops:
-        rows += [(*r, "ops") for r in _ops_rows(it)]
+    for family, rows_of in extra.items():
+        rows += [(*r, family) for r in rows_of(it)]
     return rows, skipped, units
-
-
-def _trace_rows(it: mmtests.Iteration) -> list[tuple[str, float, str, bool]]:
-    from analysis.metrics.trace_analysis import analyse_iteration
-
-    rows = []
-    for result in analyse_iteration(it):
-        stalls = {f"{ctx} reclaim stall": p for ctx, p in result.reclaim.items()}
-        stalls["compaction stall"] = result.compaction
-        for name, paired in stalls.items():
-            closed = paired.intervals.filter(pl.col("status") == "closed")
-            rows += [(name, ns / 1e6, "ms", False) for ns in closed["duration_ns"]]
-        events = result.throttle_events
-        for delay, count in zip(events["delay_us"], events["count"], strict=True):
-            rows += [("throttle delay", float(delay), "us", False)] * int(count)
-    return rows
-
-
-def _ops_rows(it: mmtests.Iteration) -> list[tuple[str, float, str, bool]]:
-    from analysis.metrics.compare import iteration_report
-
-    report = iteration_report(it)
-    return [
-        (r.label, r.value, r.unit, r.better == HIGHER) for r in report.rows if r.value is not None
-    ]
 
 
 def _one_unit_per_row(table: pl.DataFrame) -> None:
@@ -174,10 +156,13 @@ def _one_unit_per_row(table: pl.DataFrame) -> None:
 
 
 def load_runs(
-    paths: Iterable[Path], traces: bool = False, ops: bool = False, mmtests_dir: Path | None = None
+    paths: Iterable[Path],
+    extra: Mapping[str, RowsOf] | None = None,
+    mmtests_dir: Path | None = None,
 ) -> Loaded:
-    """Every run below each path, as one long table (kernels in argument order);
-    ``mmtests_dir`` (else ``$MMTESTS``) reads benchmarks with no native reader."""
+    """Every run below each path, as one long table (kernels in argument order), with the
+    rows of each ``extra`` family (family → its rows of an iteration); ``mmtests_dir``
+    (else ``$MMTESTS``) reads benchmarks with no native reader."""
     checkout = mmtests_shellpack.checkout(mmtests_dir)
     records, skipped, units, families = [], [], {}, {}
     # Kernel label = run name, told apart as find_runs would (mmtests trees of one benchmark
@@ -186,7 +171,7 @@ def load_runs(
     platforms = tuple(note for run in runs if (note := run.emulated))
     for run in runs:
         for it in run.iterations:
-            rows, bad, sources = _rows(it, traces, ops, checkout)
+            rows, bad, sources = _rows(it, extra or {}, checkout)
             records += [(run.name, r, str(it.index), v, u, h) for r, v, u, h, _ in rows]
             families |= {r[0]: r[-1] for r in rows}
             skipped += bad

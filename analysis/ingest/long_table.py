@@ -11,13 +11,12 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-import numpy as np
 import polars as pl
 
 from analysis.errors import InputError, input_file
 from analysis.ingest.textfile import read_text
 
-__all__ = ["COLUMNS", "SCHEMA", "read", "runs_of", "validate"]
+__all__ = ["COLUMNS", "SCHEMA", "read", "validate"]
 
 SCHEMA = {
     "kernel": pl.String,
@@ -100,12 +99,3 @@ def read(path: Path) -> pl.DataFrame:
                 pl.col("higher_is_better").str.to_lowercase().is_in(["true", "1", "yes"])
             )
     return validate(frame, path)
-
-
-def runs_of(table: pl.DataFrame, row: str, kernel: str) -> list[np.ndarray]:
-    """The samples of each run (in run order) of one row of one kernel; NaN left out."""
-    frame = table.filter((pl.col("row") == row) & (pl.col("kernel") == kernel))
-    frame = frame.filter(pl.col("value").is_not_nan() & pl.col("value").is_not_null())
-    return [
-        g["value"].to_numpy() for _, g in frame.sort("run").group_by("run", maintain_order=True)
-    ]

@@ -40,6 +40,7 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
+from analysis.capture.knobs import DEF_PRIORITY, Divisor, divisor_table
 from analysis.errors import InputError, input_file
 from analysis.ingest.textfile import read_text
 from analysis.stats.describe import nearest_rank
@@ -70,7 +71,6 @@ __all__ = [
     "shrinker_share",
 ]
 
-DEF_PRIORITY = 12
 GENERATIONS = ("G1", "G2", "G3")
 DEFAULT_DIVISOR = {"G1": "1", "G2": "priority", "G3": "2^priority"}
 SHRINK_BATCH = 128
@@ -91,46 +91,10 @@ _FS_GFP = frozenset(
     }
 )
 
-Divisor = str | int | Callable[[int], int]
-
 
 def shrinker_share(freeable: int, priority: int, seeks: int = 2) -> int:
     """``delta``: one call's own share of the cache (Linux 4.16+), objects."""
     return freeable // 2 if seeks == 0 else (freeable >> priority) * 4 // seeks
-
-
-def divisor_table(divisor: Divisor) -> np.ndarray:
-    """The deferral divisor for priorities 0..DEF_PRIORITY as int64.
-
-    ``"1"``, ``"priority"`` (the patch divides only when ``priority > 0``: 1 at 0),
-    ``"2^priority"``, a positive integer constant, or a callable of priority returning
-    a positive integer. Kernel arithmetic divides integers, so anything else is refused.
-    """
-    named: dict[str, Callable[[int], int]] = {
-        "1": lambda p: 1,
-        "priority": lambda p: max(p, 1),
-        "2^priority": lambda p: 1 << p,
-    }
-    if isinstance(divisor, str) and divisor in named:
-        function = named[divisor]
-    elif isinstance(divisor, str) and re.fullmatch(r"-?\d+", divisor.strip()):
-        return divisor_table(int(divisor))
-    elif isinstance(divisor, int) and not isinstance(divisor, bool):
-        function = lambda p: divisor  # noqa: E731
-    elif callable(divisor):
-        function = divisor
-    else:
-        raise ValueError(
-            f"divisor {divisor!r}: expected 1, priority, 2^priority, a positive integer "
-            "or a function of priority"
-        )
-    values = []
-    for priority in range(DEF_PRIORITY + 1):
-        value = function(priority)
-        if not isinstance(value, int | np.integer) or value <= 0:
-            raise ValueError(f"divisor at priority {priority} is {value!r}: must be an integer > 0")
-        values.append(int(value))
-    return np.asarray(values, dtype=np.int64)
 
 
 def _divisor_label(divisor: Divisor) -> str:

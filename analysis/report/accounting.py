@@ -7,7 +7,7 @@ lost-event markers (``CPU:N [LOST M EVENTS]``) and unparsed lines with samples.
 
 from __future__ import annotations
 
-from analysis.report.table import Column, render
+from analysis.report.table import Column, Table
 
 __all__ = ["format_accounting"]
 
@@ -16,7 +16,7 @@ _COUNT = Column(width=14)
 
 
 def _counts(rows: list[tuple[int, str]]) -> list[str]:
-    return render([_COUNT, Column(left=True)], [(f"{n:,}", what) for n, what in rows])
+    return Table([_COUNT, Column(left=True)], [(f"{n:,}", what) for n, what in rows]).text()
 
 
 def format_accounting(acc: dict) -> str:

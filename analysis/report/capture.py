@@ -6,11 +6,15 @@ Keys are those :func:`analysis.capture.run.capture` writes (``probe.idle_overhea
 
 from __future__ import annotations
 
+from analysis.report.text import fit
+from analysis.report.units import common_scale
+
 __all__ = ["format_capture"]
 
 
 def format_capture(metas: list[dict]) -> str:
-    """Probe overhead, then per iteration: duration, trace size, lost events, OOM kills."""
+    """Probe overhead, then per iteration: duration, trace size, lost events, OOM kills;
+    lines wrapped to 80 columns."""
     lines: list[str] = []
     if metas:
         lines += [f"WARNING: {line}" for line in metas[0].get("stale_leftovers", [])]
@@ -23,15 +27,18 @@ def format_capture(metas: list[dict]) -> str:
         )
     for m in metas:
         t = m["trace"]
+        # Raw and compressed sizes in one unit (units.common_scale), three digits each.
+        sizes = (t["bytes_uncompressed"], t["bytes_compressed"])
+        scale = common_scale(sizes, "B")
+        raw, packed = (f"{scale.text(float(b))} {scale.unit}" for b in sizes)
         lines.append(
             f"iter-{m['iteration']}: {m['end_epoch_s'] - m['start_epoch_s']:.1f} s, trace "
-            f"{t['bytes_uncompressed'] / 2**20:.2f} MiB raw / {t['bytes_compressed'] / 2**20:.2f} "
-            f"MiB {t['file']}, lost events {t['lost_events']} in {t['lost_event_lines']} lines, "
-            f"OOM kills {m['oom_kills']}"
+            f"{raw} raw / {packed} {t['file']}, lost events {t['lost_events']} in "
+            f"{t['lost_event_lines']} lines, OOM kills {m['oom_kills']}"
         )
         if m["oom_kills"]:
             lines.append(
                 f"  WARNING: the cgroup's OOM killer fired {m['oom_kills']} time(s) in "
                 f"iter-{m['iteration']} (see mmlab.json phases[].cgroup_events_after)"
             )
-    return "\n".join(lines)
+    return fit("\n".join(lines))

@@ -7,20 +7,25 @@ with two differences: the percentile rows are Harrell–Davis estimates averaged
 on the row of the deciding metric only, when that row is ``improved`` or ``regressed`` —
 never by mmtests' rules. Below each row block, one paragraph per kernel says what can and
 cannot be concluded. Two kernels fit in 80 columns; more are printed as pairwise blocks.
+Values are mmtests' 4 decimals (compare-mmtests.pl's own figures), or with ``scaled`` one
+unit per row block and three significant digits (``units.common_scale``), as the mail
+report prints them. Estimates and changes with a CI are rounded where the CI is.
 """
 
 from __future__ import annotations
 
 import math
 import textwrap
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import polars as pl
 
-from analysis.ingest.long_table import runs_of
 from analysis.metrics.compare import change_pct
 from analysis.metrics.ops import HIGHER, LOWER
+from analysis.report.json_output import undefined_as_null
+from analysis.report.table import Column, Table
 from analysis.report.text import WIDTH
+from analysis.report.units import Scale, change, common_scale, interval, percent, sig
 from analysis.stats.bootstrap import Interval
 from analysis.stats.significance import (
     IMPROVED,
@@ -28,38 +33,33 @@ from analysis.stats.significance import (
     REGRESSED,
     RowComparison,
     mmtests_summary,
+    runs_of,
 )
 
 __all__ = ["DECIDING_ROW", "format_markdown", "format_mmtests", "to_json"]
 
+# mmtests' CoeffVar: sd / mean in %, never scaled with the row's unit.
+_PERCENT = Scale("%")
 DECIDING_ROW = {"mean": "Amean", "p50": "HD-50", "p90": "HD-90", "p99": "HD-99"}
 # mmtests' Stddev and CoeffVar are lower-is-better whatever the row.
 _ALWAYS_LOWER = frozenset({"Stddev", "CoeffVar"})
 
 
-# Decimals of one value: mmtests' 4 (compare-mmtests.pl's own figures, which tests check
-# to 0.006), or a rule such as the paper's estimate_digits for the mail report.
-Digits = Callable[[float], int]
+def _mmtests(value: float) -> str:
+    """compare-mmtests.pl's own figure (tests check it to 0.006): 4 decimals below 1e7."""
+    return f"{value:.{0 if abs(value) >= 1e7 else 4}f}"
 
 
-def _mmtests_digits(value: float) -> int:
-    return 0 if abs(value) >= 1e7 else 4
-
-
-def _num(value: float | None, digits: Digits = _mmtests_digits) -> str:
-    if value is None or not math.isfinite(value):
-        return f"{'-':>12}"
-    return f"{value:12.{digits(value)}f}"
-
-
-def _ci(iv: Interval | None, unit: str = "") -> str:
-    """``estimate [low, high] unit`` (95 % CI), or ``estimate unit (no CI: why)``."""
+def _ci(iv: Interval | None, scale: Scale | None = None) -> str:
+    """``estimate [low, high] unit`` (95 % CI) rounded where the CI is, or ``estimate
+    unit (no CI)``."""
     if iv is None:
         return "n/a"
-    u = f" {unit}" if unit else ""
+    scale = scale or Scale("")
+    u = f" {scale.unit}" if scale.unit else ""
     if not math.isfinite(iv.low):
-        return f"{iv.estimate:.4g}{u} (no CI)"
-    return f"{iv.estimate:.4g} [{iv.low:.4g}, {iv.high:.4g}]{u} (95% CI)"
+        return f"{scale.text(iv.estimate)}{u} (no CI)"
+    return f"{interval(iv.estimate, iv.low, iv.high, scale)}{u} (95% CI)"
 
 
 def _signed(r: RowComparison, better_positive: bool) -> tuple[float | None, tuple | None]:
@@ -81,13 +81,13 @@ _KIND = {"relative": "%", "absolute": "", "zero share": " pp"}
 
 
 def _pct_ci(r: RowComparison, better_positive: bool = False) -> str:
-    change, ci = _signed(r, better_positive)
-    if change is None:
+    value, ci = _signed(r, better_positive)
+    if value is None:
         return "change n/a"
     unit = _KIND[r.change_kind] or f" {r.unit}"
     if ci is None:
-        return f"{change:+.2f}{unit} (no CI)"
-    return f"{change:+.2f}{unit} [{ci[0]:+.2f}, {ci[1]:+.2f}] (95% CI)"
+        return f"{change(value, unit=unit)} (no CI)"
+    return f"{change(value, *ci, unit=unit)} (95% CI)"
 
 
 def _what(r: RowComparison) -> str:
@@ -99,66 +99,89 @@ def _what(r: RowComparison) -> str:
     return f"{stat} change"
 
 
-def _paragraph(r: RowComparison) -> str:
+def _paragraph(r: RowComparison, scale: Scale) -> str:
     """What one comparison shows, in words (wrapped to 80 columns); changes in mmtests'
-    sign (positive = better), as the table above it."""
+    sign (positive = better), as the table above it; the shift in ``scale``."""
     if r.verdict == NOT_COMPARED:
         text = f"{r.kernel}: not compared: {r.reason}."
     else:
         text = f"{r.kernel}: {r.verdict}" + (f" ({r.reason})" if r.reason else "") + ". "
         text += f"{_what(r)} {_pct_ci(r, True)}, {r.runs} vs {r.base_runs} runs"
         if r.p is not None:
-            text += f"; p {r.p:.3g} by {r.method}; q {r.q:.3g} (BH over {r.family_rows}"
+            text += f"; p {sig(r.p)} by {r.method}; q {sig(r.q)} (BH over {r.family_rows}"
             text += f" {r.family} row{'s' if r.family_rows > 1 else ''})"
         text += "."
         if r.hl_shift is not None and r.change_kind != "zero share":
             hl = r.hl_shift
             if not r.higher_is_better:
                 hl = Interval(-hl.estimate, -hl.high, -hl.low, hl.se, hl.df)
-            text += f" Hodges–Lehmann shift of run medians {_ci(hl, r.unit)}."
+            text += f" Hodges–Lehmann shift of run medians {_ci(hl, scale)}."
         if r.needed_runs is not None:
             text += (
                 f" Design: about {r.needed_runs} runs per kernel would detect a ±{r.effect:g}%"
                 f" change (--effect) with 80% power, given the run-to-run sd of log {r.metric}"
-                f" seen here ({r.run_sd:.3g})."
+                f" seen here ({sig(r.run_sd)})."
             )
     if r.notes:
         text += " Note: " + "; ".join(r.notes) + "."
     return textwrap.fill(text, WIDTH, initial_indent="  ", subsequent_indent="    ")
 
 
-def _block(table: pl.DataFrame, r: RowComparison, digits: Digits) -> list[str]:
-    """One row (e.g. mmap-4) of the base and one new kernel: summary lines + verdict."""
+def _block(table: pl.DataFrame, r: RowComparison, scaled: bool) -> list[str]:
+    """One row (e.g. mmap-4) of the base and one new kernel: summary lines + verdict;
+    with ``scaled``, one unit for the block's values (CoeffVar stays a %)."""
     better = HIGHER if r.higher_is_better else LOWER
-    lines = [f"{r.row} ({r.unit}; {better} is better)"]
     if r.verdict == NOT_COMPARED:
-        return [*lines, _paragraph(r)]
-    lines.append(" " * 12 + "".join(f"{n[-23:]:>24}" for n in (r.base, r.kernel)))
+        return [f"{r.row} ({r.unit}; {better} is better)", _paragraph(r, Scale(r.unit))]
     base = mmtests_summary(runs_of(table, r.row, r.base), r.higher_is_better)
     new = mmtests_summary(runs_of(table, r.row, r.kernel), r.higher_is_better)
+    values = [v for s in (base, new) for label, v in s.items() if label != "CoeffVar"]
+    scale = common_scale(values, r.unit) if scaled else Scale(r.unit)
+    lines = [f"{r.row} ({scale.unit}; {better} is better)"]
+    lines.append(" " * 12 + "".join(f"{n[-23:]:>24}" for n in (r.base, r.kernel)))
+
+    def cell(label: str, value: float | None) -> str:
+        return cells(label, value, None)[0]
+
+    def cells(label: str, value: float | None, other: float | None) -> tuple[str, str]:
+        """``value`` and the new kernel's ``other``, 12 columns each; scaled, with enough
+        digits that a difference between them shows (34.307 vs 34.267, not 34.3 twice)."""
+        pair = [v if v is not None and math.isfinite(v) else None for v in (value, other)]
+        if not scaled:
+            texts = tuple("-" if v is None else _mmtests(v) for v in pair)
+        else:
+            texts = (_PERCENT if label == "CoeffVar" else scale).pair(*pair)
+        return f"{texts[0]:>12}", f"{texts[1]:>12}"
+
     # A zero-heavy row is decided on its zero share, which no summary row shows.
     deciding = DECIDING_ROW[r.metric] if r.change_kind != "zero share" else None
     for label, value in base.items():
         if label not in new:  # the new kernel's runs have one sample each: no quantiles
-            lines.append(f"{label:<12}{_num(value, digits)} (   0.00%){_num(None)} ({'-':>8})")
+            lines.append(
+                f"{label:<12}{cell(label, value)} (   0.00%){cell(label, None)} ({'-':>8})"
+            )
             continue
         pct = change_pct(value, new[label], LOWER if label in _ALWAYS_LOWER else better)
-        cell = f"{pct:7.2f}%" if pct is not None and math.isfinite(pct) else f"{'-':>8}"
+        if pct is None or not math.isfinite(pct):
+            shown = f"{'-':>8}"
+        else:
+            shown = f"{percent(pct) if scaled else f'{pct:.2f}':>7}%"
         marked = label == deciding and r.verdict in (IMPROVED, REGRESSED)
-        line = f"{label:<12}{_num(value, digits)} (   0.00%){_num(new[label], digits)} "
-        line += f"*{cell}*" if marked else f"({cell})"
+        base_text, new_text = cells(label, value, new[label])
+        line = f"{label:<12}{base_text} (   0.00%){new_text} "
+        line += f"*{shown}*" if marked else f"({shown})"
         if label == deciding and r.q is not None:
-            line += f"  q {r.q:.3g}"
+            line += f"  q {sig(r.q)}"
         lines.append(line)
-    return [*lines, _paragraph(r)]
+    return [*lines, _paragraph(r, scale)]
 
 
 def format_mmtests(
-    table: pl.DataFrame, results: Sequence[RowComparison], digits: Digits = _mmtests_digits
+    table: pl.DataFrame, results: Sequence[RowComparison], scaled: bool = False
 ) -> str:
     """mmtests-shaped text: per row, the base against each new kernel in turn (80
-    columns: two kernels side by side, never more); ``digits(value)`` decimals per value
-    (mmtests' 4 unless given)."""
+    columns: two kernels side by side, never more); mmtests' 4 decimals, or with
+    ``scaled`` one unit per row block and three significant digits."""
     if not results:
         return "No rows to compare.\n"
     r0 = results[0]
@@ -171,42 +194,59 @@ def format_mmtests(
     for row in dict.fromkeys(r.row for r in results):
         for r in results:
             if r.row == row:
-                out += [*_block(table, r, digits), ""]
+                out += [*_block(table, r, scaled), ""]
     return "\n".join(out)
 
 
 def format_markdown(results: Sequence[RowComparison]) -> str:
-    """One Markdown table of every comparison, then the notes."""
-    lines = [
-        "| row | unit | kernel | runs | estimate [95% CI] | change [95% CI] | p | q | verdict |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    note = "change: new/base − 1 in %; new − base for 'pp' (zero share) and unit changes"
+    """One Markdown table of every comparison (the table model's Markdown form), then
+    the notes."""
+    columns = (
+        Column("row", left=True),
+        Column("unit", left=True),
+        Column("kernel", left=True),
+        Column("runs", left=True),
+        Column("estimate [95% CI]"),
+        Column("change [95% CI]"),
+        Column("p"),
+        Column("q"),
+        Column("verdict", left=True),
+    )
+    rows = []
     for r in results:
-        p = f"{r.p:.3g}" if r.p is not None else "–"
-        q = f"{r.q:.3g}" if r.q is not None else "–"
         verdict = f"{r.verdict}: {r.reason}" if r.reason else r.verdict
         if r.needed_runs is not None:
             verdict += f" (design: ≈{r.needed_runs} runs for ±{r.effect:g}%)"
-        lines.append(
-            f"| {r.row} | {r.unit} | {r.kernel} | {r.runs} vs {r.base_runs} | "
-            f"{_ci(r.estimate)} | {_pct_ci(r)} | {p} | {q} | {verdict} |"
+        rows.append(
+            (
+                r.row,
+                r.unit,
+                r.kernel,
+                f"{r.runs} vs {r.base_runs}",
+                _ci(r.estimate),
+                _pct_ci(r),
+                "–" if r.p is None else sig(r.p),
+                "–" if r.q is None else sig(r.q),
+                verdict,
+            )
         )
     methods = sorted({r.method for r in results if r.method})
-    lines += ["", f"Base: {results[0].base if results else '-'}. p by: " + "; ".join(methods)]
-    lines += [f"Sign: {note}."]
-    lines += [f"- {r.row} {r.kernel}: {'; '.join(r.notes)}" for r in results if r.notes]
-    return "\n".join(lines) + "\n"
+    notes = (
+        f"Base: {results[0].base if results else '-'}. p by: " + "; ".join(methods),
+        "Sign: change: new/base − 1 in %; new − base for 'pp' (zero share) and unit changes.",
+        *(f"- {r.row} {r.kernel}: {'; '.join(r.notes)}" for r in results if r.notes),
+    )
+    return Table(columns, tuple(rows), notes=notes).markdown()
 
 
 def _interval(iv: Interval | None) -> dict | None:
     if iv is None:
         return None
-    return {"estimate": iv.estimate, "low": _finite(iv.low), "high": _finite(iv.high)}
-
-
-def _finite(x: float | None) -> float | None:
-    return x if x is None or math.isfinite(x) else None
+    return {
+        "estimate": iv.estimate,
+        "low": undefined_as_null(iv.low),
+        "high": undefined_as_null(iv.high),
+    }
 
 
 def to_json(results: Sequence[RowComparison]) -> list[dict]:
@@ -229,7 +269,7 @@ def to_json(results: Sequence[RowComparison]) -> list[dict]:
             "base_samples": r.base_samples,
             "estimate": _interval(r.estimate),
             "base_estimate": _interval(r.base_estimate),
-            "change": _finite(r.change),
+            "change": undefined_as_null(r.change),
             "change_ci": list(r.change_ci) if r.change_ci else None,
             "change_kind": r.change_kind,
             "hodges_lehmann_shift": _interval(r.hl_shift),

@@ -15,6 +15,9 @@ import textwrap
 
 import polars as pl
 
+from analysis.report.json_output import undefined_as_null
+from analysis.report.table import Column, Table
+from analysis.report.units import decimals_at, fixed, interval, sig
 from analysis.stats.durations import DurationFit
 from analysis.stats.fit import QUANTILES, Estimate, GroupFailure, GroupFit, ModelFit
 
@@ -40,25 +43,54 @@ def _wrap(text: str, indent: str) -> str:
     return textwrap.fill(text, 80, initial_indent=indent, subsequent_indent=indent + "  ")
 
 
-def _num(value: float | None, digits: int = 3) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "-"
-    if math.isinf(value):
-        return "inf"
-    if abs(value) >= 1000:
-        return f"{value:.0f}"
-    return f"{value:.{digits}g}"
+# An estimate and its 95 % CI, rounded where the CI is (units.decimals_at).
+_ESTIMATE_COLUMNS = (
+    Column("quantity", 36, left=True),
+    Column("estimate", 11),
+    Column("ci_low", 13),
+    Column("ci_high", 13),
+)
+_MODEL_COLUMNS = (
+    Column("model (AIC order)", 27, left=True),
+    Column("k", 1),
+    Column("AIC", 11),
+    Column("dAIC", 7),
+    Column("BIC", 11),
+    Column("G2 p", 6),
+    Column("CDF gap", 8),
+)
 
 
-def _estimate_row(label: str, est: Estimate) -> str:
-    return f"{label:<36}{_num(est.estimate):>12}{_num(est.ci_low):>14}{_num(est.ci_high):>14}"
+def _ends(est: Estimate) -> list[str]:
+    """Estimate, low and high at one rounding; an infinite end as ``inf``."""
+    d = decimals_at(est.estimate, est.ci_low, est.ci_high)
+    return [fixed(v, d) for v in (est.estimate, est.ci_low, est.ci_high)]
 
 
-def _model_row(model: ModelFit, best_aic: float) -> str:
-    return (
-        f"{model.name:<28}{model.n_params:>2}{model.aic:>12.1f}{model.aic - best_aic:>8.1f}"
-        f"{model.bic:>12.1f}{_num(model.g2_p, 2):>7}{model.max_cdf_gap:>9.4f}"
+def _interval(est: Estimate, ends: bool = True) -> str:
+    return interval(est.estimate, est.ci_low, est.ci_high, ends=ends)
+
+
+def _estimates(rows: list[tuple[str, Estimate]], header: bool = True) -> list[str]:
+    table = Table(_ESTIMATE_COLUMNS, tuple((label, *_ends(est)) for label, est in rows))
+    lines = table.text()
+    return lines if header else lines[1:]
+
+
+def _models(models: list[ModelFit], best_aic: float) -> list[str]:
+    rows = tuple(
+        (
+            m.name,
+            str(m.n_params),
+            fixed(m.aic, 1),
+            fixed(m.aic - best_aic, 1),
+            fixed(m.bic, 1),
+            sig(m.g2_p, 2),
+            fixed(m.max_cdf_gap, 4),
+        )
+        for m in models
     )
+    return Table(_MODEL_COLUMNS, rows).text()
 
 
 def _header(group: GroupFit | GroupFailure) -> str:
@@ -87,11 +119,9 @@ def format_group(group: GroupFit | GroupFailure) -> str:
         f"  n={group.n} sleeps, jiffy {data.jiffy_us:g} us (HZ {1e6 / data.jiffy_us:g}),"
         f" timeout = {k_timeout} jiffies",
         "",
-        f"{'model (AIC order)':<28}{'k':>2}{'AIC':>12}{'dAIC':>8}{'BIC':>12}{'G2 p':>7}"
-        f"{'CDF gap':>9}",
     ]
     best = group.best
-    lines += [_model_row(m, best.aic) for m in group.models[:SHOWN_MODELS]]
+    lines += _models(group.models[:SHOWN_MODELS], best.aic)
     if len(group.models) > SHOWN_MODELS:
         lines.append(f"... {len(group.models) - SHOWN_MODELS} more models in --json")
     if group.bootstrap == 0:
@@ -104,35 +134,31 @@ def format_group(group: GroupFit | GroupFailure) -> str:
     obs = group.observables
     emp = group.empirical
     data_rows = [
-        _estimate_row(f"P(k=0) data {data.counts[0]}/{data.n} (Wilson)", emp["p_zero"]),
-        _estimate_row(f"P(timeout) data {data.counts[-1]}/{data.n} (Wilson)", emp["p_timeout"]),
-        _estimate_row("mean recorded delay = E[min(T,to)] us", emp["restricted_mean_usec"]),
+        (f"P(k=0) data {data.counts[0]}/{data.n} (Wilson)", emp["p_zero"]),
+        (f"P(timeout) data {data.counts[-1]}/{data.n} (Wilson)", emp["p_timeout"]),
+        ("mean recorded delay = E[min(T,to)] us", emp["restricted_mean_usec"]),
     ]
-    head = f"{'quantity':<36}{'estimate':>12}{'ci_low':>14}{'ci_high':>14}"
     if group.lack_of_fit:
         # The model is rejected: what the data fix on their own comes first.
         lines += ["", _wrap(f"LACK OF FIT: {group.lack_of_fit}.", ""), "", "model-free (95% CI)"]
-        lines += [head, *data_rows]
-    lines += [
-        "",
-        f"best {best.name}: parameters (95% CI, delta method on log/logit scale)",
-        head,
-    ]
-    lines += [_estimate_row(f"  {name}", est) for name, est in best.params.items()]
-    lines += [
-        "observables, averaged over models by AIC weight (95% CI, delta, logit/log)",
-        _estimate_row("P(k=0) woken in 1st jiffy", obs["p_zero"]),
-        _estimate_row("P(timeout) censored", obs["p_timeout"]),
-        _estimate_row("mean wait to timeout E[min(T,to)] us", obs["restricted_mean_usec"]),
+        lines += _estimates(data_rows)
+    lines += ["", f"best {best.name}: parameters (95% CI, delta method on log/logit scale)"]
+    lines += _estimates([(f"  {name}", est) for name, est in best.params.items()])
+    observables = [
+        ("P(k=0) woken in 1st jiffy", obs["p_zero"]),
+        ("P(timeout) censored", obs["p_timeout"]),
+        ("mean wait to timeout E[min(T,to)] us", obs["restricted_mean_usec"]),
     ]
     for q in QUANTILES:
         est = obs[f"q{q:g}"]
         label = f"wait quantile {q:.0%} us"
         if est.estimate > data.timeout_us:
             label += " (>timeout:model)"
-        lines.append(_estimate_row(label, est))
+        observables.append((label, est))
+    lines.append("observables, averaged over models by AIC weight (95% CI, delta, logit/log)")
+    lines += _estimates(observables, header=False)
     if not group.lack_of_fit:
-        lines += ["model-free (95% CI)", *data_rows]
+        lines += ["model-free (95% CI)", *_estimates(data_rows, header=False)]
     half, needed = _precision(group)
     if needed is not None:
         lines.append(
@@ -154,15 +180,11 @@ def format_fits(groups: list[GroupFit | GroupFailure]) -> str:
     return "\n\n".join([*(format_group(g) for g in groups), CAVEAT])
 
 
-def _finite(value: float) -> float | None:
-    return value if math.isfinite(value) else None
-
-
 def _estimate_json(est: Estimate) -> dict[str, object]:
     return {
-        "estimate": _finite(est.estimate),
-        "ci_low": _finite(est.ci_low),
-        "ci_high": _finite(est.ci_high),
+        "estimate": undefined_as_null(est.estimate),
+        "ci_low": undefined_as_null(est.ci_low),
+        "ci_high": undefined_as_null(est.ci_high),
         "method": est.method,
     }
 
@@ -251,15 +273,21 @@ def summary_frame(fits: dict[str, list[GroupFit | GroupFailure]]) -> pl.DataFram
 
 def format_duration_fits(title: str, fits: list[DurationFit]) -> str:
     """Censored latency fits, best AIC first: median and 99th percentile (µs, 95 % CI)."""
-    lines = [
-        title,
-        f"{'model':<24}{'AIC':>11}{'dAIC':>8}{'median us':>11}{'CI':>15}{'p99 us':>11}",
-    ]
-    for f in fits:
-        median, p99 = f.quantiles[0.5], f.quantiles[0.99]
-        ci = f"{_num(median.ci_low)}-{_num(median.ci_high)}"
-        lines.append(
-            f"{f.model:<24}{f.aic:>11.1f}{f.aic - fits[0].aic:>8.1f}{_num(median.estimate):>11}"
-            f"{ci:>15}{_num(p99.estimate):>11}"
+    columns = (
+        Column("model", 23, left=True),
+        Column("AIC", 10),
+        Column("dAIC", 7),
+        Column("median [95% CI]", unit="us"),
+        Column("p99", 10, unit="us"),
+    )
+    rows = tuple(
+        (
+            f.model,
+            fixed(f.aic, 1),
+            fixed(f.aic - fits[0].aic, 1),
+            _interval(f.quantiles[0.5]),
+            _interval(f.quantiles[0.99], ends=False),
         )
-    return "\n".join(lines)
+        for f in fits
+    )
+    return "\n".join([title, *Table(columns, rows).text()])

@@ -8,13 +8,15 @@ footnote saying why, instead of a misleading number.
 from __future__ import annotations
 
 import statistics
+from collections.abc import Sequence
 
 import polars as pl
 
-from analysis.metrics.compare import Comparison
+from analysis.metrics.compare import Comparison, RowSummary
 from analysis.metrics.ops import ABSENT, CONTEXTS, OpsReport, OpsRow
 from analysis.report.json_output import jsonable
-from analysis.report.table import Column, Footnotes, num, pct, render, wrapped
+from analysis.report.table import Column, Footnotes, Table, wrapped
+from analysis.report.units import PLAIN, Scale, common_scale, fixed, percent
 
 __all__ = [
     "comparison_json",
@@ -22,13 +24,13 @@ __all__ = [
     "format_comparison",
     "format_intervals",
     "format_ops",
-    "ops_digits",
     "ops_json",
+    "row_scale",
     "run_json",
 ]
 
 # Units that the label does not already make plain.
-_SHOWN_UNITS = {"pages/s", "KiB", "objects", "huge pages", "model units"}
+_SHOWN_UNITS = {"pages/s", "KiB", "MiB", "GiB", "objects", "huge pages", "model units"}
 _LABEL = Column(width=30, left=True)
 # A run's mean (with ± sd below) and its % change column: 24 columns with separators.
 _MEAN, _CHANGE = Column(width=12), Column(width=10)
@@ -38,6 +40,15 @@ _NO_CHANGE = "no % change: the first run's mean is 0"
 def display_label(label: str, unit: str) -> str:
     """``Kswapd velocity`` → ``Kswapd velocity pages/s``; pages and % stay implicit."""
     return f"{label} {unit}" if unit in _SHOWN_UNITS else label
+
+
+def row_scale(cells: Sequence[RowSummary]) -> Scale:
+    """The one scale of an Ops row across runs (k, M for counts; each mean is then rounded
+    at its own sd), as the report and the paper print it; a count without an sd (one
+    iteration) is exact and keeps its own unit, printed whole."""
+    if any(c.sd is not None for c in cells):
+        return common_scale([c.mean for c in cells], cells[0].unit)
+    return Scale(cells[0].unit)
 
 
 def _absent(rows: list[OpsRow]) -> list[str]:
@@ -63,26 +74,19 @@ def format_ops(report: OpsReport) -> str:
     rows = [
         (
             f"Ops {display_label(row.label, row.unit)}",
-            num(row.value, width=15),
+            PLAIN.text(row.value),
             notes.mark(row.note) if row.value is None else "",
         )
         for row in report.rows
         if row.label not in absent
     ]
     columns = [Column(width=34, left=True), Column(width=15), Column(left=True)]
-    lines += render(columns, rows)
+    lines += Table(columns, rows).text()
     lines += ["", *notes.lines()]
     lines += wrapped(f"Not in this kernel's vmstat: {', '.join(absent)}." if absent else "")
     for reset in report.resets:
         lines += wrapped(f"Counter went down: {reset}")
     return "\n".join(lines).rstrip() + "\n"
-
-
-def ops_digits(unit: str) -> int:
-    """Decimals of an Ops mean and sd, the same in the report and the paper: 1 for % and
-    pages/s, 0 for counts (pages, KiB, events), whose sd over iterations is in the
-    hundreds or more."""
-    return 1 if unit in {"%", "pages/s"} else 0
 
 
 def format_comparison(cmp: Comparison) -> str:
@@ -147,12 +151,13 @@ def _block(
         why = next(
             (rep.rows[k].note for reps in reports for rep in reps if rep.rows[k].value is None), ""
         )
-        digits = ops_digits(cells[0].unit)
-        row = [display_label(label, cells[0].unit)]
+        scale = row_scale(cells)
+        spread = any(c.sd is not None for c in cells)
+        row = [display_label(label, scale.unit)]
         for i, cell in enumerate(cells):
-            mean = num(cell.mean, digits)
-            sd = "" if cell.sd is None else f"\n±{cell.sd:.{digits}f}"
-            row.append(mean + (sd if any(c.sd is not None for c in cells) else ""))
+            mean = scale.text(cell.mean, cell.sd)
+            sd = "" if cell.sd is None else "\n" + scale.uncertainty(cell.sd)
+            row.append(mean + (sd if spread else ""))
             if i == 0:
                 continue
             # A cell without a mean carries the footnote in its % slot.
@@ -161,7 +166,8 @@ def _block(
             elif cell.change_pct is None:
                 row.append(notes.mark(_NO_CHANGE))
             else:
-                row.append(f"({pct(cell.change_pct, width=7)})")
+                # Three digits, at most two decimals: a % of two means with an sd each.
+                row.append(f"({percent(cell.change_pct):>7}%)")
         if cells[0].mean is None:
             row[1] += " " + notes.mark(why)
         row.append(cells[0].better)
@@ -175,7 +181,7 @@ def _block(
     # Run names as span titles over label + base mean and new mean + change (23 columns),
     # cut from the start when longer (they differ at the end).
     spans = [(runs[0], 2), *([(runs[1], 2)] if pair else []), ("better", 1)]
-    return render(columns, rows, spans=spans)
+    return Table(columns, rows, spans=spans).text()
 
 
 def format_intervals(series: pl.DataFrame) -> str:
@@ -191,10 +197,12 @@ def format_intervals(series: pl.DataFrame) -> str:
             cells += [
                 f"{row[f'{ctx} pages scanned'] or 0:.0f}",
                 f"{row[f'{ctx} pages reclaimed'] or 0:.0f}",
-                num(row[f"{ctx} efficiency %"], digits=1),
+                fixed(row[f"{ctx} efficiency %"], 1),
             ]
         rows.append(cells)
-    return "\n".join(["Per interval (pages; eff% = reclaimed/scanned):", *render(columns, rows)])
+    return "\n".join(
+        ["Per interval (pages; eff% = reclaimed/scanned):", *Table(columns, rows).text()]
+    )
 
 
 def ops_json(report: OpsReport, series: pl.DataFrame | None = None) -> dict:

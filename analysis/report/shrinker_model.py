@@ -7,32 +7,24 @@ a counter chain the single-counter model does not reproduce.
 
 from __future__ import annotations
 
-import math
 import textwrap
 from collections.abc import Sequence
 
-import altair as alt
-import polars as pl
-
 from analysis.models.shrinker import ContextWork, ModelRun, Variant, outputs
 from analysis.models.shrinker_validation import ShrinkerScore
+from analysis.report.json_output import undefined_as_null
+from analysis.report.table import Column, Table
+from analysis.report.text import fit
+from analysis.report.units import PLAIN, interval, plus_minus, sig
 from analysis.stats.describe import mean_sd
 
 __all__ = [
-    "backlog_chart",
     "caveats",
     "format_model_run",
     "format_shrinker_validation",
     "model_run_json",
     "shrinker_validation_json",
-    "tradeoff_chart",
 ]
-
-
-def _num(value: float | int | None, digits: int = 1) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "-"
-    return str(value) if isinstance(value, int) else f"{value:.{digits}f}"
 
 
 def _share(agreement) -> str:
@@ -72,25 +64,37 @@ def caveats(run: ModelRun) -> list[str]:
     return out
 
 
+_WORK_COLUMNS = (
+    Column("context", 7, left=True),
+    Column("calls", 8),
+    Column("mean", 9),
+    Column("p50", 8),
+    Column("p99", 8),
+    Column("max", 10),
+    Column("total", 12),
+)
+
+
 def _work_lines(work: tuple[ContextWork, ...]) -> list[str]:
-    header = f"  {'context':<8}{'calls':>9}{'mean':>10}{'p50':>9}{'p99':>9}{'max':>11}{'total':>13}"
-    lines = ["Objects scanned per call (mmtests nearest-rank percentiles)", header]
-    for w in work:
-        lines.append(
-            f"  {w.context:<8}{w.calls:>9}{_num(w.mean):>10}{_num(w.p50, 0):>9}"
-            f"{_num(w.p99, 0):>9}{_num(w.max):>11}{w.total:>13}"
+    """Per reclaim context: calls and objects scanned per call (counts whole, the mean
+    to three digits)."""
+    rows = tuple(
+        (
+            w.context,
+            str(w.calls),
+            *(PLAIN.text(v) for v in (w.mean, w.p50, w.p99, w.max)),
+            str(w.total),
         )
-    return lines
+        for w in work
+    )
+    table = Table(_WORK_COLUMNS, rows)
+    return ["Objects scanned per call (mmtests nearest-rank percentiles)", *table.text(indent=2)]
 
 
 def format_model_run(run: ModelRun) -> str:
     """One capture's check and replay, at most 80 columns."""
     result, ratio = run.result, run.freed_per_scanned
-    ci = (
-        f" (95% CI {_num(ratio.low, 3)}-{_num(ratio.high, 3)})"
-        if ratio.estimate is not None
-        else ""
-    )
+    shown = "-" if ratio.estimate is None else interval(ratio.estimate, ratio.low, ratio.high)
     values = outputs(result)
     lines = [
         "Shrinker deferral model of",
@@ -100,13 +104,13 @@ def format_model_run(run: ModelRun) -> str:
         f"chain agreement:  {_share(run.capture_chain_agreement)} (nr from the replayed counter)",
         f"capture: {run.observed_scanned_objects} objects scanned (its rule replayed: "
         f"{run.own_scanned_objects}), {run.observed_freed_objects} freed",
-        f"freed/scanned {_num(ratio.estimate, 3)}{ci}",
+        f"freed/scanned {shown}" + (" (95% CI)" if ratio.estimate is not None else ""),
         "",
         f"Variant: {result.variant.label}",
         *_work_lines(result.work),
-        f"scanned {result.scanned_objects} objects, freed {_num(result.freed_objects)}, "
-        f"efficiency {_num(result.efficiency, 3)}",
-        f"velocity {_num(values['velocity_per_s'], 2)} objects/s; deferred backlog max "
+        f"scanned {result.scanned_objects} objects, freed {PLAIN.text(result.freed_objects)}, "
+        f"efficiency {PLAIN.text(result.efficiency)}",
+        f"velocity {PLAIN.text(values['velocity_per_s'])} objects/s; deferred backlog max "
         f"{result.backlog_max_objects}, end {result.backlog_end_objects} objects",
         "",
         *(
@@ -149,66 +153,21 @@ def model_run_json(run: ModelRun) -> dict:
         },
         "variant": _variant_json(run.result.variant),
         "work": [vars(w) for w in run.result.work],
-        "outputs": {k: None if math.isnan(v) else v for k, v in outputs(run.result).items()},
+        "outputs": {k: undefined_as_null(v) for k, v in outputs(run.result).items()},
         "notes": caveats(run),
     }
 
 
-def tradeoff_chart(sweep: pl.DataFrame, title: str) -> alt.LayerChart:
-    """Divisor sweep (:func:`analysis.models.shrinker.divisor_sweep` rows, optionally with a
-    ``trace`` column): worst work landed on one direct reclaimer against the deferred
-    backlog left behind; point size = objects scanned (cache trimmed)."""
-    data = sweep.with_columns(
-        trace=pl.col("trace") if "trace" in sweep.columns else pl.lit("capture")
-    )
-    base = alt.Chart(data).encode(
-        x=alt.X("backlog_max_objects:Q", title="deferred backlog, max (objects)"),
-        y=alt.Y("direct_max_scanned:Q", title="max objects scanned by one direct call"),
-    )
-    points = base.mark_circle(opacity=0.7).encode(
-        color=alt.Color("trace:N", title="capture"),
-        size=alt.Size("scanned_objects:Q", title="objects scanned"),
-        tooltip=[
-            "trace",
-            "divisor",
-            "direct_p99_scanned",
-            "scanned_objects",
-            "backlog_end_objects",
-        ],
-    )
-    labels = base.mark_text(align="left", dx=6, fontSize=9).encode(text="divisor:N")
-    return (points + labels).properties(width=420, height=260, title=title)
-
-
-def backlog_chart(backlogs: dict[str, pl.DataFrame], title: str, bins: int = 400) -> alt.Chart:
-    """Deferred backlog (``Replay.backlog``) over time, one step line per variant label:
-    the largest backlog in each of ``bins`` equal time bins (a capture has ~10^5 events)."""
-    frames = []
-    for label, backlog in backlogs.items():
-        origin, end = backlog["ts_ns"].min(), backlog["ts_ns"].max()
-        width_ns = max((end - origin) // bins, 1)
-        frames.append(
-            backlog.group_by(((pl.col("ts_ns") - origin) // width_ns).alias("bin"))
-            .agg(pl.col("backlog_objects").max())
-            .select(
-                pl.lit(label).alias("variant"),
-                (pl.col("bin") * width_ns / 1e9).alias("time_s"),
-                "backlog_objects",
-            )
-            .sort("time_s")
-        )
-    return (
-        alt.Chart(pl.concat(frames))
-        .mark_line(interpolate="step-after")
-        .encode(
-            x=alt.X("time_s:Q", title="time since the first shrinker call (s)"),
-            y=alt.Y("backlog_objects:Q", title="deferred objects, max per bin"),
-            color=alt.Color("variant:N", title="rule"),
-        )
-        .properties(width=520, height=200, title=title)
-    )
-
-
+_VALIDATION_COLUMNS = (
+    Column("quantity", left=True),
+    Column("replayed [95% PI]"),
+    Column("observed ± sd"),
+    Column("in"),
+    Column("model"),
+    Column("none"),
+    Column("p"),
+)
+# Label, per-run format (observations at their measured resolution) and unit.
 SHRINKER_LABELS = {
     "scanned_objects": ("scanned obj", ".0f", "objects"),
     "freed_objects": ("freed obj", ".0f", "objects"),
@@ -237,41 +196,36 @@ def format_shrinker_validation(scores: Sequence[ShrinkerScore], calibration: str
             f"{capture}:",
             f"  divisor {first.divisor} vs {first.calibration_divisor} ({kind}), "
             f"{len(first.observed)} runs",
-            f"  {'quantity':<12} {'replayed [95% PI]':<24} {'observed±sd':<14} {'in':<3}"
-            f" {'model':>7} {'none':>7} {'p':>5}",
         ]
+        cells = []
         for s in rows:
-            label, fmt, _ = SHRINKER_LABELS[s.quantity]
-            pi = format(s.predicted, fmt) + (
-                ""
-                if s.interval is None
-                else f" [{format(s.interval[0], fmt)}, {format(s.interval[1], fmt)}]"
-            )
+            low, high = s.interval if s.interval is not None else (None, None)
             mean, sd = mean_sd(list(s.observed))
-            spread = format(mean, fmt) + ("" if sd is None else f"±{format(sd, fmt)}")
-            lines.append(
-                f"  {label:<12} {pi:<24} {spread:<14} {s.inside}/{len(s.observed):<1} "
-                f"{s.model_error:>7.0f} {s.no_change_error:>7.0f} {_num(s.change_p, 3):>5}"
+            cells.append(
+                (
+                    SHRINKER_LABELS[s.quantity][0],
+                    interval(s.predicted, low, high),
+                    plus_minus(mean, sd),
+                    f"{s.inside}/{len(s.observed)}",
+                    PLAIN.text(s.model_error),
+                    PLAIN.text(s.no_change_error),
+                    sig(s.change_p),
+                )
             )
+        lines += Table(_VALIDATION_COLUMNS, cells).text(indent=2)
         for s in rows:
             if s.depleted is None:
                 continue
-            label, fmt, _ = SHRINKER_LABELS[s.quantity]
-            pi = format(s.depleted, fmt) + (
-                ""
-                if s.depleted_interval is None
-                else f" [{format(s.depleted_interval[0], fmt)}, "
-                f"{format(s.depleted_interval[1], fmt)}]"
-            )
+            low, high = s.depleted_interval or (None, None)
             lines.append(
-                f"  {label:<12} depleted {pi:<24} in {s.depleted_inside}/{len(s.observed)}"
-                f" error {s.depleted_error:.0f}"
+                f"  {SHRINKER_LABELS[s.quantity][0]} depleted {interval(s.depleted, low, high)}"
+                f" in {s.depleted_inside}/{len(s.observed)} error {PLAIN.text(s.depleted_error)}"
             )
         lines.append("  per run:")
         for s in rows:
             label, fmt, _ = SHRINKER_LABELS[s.quantity]
             lines.append(f"    {label:<12} " + " ".join(format(v, fmt) for v in s.observed))
-    return "\n".join(lines) + "\n"
+    return fit("\n".join(lines) + "\n")
 
 
 def shrinker_validation_json(scores: Sequence[ShrinkerScore], calibration: str) -> dict:

@@ -14,9 +14,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from analysis.report.compare import DECIDING_ROW
-from analysis.report.provenance import Provenance, run_differences
-from analysis.report.table import Column, change_digits, estimate_digits, render, sig
+from analysis.report.table import Column, Table
+from analysis.report.units import change, interval, sig
 from analysis.stats.significance import NOT_COMPARED
+from analysis.study.provenance import Provenance
 
 if TYPE_CHECKING:
     from analysis.stats.bootstrap import Interval
@@ -59,27 +60,20 @@ def format_settings(
     """The table of settings that differ (one column per run), the first ``limit`` only."""
     shown = differ if limit is None else differ[:limit]
     columns = [Column("setting", left=True), *(Column(run, left=True) for run in runs)]
-    lines = render(columns, [[name, *values] for name, values in shown], indent=2)
+    lines = Table(columns, [[name, *values] for name, values in shown]).text(indent=2)
     if len(shown) < len(differ):
         lines.append(f"  ... and {len(differ) - len(shown)} more (--detail lists them)")
     return lines
 
 
 def _estimate(iv: Interval | None) -> str:
-    if iv is None:
-        return "-"
-    return f"{iv.estimate:.{estimate_digits(iv.estimate)}f}"
+    """The estimate alone, rounded where its CI is (the paper's rule)."""
+    return "-" if iv is None else interval(iv.estimate, iv.low, iv.high, ends=False)
 
 
 def _change(r: RowComparison) -> str:
-    """new/base − 1 in % with its 95 % CI, the paper's digits."""
-    if r.change is None:
-        return "-"
-    text = f"{r.change:+.{change_digits(r.change)}f}%"
-    if r.change_ci:
-        low, high = r.change_ci
-        text += f" [{low:+.{change_digits(low)}f}, {high:+.{change_digits(high)}f}]"
-    return text
+    """new/base − 1 in % with its 95 % CI, rounded where the CI is (the paper's rule)."""
+    return change(r.change, *(r.change_ci or (None, None)))
 
 
 def verdict_lines(results: Sequence[RowComparison]) -> list[str]:
@@ -118,16 +112,19 @@ def verdict_lines(results: Sequence[RowComparison]) -> list[str]:
         "Benjamini-Hochberg q:"
     )
     more = [f"  {left} more rows, not compared or not shown: see Workload latency."] if left else []
-    return [head, *render(columns, rows, indent=2), *more]
+    return [head, *Table(columns, rows).text(indent=2), *more]
 
 
 def format_summary(
     provenance: Sequence[Provenance],
+    differences: Sequence[str],
     settings: Sequence[tuple[str, tuple[str, ...]]],
     latency: Sequence[RowComparison] | str,
     lost_events: int,
 ) -> str:
-    """The summary: common provenance, what differed, verdicts, lost events."""
+    """The summary: common provenance, what differed (``differences``: the study's
+    ``run_differences`` lines; ``settings``: its setting differences), verdicts, lost
+    events."""
     runs = list(dict.fromkeys(r.run for r in provenance))
     iterations = ", ".join(
         f"{run} {sum(r.run == run for r in provenance)} iterations" for run in runs
@@ -135,7 +132,7 @@ def format_summary(
     lines = [f"Runs: {iterations}; base {runs[0]}." if runs else "No runs."]
     if common := _common(provenance):
         lines.append(common)
-    differ = list(run_differences(provenance))
+    differ = list(differences)
     kernels = {run: sorted({r.kernel for r in provenance if r.run == run}) for run in runs}
     if len({tuple(k) for k in kernels.values()}) > 1:
         differ.insert(0, "kernel: " + "; ".join(f"{r} {', '.join(k)}" for r, k in kernels.items()))

@@ -24,6 +24,7 @@ from analysis.errors import InputError, input_file
 from analysis.ingest.textfile import read_text
 from analysis.models.sweep import GRID_MAX_BYTES
 from analysis.report.notebooks import NotebookFailed, execute, parameter_names
+from analysis.report.table import Column, Table
 
 __all__ = ["PointResult", "format_index", "index_table", "point_name", "read_grid", "sweep"]
 
@@ -135,19 +136,17 @@ def index_table(results: Sequence[PointResult], out: Path) -> pl.DataFrame:
 
 
 def format_index(index: pl.DataFrame) -> str:
-    """The index as a markdown table (what ``index.md`` holds); errors on lines below."""
+    """The index as a Markdown table (what ``index.md`` holds, the table model's Markdown
+    form; a parameter of 0 is printed, a missing one is ``-``); errors on lines below."""
     shown = [c for c in index.columns if c not in {"name", "ipynb", "error"}]
-    lines = [
-        "| " + " | ".join(shown) + " |",
-        "|" + "|".join("---" for _ in shown) + "|",
-    ]
-    for row in index.iter_rows(named=True):
-        cells = [
-            f"[html]({Path(row['html']).name})" if c == "html" and row[c] else str(row[c] or "-")
-            for c in shown
-        ]
-        lines.append("| " + " | ".join(cells) + " |")
+
+    def cell(column: str, value: object) -> str | None:
+        if column == "html" and value:
+            return f"[html]({Path(str(value)).name})"
+        return None if value is None or value == "" else str(value)
+
+    rows = [[cell(c, row[c]) for c in shown] for row in index.iter_rows(named=True)]
     failures = [f"- {r['name']}: {r['error']}" for r in index.iter_rows(named=True) if r["error"]]
     ok = index.filter(pl.col("status") == "ok").height
-    summary = f"{ok} of {index.height} points executed."
-    return "\n".join([*lines, "", summary, *failures]) + "\n"
+    notes = [f"{ok} of {index.height} points executed.", *failures]
+    return Table([Column(c, left=True) for c in shown], rows, notes=notes).markdown()

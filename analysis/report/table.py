@@ -8,19 +8,22 @@ output is the same plain text on a terminal, in a pipe and in a notebook; every 
 :data:`WIDTH` columns and has no trailing spaces.
 
 Cells are strings (``None`` prints ``-``); a cell with a newline takes several lines, as
-the ``±`` sd under a mean does. Numbers are formatted with :func:`num` and :func:`pct`.
+the ``±`` sd under a mean does. Numbers are formatted by :mod:`analysis.report.units`
+(one scale per row, digits at the uncertainty).
 """
 
 from __future__ import annotations
 
+import csv
+import dataclasses
 import io
-import math
 import textwrap
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from analysis.report.text import WIDTH
+from analysis.report.text import WIDTH, shorten_middle
+from analysis.report.units import MISSING
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -29,85 +32,10 @@ __all__ = [
     "WIDTH",
     "Column",
     "Footnotes",
-    "change_digits",
-    "estimate_digits",
-    "num",
-    "pct",
-    "plus_minus",
+    "Table",
     "render",
-    "sig",
     "wrapped",
 ]
-
-MISSING = "-"
-
-
-def num(value: float | int | None, digits: int = 2, width: int | None = None) -> str:
-    """``value`` with ``digits`` decimals (integers as they are); ``-`` for None or NaN.
-
-    A float longer than ``width`` characters falls back to 6 significant digits:
-
-    >>> num(3.14159), num(7), num(None), num(float("nan")), num(1.5e12, width=12)
-    ('3.14', '7', '-', '-', '1.5e+12')
-    """
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return MISSING
-    if isinstance(value, int):
-        return str(value)
-    text = f"{value:.{digits}f}"
-    return f"{value:.6g}" if width is not None and len(text) > width else text
-
-
-def pct(percent: float | None, digits: int = 2, width: int = 0) -> str:
-    """A percentage (already ×100), padded to ``width`` before the sign; ``-`` when missing.
-
-    >>> pct(30.0833), pct(-5.3, width=7), pct(None)
-    ('30.08%', '  -5.30%', '-')
-    """
-    return MISSING if percent is None else f"{percent:{width}.{digits}f}%"
-
-
-def estimate_digits(value: float) -> int:
-    """Decimals of a latency estimate, the same in the report and the paper: 0 from 1000
-    up, 1 from 100, else 2 (a run-level median moves in its 3rd-4th digit between runs).
-
-    >>> [estimate_digits(v) for v in (1626.9, 216.61, 11.47)]
-    [0, 1, 2]
-    """
-    return 0 if abs(value) >= 1000 else 1 if abs(value) >= 100 else 2
-
-
-def change_digits(percent: float) -> int:
-    """Decimals of a % change (report and paper): 1 from 10 % up, else 2.
-
-    >>> change_digits(-36.8), change_digits(2.97)
-    (1, 2)
-    """
-    return 1 if abs(percent) >= 10 else 2
-
-
-def sig(value: float | None, digits: int = 3) -> str:
-    """``value`` to ``digits`` significant digits (p and q values); ``-`` when missing.
-
-    >>> sig(0.31234), sig(0.000123), sig(None)
-    ('0.312', '0.000123', '-')
-    """
-    if value is None or not math.isfinite(value):
-        return MISSING
-    return f"{value:.{digits}g}"
-
-
-def plus_minus(mean: float | None, sd: float | None, digits: int) -> str:
-    """``mean ± sd`` with ``digits`` decimals (the paper's ``pm`` in plain text); the mean
-    alone without an sd; ``-`` without a mean.
-
-    >>> plus_minus(352.8, 127.6, 0), plus_minus(5.62, None, 1), plus_minus(None, 1.0, 1)
-    ('353 ± 128', '5.6', '-')
-    """
-    if mean is None:
-        return MISSING
-    text = f"{mean:.{digits}f}"
-    return text if sd is None else f"{text} ± {sd:.{digits}f}"
 
 
 def wrapped(text: str, indent: str = "    ") -> list[str]:
@@ -145,23 +73,109 @@ class Footnotes:
 
 @dataclass(frozen=True)
 class Column:
-    """One column: header (may hold a newline), minimum width in characters, alignment.
+    """One column: header (may hold a newline), minimum width in characters, alignment;
+    the ``unit`` of its numbers and which way is ``better`` (``"lower"``, ``"higher"``)
+    when the column holds one quantity (a table of quantities per row says so per row).
 
-    ``limit`` cuts longer cells to that many characters (names such as shrinker symbols,
-    never numbers). Columns are separated by one space.
+    ``limit`` shortens longer cells to that many characters by replacing their middle
+    with ``...`` (names such as shrinker symbols keep both ends, and the reader sees that
+    something was left out; never numbers). Columns are separated by one space.
     """
 
     header: str = ""
     width: int = 0
     left: bool = False
     limit: int | None = None
+    unit: str = ""
+    better: str | None = None
+
+    @property
+    def title(self) -> str:
+        """The header with its unit: ``p99`` in ``ms`` is ``p99 ms``."""
+        return f"{self.header} {self.unit}" if self.unit else self.header
+
+
+@dataclass(frozen=True)
+class Table:
+    """One table, rendered alike as 80-column text, Markdown, CSV and LaTeX
+    (``report.paper.latex.latex_table``): benchstat's texttab model. ``rows`` hold one
+    cell per column, already formatted by :mod:`analysis.report.units` (None prints
+    ``-``, a newline puts a cell's second line, such as ``±`` sd, under it); ``notes``
+    are the lines under the table (footnotes saying why a cell is ``-``); ``spans``
+    titles over groups of columns (see :func:`render`).
+
+    >>> t = Table((Column("ctx", left=True), Column("p99", unit="ms", better="lower")),
+    ...           (("memcg", "61 ± 25"),), notes=("[1] sd over 3 iterations",))
+    >>> print("\\n".join(t.text()))
+    ctx    p99 ms
+    memcg 61 ± 25
+    Lower is better: p99 ms.
+    [1] sd over 3 iterations
+    >>> print(t.markdown(), end="")
+    | ctx | p99 ms |
+    |:---|---:|
+    | memcg | 61 ± 25 |
+    <BLANKLINE>
+    Lower is better: p99 ms.
+    [1] sd over 3 iterations
+    """
+
+    columns: Sequence[Column]
+    rows: Sequence[Sequence[str | None]]
+    notes: Sequence[str] = ()
+    spans: Sequence[tuple[str, int]] = field(default=())
+
+    def cells(self) -> list[list[str]]:
+        """Every cell as one line of plain text (a second line joined by a space)."""
+        return [[_flat(c) for c in row] for row in self.rows]
+
+    def directions(self) -> list[str]:
+        """One sentence per direction of better that a column states."""
+        out = []
+        for way in ("lower", "higher"):
+            names = [c.title for c in self.columns if c.better == way]
+            if names:
+                out.append(f"{way.capitalize()} is better: {', '.join(names)}.")
+        return out
+
+    def text(self, indent: int = 0) -> list[str]:
+        """The table as lines of at most :data:`WIDTH` columns, then the notes."""
+        columns = [dataclasses.replace(c, header=c.title, unit="") for c in self.columns]
+        lines = render(columns, self.rows, spans=self.spans, indent=indent)
+        notes = [line for note in (*self.directions(), *self.notes) for line in wrapped(note)]
+        return lines + notes
+
+    def markdown(self) -> str:
+        """A GitHub Markdown table (numbers right-aligned), notes below it."""
+
+        def line(cells: Iterable[str]) -> str:
+            return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+        align = ["|:---" if c.left else "|---:" for c in self.columns]
+        out = [line(c.title for c in self.columns), "".join(align) + "|"]
+        out += [line(row) for row in self.cells()]
+        notes = [*self.directions(), *self.notes]
+        return "\n".join(out + (["", *notes] if notes else [])) + "\n"
+
+    def csv(self) -> str:
+        """CSV (RFC 4180): a header of titles (with units), one record per row; the
+        notes are not data and are left to the text forms."""
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(c.title for c in self.columns)
+        writer.writerows(self.cells())
+        return out.getvalue()
+
+
+def _flat(text: str | None) -> str:
+    return MISSING if text is None else " ".join(text.split("\n"))
 
 
 def _cell(text: str | None, column: Column) -> str:
     text = MISSING if text is None else text
     if column.limit is None:
         return text
-    return "\n".join(line[: column.limit] for line in text.split("\n"))
+    return "\n".join(shorten_middle(line, column.limit) for line in text.split("\n"))
 
 
 def _width(column: Column, cells: Iterable[str]) -> int:

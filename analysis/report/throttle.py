@@ -1,7 +1,8 @@
 """80-column tables of throttling and reclaim stalls per run, aggregated over iterations
 (``run_throttle_table`` of metrics.throttle_runs, ``run_stall_table`` of
-metrics.stall_runs), with the paper's digits (:data:`THROTTLE_DIGITS`, :data:`STALL_DIGITS`)
-so that the report and the paper print the same numbers."""
+metrics.stall_runs). A mean ± sd is rounded at its sd (``units.plus_minus``, as the
+paper's ``pm``); a value without an sd has the decimals of :data:`THROTTLE_DIGITS` and
+:data:`STALL_DIGITS`, shared with the paper, so both print the same numbers."""
 
 from __future__ import annotations
 
@@ -10,11 +11,13 @@ from collections.abc import Callable
 import polars as pl
 
 from analysis.metrics.throttle import short_reason
-from analysis.report.table import Column, plus_minus, render
+from analysis.report.table import Column, Table
+from analysis.report.units import plus_minus
 
 __all__ = ["STALL_DIGITS", "THROTTLE_DIGITS", "format_run_stalls", "format_run_throttle"]
 
-# Decimals per quantity, shared with the paper's tables (report/paper/build.py).
+# Decimals of a quantity printed without an sd (iterations without a spread, the max),
+# shared with the paper's tables (report/paper/build.py).
 THROTTLE_DIGITS = {"events": 0, "timeout share": 1, "zero share": 1, "mean delay ms": 1}
 STALL_DIGITS = {"count": 0, "summed s": 1, "median ms": 2, "tail ms": 1, "max ms": 0}
 
@@ -33,15 +36,15 @@ def format_run_throttle(table: pl.DataFrame) -> str:
     if table.is_empty():
         return "No throttle events in any trace.\n"
     d = THROTTLE_DIGITS
-    columns = [
+    columns = (
         Column("reason", left=True),
-        Column("timeout ms"),
+        Column("timeout", unit="ms"),
         Column("context", left=True),
         Column("events/iter"),
-        Column("timeout %"),
-        Column("zero %"),
-        Column("mean ms"),
-    ]
+        Column("timeout", unit="%"),
+        Column("zero", unit="%"),
+        Column("mean", unit="ms"),
+    )
 
     def rows_of(rows: pl.DataFrame) -> list[str]:
         cells = []
@@ -65,7 +68,7 @@ def format_run_throttle(table: pl.DataFrame) -> str:
                     (">=" if (share or 0) > 0 else "") + mean,
                 ]
             )
-        return render(columns, cells)
+        return Table(columns, tuple(cells)).text()
 
     return (
         "\n".join(
@@ -89,30 +92,30 @@ def format_run_stalls(table: pl.DataFrame) -> str:
     if table.is_empty():
         return "No closed reclaim stalls in any trace.\n"
     d = STALL_DIGITS
-    columns = [
+    columns = (
         Column("context", left=True),
         Column("stalls/iter"),
         Column("stalled s/iter"),
-        Column("median ms"),
-        Column("p99 ms"),
-        Column("max ms"),
-    ]
+        Column("median", unit="ms"),
+        Column("p99", unit="ms"),
+        Column("max", unit="ms"),
+    )
 
     def rows_of(rows: pl.DataFrame) -> list[str]:
-        return render(
+        return Table(
             columns,
-            [
-                [
+            tuple(
+                (
                     r["context"],
                     plus_minus(r["stalls_mean"], r["stalls_sd"], d["count"]),
                     plus_minus(r["stalled_s_mean"], r["stalled_s_sd"], d["summed s"]),
                     plus_minus(r["median_ms_mean"], r["median_ms_sd"], d["median ms"]),
                     plus_minus(r["p99_ms_mean"], r["p99_ms_sd"], d["tail ms"]),
                     plus_minus(r["max_ms"], None, d["max ms"]),
-                ]
+                )
                 for r in rows.iter_rows(named=True)
-            ],
-        )
+            ),
+        ).text()
 
     return (
         "\n".join(

@@ -1,11 +1,12 @@
-"""Altair charts of the throttle-timeout model: predictions against τ with bootstrap bands."""
+"""Altair charts of reclaim throttling: the recorded delays (``mm_vmscan_throttled``) and
+the throttle-timeout model's predictions against τ with bootstrap bands."""
 
 from __future__ import annotations
 
 import altair as alt
 import polars as pl
 
-__all__ = ["curve_chart", "validation_chart"]
+__all__ = ["curve_chart", "delay_chart", "validation_chart"]
 
 PANELS = (
     ("p_timeout", "P(timeout)"),
@@ -67,3 +68,26 @@ def validation_chart(rows: pl.DataFrame, title: str) -> alt.HConcatChart:
         )
         charts.append((points + diagonal).properties(width=240, height=200))
     return alt.hconcat(*charts, title=title)
+
+
+def delay_chart(delays: pl.DataFrame, title: str) -> alt.FacetChart:
+    """Throttle delay histogram per reason: count on a log axis, censored bars marked.
+
+    Bars start at 0.5 events, not 0, which a log axis cannot show.
+    """
+    data = delays.with_columns(delay_ms=pl.col("delay_us") / 1000, base=pl.lit(0.5))
+    return (
+        alt.Chart(data)
+        .mark_bar(width=4)
+        .encode(
+            x=alt.X("delay_ms:Q", title="usect_delayed (ms)"),
+            y=alt.Y("count:Q", title="events", scale=alt.Scale(type="log")),
+            y2="base:Q",
+            color=alt.Color("at_timeout:N", title="at timeout (censored)"),
+            tooltip=["context", "reason", "usec_timeout", "delay_us", "count"],
+        )
+        .properties(width=260, height=140)
+        .facet(row=alt.Row("context:N", title=None), column=alt.Column("reason:N", title=None))
+        .resolve_scale(x="independent")
+        .properties(title=title)
+    )

@@ -2,31 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 
 from analysis.models.throttle import (
-    CycleModel,
-    CyclePrediction,
     Estimate,
-    Observation,
-    TimeoutPrediction,
-    Validation,
-    calibrate,
-    per_run,
-    predict_cycle,
-    predict_timeout,
     runs_needed,
-    validate,
 )
+from analysis.models.throttle_predictions import ThrottleReport
 from analysis.models.throttle_validation import QuantityScore
 from analysis.models.throttle_waits import WaitChoice
+from analysis.report.table import Column, Table
+from analysis.report.text import fit
+from analysis.report.units import PLAIN, fixed, interval, plus_minus, sig
 from analysis.stats.describe import mean_sd
 
 __all__ = [
-    "ThrottleReport",
     "as_json",
-    "build_report",
     "format_report",
     "format_validation",
     "validation_json",
@@ -45,72 +36,32 @@ ASSUMPTIONS = (
 )
 
 
-@dataclass(frozen=True)
-class ThrottleReport:
-    """Everything ``mmlab model throttle`` prints: the runs, the calibrated model, the
-    timeout predictions per reason, the cycle predictions and an optional validation."""
-
-    capture: str
-    runs: tuple[Observation, ...]
-    model: CycleModel
-    timeouts: tuple[TimeoutPrediction, ...]
-    cycles: tuple[CyclePrediction, ...]
-    validation: Validation | None = None
-    validation_capture: str | None = None
-    waits: tuple[WaitChoice, ...] = ()
-
-    def wait_choice(self, reason: str) -> WaitChoice:
-        """Which latent wait ``reason`` used (Kaplan–Meier when no choice was recorded)."""
-        known = {c.reason: c for c in self.waits}
-        return known.get(reason, WaitChoice(reason, "empirical", None, "the cycle model's own"))
+def _ci(est: Estimate) -> str:
+    """The estimate and its 95 % CI, rounded where the CI is (units.interval)."""
+    return interval(est.value, est.low, est.high)
 
 
-def build_report(
-    capture: str,
-    runs: Sequence[Observation],
-    model: CycleModel,
-    taus_us: Mapping[str, Sequence[float]],
-    targets: Sequence[Observation] | None = None,
-    target_capture: str | None = None,
-    *,
-    waits: Sequence[WaitChoice] = (),
-    seed: int = 0,
-) -> ThrottleReport:
-    """Predictions at every timeout in ``taus_us`` (reason → timeouts), one reason at a
-    time, the cycle at the observed timeouts first; each cycle prediction also by models
-    calibrated on one run each; the validation on ``targets`` when given. ``waits``
-    records which latent wait each reason of ``model`` carries (:mod:`throttle_waits`)."""
-    timeouts: list[TimeoutPrediction] = []
-    cycles = [predict_cycle(model, seed=seed)]
-    for r in model.reasons:
-        reps = [m.reason(r.reason).wait for m in model.replicates]
-        for tau in taus_us.get(r.reason, ()):
-            timeouts.append(predict_timeout(r.wait, tau, replicates=reps))
-            if tau != r.timeout_us:
-                cycles.append(predict_cycle(model, {r.reason: tau}, seed=seed))
-    singles = [calibrate([run]) for run in runs] if len(runs) > 1 else []
-    return ThrottleReport(
-        capture=capture,
-        runs=tuple(runs),
-        model=model,
-        timeouts=tuple(timeouts),
-        cycles=tuple(per_run(c, singles, seed=seed) for c in cycles),
-        validation=validate(model, targets, seed=seed) if targets else None,
-        validation_capture=target_capture if targets else None,
-        waits=tuple(waits),
-    )
-
-
-def _ci(est: Estimate, fmt: str) -> str:
-    if est.low is None:
-        return format(est.value, fmt)
-    return f"{format(est.value, fmt)} [{format(est.low, fmt)}, {format(est.high, fmt)}]"
-
-
-def _runs_line(label: str, values: Sequence[float], fmt: str) -> str:
+def _runs_line(label: str, values: Sequence[float]) -> str:
     mean, sd = mean_sd(list(values))
-    spread = f" ± {format(sd, fmt)} sd" if sd is not None else " (one run: no spread)"
-    return f"  {label}: {format(mean, fmt)}{spread}, n = {len(values)} runs"
+    spread = " sd" if sd is not None else " (one run: no spread)"
+    return f"  {label}: {plus_minus(mean, sd)}{spread}, n = {len(values)} runs"
+
+
+_TIMEOUT_COLUMNS = (
+    Column("tau", unit="us"),
+    Column(""),
+    Column("P(timeout) [95% CI]"),
+    Column("mean stall [95% CI]", unit="us"),
+    Column("p90", unit="us"),
+)
+_CYCLE_COLUMNS = (
+    Column("tau", unit="us", left=True),
+    Column(""),
+    Column("velocity", unit="pages/s"),
+    Column("run sd"),
+    Column("efficiency"),
+    Column("run sd"),
+)
 
 
 def format_report(report: ThrottleReport) -> str:
@@ -119,11 +70,9 @@ def format_report(report: ThrottleReport) -> str:
     lines = [
         f"throttle timeout model: {report.capture}",
         f"calibrated on {len(report.runs)} runs (traces); observed per run:",
-        _runs_line("velocity pages/s of reclaim", [r.velocity_pps for r in report.runs], ".0f"),
-        _runs_line("efficiency reclaimed/scanned", [r.efficiency for r in report.runs], ".3f"),
-        _runs_line(
-            "dirty/writeback/immediate share", [r.blocked_share for r in report.runs], ".3f"
-        ),
+        _runs_line("velocity pages/s of reclaim", [r.velocity_pps for r in report.runs]),
+        _runs_line("efficiency reclaimed/scanned", [r.efficiency for r in report.runs]),
+        _runs_line("dirty/writeback/immediate share", [r.blocked_share for r in report.runs]),
         f"  writeback {m.writeback_pps:.0f} pages/s, dirty pool {m.dirty_pool_pages:.0f} pages",
         "",
     ]
@@ -135,50 +84,71 @@ def format_report(report: ThrottleReport) -> str:
             f"{r.throttles_per_page * 1000:.3f} throttles per 1000 pages scanned",
             f"  latent wait: {_wait_label(choice)} ({choice.why})",
             f"  woken at once {r.wait.zero_mass:.3f}, still asleep at the timeout {asleep:.3f}",
-            f"  {'tau us':>8} {'P(timeout) [95% CI]':<24} {'mean stall us [95% CI]':<26}"
-            f" {'p90 us':>8}",
         ]
+        rows = []
         for p in report.timeouts:
             if p.reason != r.reason:
                 continue
             p90 = dict(p.stall_quantiles_us).get(0.9)
-            mark = "*" if p.extrapolated else " "
-            lines.append(
-                f"  {p.tau_us:>8.0f}{mark} {_ci(p.p_timeout, '.3f'):<23} "
-                f"{_ci(p.mean_stall_us, '.0f'):<26} {p90.value if p90 else float('nan'):>8.0f}"
+            rows.append(
+                (
+                    fixed(p.tau_us, 0),
+                    "*" if p.extrapolated else "",
+                    _ci(p.p_timeout),
+                    _ci(p.mean_stall_us),
+                    PLAIN.text(p90.value if p90 else None),
+                )
             )
-        lines.append("")
-    lines.append(
-        f"  {'tau us':<10}  {'velocity pages/s':<22} {'run sd':>6} {'efficiency':<24} {'run sd':>6}"
-    )
+        lines += [*Table(_TIMEOUT_COLUMNS, rows).text(indent=2), ""]
+    rows = []
     for c in report.cycles:
-        taus = ", ".join(f"{t:.0f}" for _, t in c.taus_us) or "observed"
-        mark = "*" if c.extrapolated else " "
         v_sd, e_sd = c.run_sd()
-        lines.append(
-            f"  {taus:<10}{mark} {_ci(c.velocity_pps, '.0f'):<22} {_opt(v_sd, '.0f'):>6} "
-            f"{_ci(c.efficiency, '.4f'):<24} {_opt(e_sd, '.4f'):>6}"
+        rows.append(
+            (
+                ", ".join(f"{t:.0f}" for _, t in c.taus_us) or "observed",
+                "*" if c.extrapolated else "",
+                _ci(c.velocity_pps),
+                PLAIN.text(v_sd),
+                _ci(c.efficiency),
+                PLAIN.text(e_sd),
+            )
         )
+    lines += Table(_CYCLE_COLUMNS, rows).text(indent=2)
     lines += _verdicts(report)
     if report.validation is not None:
         v = report.validation
+        errors = Table(
+            (
+                Column("mean |relative error|", left=True),
+                Column("model"),
+                Column("naive (calibration's observed)"),
+            ),
+            (
+                (
+                    "velocity",
+                    _err(v.velocity_error, v.velocity_error_sd),
+                    _err(v.baseline_velocity_error, None),
+                ),
+                (
+                    "efficiency",
+                    _err(v.efficiency_error, v.efficiency_error_sd),
+                    _err(v.baseline_efficiency_error, None),
+                ),
+            ),
+        )
         lines += [
             "",
             f"validation on {report.validation_capture} ({v.rows.height} runs):",
-            "  mean |relative error|  model          naive (calibration's observed)",
-            f"  velocity              {_err(v.velocity_error, v.velocity_error_sd):<16}"
-            f"{v.baseline_velocity_error:.1%}",
-            f"  efficiency            {_err(v.efficiency_error, v.efficiency_error_sd):<16}"
-            f"{v.baseline_efficiency_error:.1%}",
-            f"  velocity given the other capture's throttles per page: "
-            f"{v.velocity_error_given_rate:.1%}",
+            *errors.text(indent=2),
+            "  velocity given the other capture's throttles per page: "
+            + _err(v.velocity_error_given_rate, None),
         ]
     lines += ["", "assumptions:"] + [f"  - {a}" for a in ASSUMPTIONS]
     lines.append(
         "  run sd: the same prediction by models calibrated on one run each; intervals "
         "narrower than it understate the uncertainty"
     )
-    return "\n".join(_wrap(line) for line in lines)
+    return fit("\n".join(lines))
 
 
 def _verdicts(report: ThrottleReport) -> list[str]:
@@ -222,36 +192,14 @@ def _wait_label(choice: WaitChoice) -> str:
     return f"fit {choice.model}" if choice.source == "fit" else "Kaplan-Meier"
 
 
-def _opt(value: float | None, fmt: str) -> str:
-    return "-" if value is None else format(value, fmt)
-
-
 def _err(value: float, sd: float | None) -> str:
-    return f"{value:.1%}" + (f" ± {sd:.1%}" if sd is not None else "")
-
-
-def _wrap(line: str, width: int = 80) -> str:
-    line = line.rstrip()
-    if len(line) <= width:
-        return line
-    lead = len(line) - len(line.lstrip())
-    indent = " " * (lead + 2)
-    out, current = [], line[:lead] + line.split()[0]
-    for word in line.split()[1:]:
-        if current and len(current) + 1 + len(word) > width:
-            out.append(current)
-            current = indent + word
-        else:
-            current = f"{current} {word}" if current else word
-    return "\n".join([*out, current])
-
-
-def _est(e: Estimate) -> dict:
-    return {"value": e.value, "low": e.low, "high": e.high}
+    """A mean relative error in %, rounded at its run-to-run sd."""
+    return plus_minus(100 * value, None if sd is None else 100 * sd) + "%"
 
 
 def as_json(report: ThrottleReport) -> dict:
-    """The report as JSON-ready data (units in the key names)."""
+    """The report for ``json_output.dumps`` (units in the key names): estimates as
+    their dataclass (``value``, ``low``, ``high``), the validation rows as their frame."""
     m = report.model
     v = report.validation
     return {
@@ -286,9 +234,9 @@ def as_json(report: ThrottleReport) -> dict:
                 "predictions": [
                     {
                         "tau_us": p.tau_us,
-                        "p_timeout": _est(p.p_timeout),
-                        "mean_stall_us": _est(p.mean_stall_us),
-                        "stall_quantiles_us": {str(q): _est(e) for q, e in p.stall_quantiles_us},
+                        "p_timeout": p.p_timeout,
+                        "mean_stall_us": p.mean_stall_us,
+                        "stall_quantiles_us": {str(q): e for q, e in p.stall_quantiles_us},
                         "extrapolated": p.extrapolated,
                         "replicates": p.replicates,
                     }
@@ -301,8 +249,8 @@ def as_json(report: ThrottleReport) -> dict:
         "cycle": [
             {
                 "taus_us": dict(c.taus_us),
-                "velocity_pps": _est(c.velocity_pps),
-                "efficiency": _est(c.efficiency),
+                "velocity_pps": c.velocity_pps,
+                "efficiency": c.efficiency,
                 "extrapolated": c.extrapolated,
                 "runs": [{"velocity_pps": v, "efficiency": e} for v, e in c.runs],
             }
@@ -312,7 +260,7 @@ def as_json(report: ThrottleReport) -> dict:
         if v is None
         else {
             "capture": report.validation_capture,
-            "runs": v.rows.to_dicts(),
+            "runs": v.rows,
             "velocity_error": v.velocity_error,
             "velocity_error_sd": v.velocity_error_sd,
             "baseline_velocity_error": v.baseline_velocity_error,
@@ -325,12 +273,23 @@ def as_json(report: ThrottleReport) -> dict:
     }
 
 
+# Label and per-run format (observations at their measured resolution) of each quantity.
 VALIDATION_LABELS = {
-    "p_timeout": ("P(timeout)", ".3f", ".2f"),
-    "mean_stall_us": ("stall us", ".0f", ".0f"),
-    "velocity_pps": ("velocity p/s", ".0f", ".0f"),
-    "efficiency": ("efficiency", ".3f", ".2f"),
+    "p_timeout": ("P(timeout)", ".3f"),
+    "mean_stall_us": ("stall us", ".0f"),
+    "velocity_pps": ("velocity p/s", ".0f"),
+    "efficiency": ("efficiency", ".3f"),
 }
+_VALIDATION_COLUMNS = (
+    Column("quantity", left=True),
+    Column("predicted [95% PI]"),
+    Column("observed ± sd"),
+    Column("in"),
+    Column("model"),
+    Column("none"),
+    Column("lin"),
+    Column("p"),
+)
 
 
 def _score_error(value: float, unit: str) -> str:
@@ -361,32 +320,27 @@ def format_validation(scores: Sequence[QuantityScore], calibration: str) -> str:
             f"{capture}:",
             f"  tau {first.tau_us:.0f} us vs {first.calibration_tau_us:.0f} us "
             f"({kind}), {len(first.observed)} runs{mark}",
-            f"  {'quantity':<12} {'predicted [95% PI]':<20} {'observed±sd':<12} {'in':<3}"
-            f" {'model':>6} {'none':>6} {'lin':>6} {'p':>5}",
         ]
+        cells = []
         for s in rows:
-            label, fmt, short = VALIDATION_LABELS[s.quantity]
-            pi = (
-                format(s.predicted, fmt)
-                if s.interval is None
-                else f"{format(s.predicted, fmt)} "
-                f"[{format(s.interval[0], short)}, {format(s.interval[1], short)}]"
-            )
+            low, high = s.interval if s.interval is not None else (None, None)
             mean, sd = mean_sd(list(s.observed))
-            spread = format(mean, fmt) + ("" if sd is None else f"±{format(sd, fmt)}")
-            errors = " ".join(
-                f"{_score_error(e, s.error_unit):>6}"
-                for e in (s.model_error, s.no_change_error, s.linear_error)
+            errors = (s.model_error, s.no_change_error, s.linear_error)
+            cells.append(
+                (
+                    VALIDATION_LABELS[s.quantity][0],
+                    interval(s.predicted, low, high),
+                    plus_minus(mean, sd),
+                    f"{s.inside}/{len(s.observed)}",
+                    *(_score_error(e, s.error_unit) for e in errors),
+                    sig(s.change_p),
+                )
             )
-            inside = f"{s.inside}/{len(s.observed)}"
-            lines.append(
-                f"  {label:<12} {pi:<20} {spread:<12} {inside:<3} {errors} "
-                f"{_opt(s.change_p, '.3f'):>5}"
-            )
+        lines += Table(_VALIDATION_COLUMNS, cells).text(indent=2)
         lines += _beside_lines(rows)
         lines.append("  per run (x: outside the PI):")
         for s in rows:
-            label, fmt, _ = VALIDATION_LABELS[s.quantity]
+            label, fmt = VALIDATION_LABELS[s.quantity]
             outside = [
                 s.interval is not None and not s.interval[0] <= v <= s.interval[1]
                 for v in s.observed
@@ -396,7 +350,7 @@ def format_validation(scores: Sequence[QuantityScore], calibration: str) -> str:
                 for v, out in zip(s.observed, outside, strict=True)
             )
             lines.append(f"    {label:<12} {values}")
-    return "\n".join(_wrap(line) for line in lines)
+    return fit("\n".join(lines))
 
 
 def _beside_lines(rows: Sequence[QuantityScore]) -> list[str]:
@@ -404,19 +358,19 @@ def _beside_lines(rows: Sequence[QuantityScore]) -> list[str]:
     prediction from each run's writeback rate."""
     lines = []
     for s in rows:
-        label, fmt, short = VALIDATION_LABELS[s.quantity]
+        label, fmt = VALIDATION_LABELS[s.quantity]
         if s.kaplan_meier is not None:
             bounds = (
                 ""
                 if s.bounds is None
-                else f"; bounds [{format(s.bounds[0], short)}, {format(s.bounds[1], short)}]"
+                else f"; bounds [{format(s.bounds[0], fmt)}, {format(s.bounds[1], fmt)}]"
             )
             lines.append(
                 f"  {label:<12} Kaplan-Meier {format(s.kaplan_meier, fmt)} "
                 f"(error {_score_error(s.kaplan_meier_error, s.error_unit)}){bounds}"
             )
     for s in rows:
-        label, fmt, _ = VALIDATION_LABELS[s.quantity]
+        label = VALIDATION_LABELS[s.quantity][0]
         if s.given_writeback is not None:
             lines.append(
                 f"  {label:<12} given each run's writeback rate: error "
@@ -438,7 +392,7 @@ def validation_json(scores: Sequence[QuantityScore], calibration: str) -> dict:
                 "tau_us": s.tau_us,
                 "calibration_tau_us": s.calibration_tau_us,
                 "predicted": s.predicted,
-                "pooled": _est(s.pooled),
+                "pooled": s.pooled,
                 "prediction_interval": None if s.interval is None else list(s.interval),
                 "observed_runs": list(s.observed),
                 "runs_inside_interval": s.inside,

@@ -14,7 +14,9 @@ from analysis.metrics.throttle import REASON_PREFIX
 from analysis.metrics.trace_analysis import TraceAnalysis
 from analysis.metrics.trace_rows import benchmark_times, mmtests_trace_rows
 from analysis.report.json_output import jsonable
-from analysis.report.table import Column, Footnotes, num, render
+from analysis.report.table import Column, Footnotes, Table
+from analysis.report.text import WIDTH, fit
+from analysis.report.units import PLAIN, fixed
 
 __all__ = [
     "analysis_json",
@@ -31,7 +33,7 @@ def _short(reason: str) -> str:
 
 def _share(value: float | None) -> str:
     """A 0..1 share as a percentage number (the header says %)."""
-    return num(None if value is None else 100 * value)
+    return fixed(None if value is None else 100 * value, 2)
 
 
 def format_distributions(dist: pl.DataFrame, per_block: int = 3) -> str:
@@ -50,8 +52,8 @@ def format_distributions(dist: pl.DataFrame, per_block: int = 3) -> str:
         for stat in stats:
             label = stat.removesuffix("_ms").replace("stalls_", "n ").replace("_", "-")
             label = label.replace("maxms", "max ms").removesuffix("ms").rstrip()
-            rows.append([label, *(num(v) for v in block[stat].to_list())])
-        out += [*render(columns, rows), ""]
+            rows.append([label, *(PLAIN.text(v) for v in block[stat].to_list())])
+        out += [*Table(columns, rows).text(), ""]
     return "\n".join(out)
 
 
@@ -97,7 +99,7 @@ def _pairing_lines(a: TraceAnalysis) -> list[str]:
     columns = [Column("context", 16, left=True), *(Column(h, w) for h, w in headers)]
     return [
         "Reclaim stalls (begin->end per pid)",
-        *render(columns, rows),
+        *Table(columns, rows).text(),
         "unp.beg = overwritten (second begin, mmtests keeps it) + open at end; unp.end =\n"
         "end without begin (ignored); clk< = timestamps going backwards for a pid; comm =\n"
         "begin/end comm differ (pid reuse); lost = intervals spanning lost events.",
@@ -117,18 +119,18 @@ def _throttle_lines(a: TraceAnalysis) -> list[str]:
     rows = [
         (
             _short(r["reason"]),
-            num(r["usec_timeout"]),
+            fixed(r["usec_timeout"], 0),
             r["context"],
             str(r["count"]),
             _share(r["zero_share"]),
             _share(r["timeout_share"]),
-            num(r["mean_usec"], 0),
+            fixed(r["mean_usec"], 0),
         )
         for r in a.throttle.iter_rows(named=True)
     ]
     out = [
         "Throttling (delays at the timeout are right-censored: real wait >= timeout)",
-        *render(columns, rows),
+        *Table(columns, rows).text(),
     ]
     hz = a.hz
     if hz.hz is not None:
@@ -159,7 +161,7 @@ def _daemon_lines(a: TraceAnalysis) -> list[str]:
         for r in (*a.kswapd, *a.kcompactd)
     ]
     return [
-        *render(columns, rows),
+        *Table(columns, rows).text(),
         "lower_bound: no sleep closes an interval; awake_s sums wake -> own last event\n"
         "before the next wake, upper_s runs open intervals to the capture's edge.",
     ]
@@ -172,15 +174,18 @@ def _frame_lines(title: str, frame: pl.DataFrame, columns: list[tuple[str, str, 
         return []
     spec = [
         # The first column's width includes the space before the next one.
-        Column(header, width if i == 0 else width - 1, left=i == 0, limit=width - 1)
+        # Only the name column is abbreviated; a number is never shortened.
+        Column(
+            header, width if i == 0 else width - 1, left=i == 0, limit=width - 1 if i == 0 else None
+        )
         for i, (_, header, width) in enumerate(columns)
     ]
     names = [name for name, _, _ in columns]
     rows = [
-        [num(v, 3) if isinstance(v, float) or v is None else str(v) for v in row]
+        [fixed(v, 3) if isinstance(v, float) or v is None else str(v) for v in row]
         for row in frame.select(names).iter_rows()
     ]
-    return [title, *render(spec, rows)]
+    return [title, *Table(spec, rows).text()]
 
 
 def _histogram_group_lines(a: TraceAnalysis) -> list[str]:
@@ -200,7 +205,7 @@ def _histogram_group_lines(a: TraceAnalysis) -> list[str]:
         for g in a.histogram_groups
     ]
     title = "Histogram groups (blocks of the text; label = --label or the prose above)"
-    return [title, *render(columns, rows, indent=2)]
+    return [title, *Table(columns, rows).text(indent=2)]
 
 
 def _mmtests_lines(a: TraceAnalysis) -> list[str]:
@@ -216,7 +221,7 @@ def _mmtests_lines(a: TraceAnalysis) -> list[str]:
             r.label,
             "-"
             if r.value is None
-            else num(r.value, 2)
+            else fixed(r.value, 2)
             if r.unit in ("s", "ms", "%")
             else str(int(r.value)),
             f"{r.unit} {notes.mark(r.note)}" if r.note else r.unit,
@@ -225,7 +230,7 @@ def _mmtests_lines(a: TraceAnalysis) -> list[str]:
     ]
     columns = [Column(width=44, left=True), Column(width=15), Column(left=True)]
     title = "mmtests rows (seeds 002, 003; rows of the same name are above)"
-    return [title, *render(columns, cells, indent=2), *notes.lines()]
+    return [title, *Table(columns, cells).text(indent=2), *notes.lines()]
 
 
 def unparsed_note(a: TraceAnalysis) -> str:
@@ -247,7 +252,10 @@ def format_analysis(a: TraceAnalysis) -> str:
         if a.lost_events
         else "no lost events"
     )
-    out = [f"{a.source} ({a.input_kind}{span}; {lost}{unparsed_note(a)})", ""]
+    what = f"({a.input_kind}{span}; {lost}{unparsed_note(a)})"
+    # Past 80 columns the path takes its own line: a number keeps its unit beside it.
+    head = f"{a.source} {what}"
+    out = [head if len(head) <= WIDTH else fit(f"{a.source}\n  {what}"), ""]
     if a.histogram_groups:
         out += [*_histogram_group_lines(a), ""]
     if a.input_kind == "trace":
@@ -278,11 +286,11 @@ def format_analysis(a: TraceAnalysis) -> str:
             ("shrinker", "shrinker", 22),
             ("context", "ctx", 7),
             ("invocations", "calls", 7),
-            ("deferred_in_objects", "def.in", 10),
+            ("deferred_in_objects", "def.in", 9),
             ("scanned_objects", "scanned", 10),
             ("freed_objects", "freed", 9),
             ("deferred_out_objects", "def.out", 10),
-            ("inherited_share", "inh", 5),
+            ("inherited_share", "inh", 6),
         ],
     )
     out += _frame_lines(
@@ -319,7 +327,7 @@ def format_analysis(a: TraceAnalysis) -> str:
         rows = [
             (
                 r["statistic"],
-                num(r["value"], 3) if r["unit"] == "s" else str(int(r["value"])),
+                fixed(r["value"], 3) if r["unit"] == "s" else str(int(r["value"])),
                 r["unit"],
             )
             for r in a.summary.iter_rows(named=True)
@@ -327,7 +335,7 @@ def format_analysis(a: TraceAnalysis) -> str:
         columns = [Column(width=44, left=True), Column(width=15), Column(left=True)]
         out += [
             "Summary (trace-vmscan-postprocess.pl)",
-            *render(columns, rows, indent=2),
+            *Table(columns, rows).text(indent=2),
         ]
     out += _mmtests_lines(a)
     return "\n".join(out).rstrip() + "\n"

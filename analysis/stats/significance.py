@@ -48,7 +48,6 @@ from scipy import stats
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.power import TTestIndPower
 
-from analysis.ingest.long_table import runs_of
 from analysis.stats.bootstrap import MEAN, Interval, run_statistics, t_interval, two_stage
 
 __all__ = [
@@ -74,6 +73,7 @@ __all__ = [
     "permutation_p",
     "run_difference",
     "run_interval",
+    "runs_of",
     "runs_p",
     "shift_function",
 ]
@@ -226,6 +226,15 @@ def hodges_lehmann(
     if runs < 2:
         return Interval(est, math.nan, math.nan, math.nan, math.nan)
     return t_interval(est, draws, runs, level)
+
+
+def runs_of(table: pl.DataFrame, row: str, kernel: str) -> list[np.ndarray]:
+    """The samples of each run (in run order) of one row of one kernel; NaN left out."""
+    frame = table.filter((pl.col("row") == row) & (pl.col("kernel") == kernel))
+    frame = frame.filter(pl.col("value").is_not_nan() & pl.col("value").is_not_null())
+    return [
+        g["value"].to_numpy() for _, g in frame.sort("run").group_by("run", maintain_order=True)
+    ]
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,8 @@ cpu and the timestamp. Layouts accepted (``docs/trace-formats.md`` "Line layouts
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 from numba import njit
 
@@ -85,6 +87,31 @@ IRQ_START, IRQ_END = 11, 12  # irq-flags span (-1 none)
 # The ":" ending a trace-cmd buffer/file name (0: none); the name is the word before it.
 INSTANCE_END = 13
 SCAN_COLUMNS = 14
+
+
+def _load_numba_without_scipy_blas() -> None:
+    """Load numba's array implementations now, telling them SciPy's BLAS is absent.
+
+    On first use numba imports them, and they probe ``scipy.linalg.cython_blas`` (which
+    imports ``scipy.linalg``: ~0.15 s of CPU time, a sixth of a small ``mmlab ingest``,
+    benchmarks/ftrace.md, issue 23) only to choose how compiled ``np.convolve`` and
+    ``np.correlate`` multiply: with BLAS or numba's own loop (the same sums, perhaps added in
+    another order).
+    No kernel here calls either; ``np.dot`` and ``np.linalg`` still load BLAS when a
+    kernel using them is compiled. A no-op when numba's implementations or
+    ``scipy.linalg`` are already loaded: nothing left to save.
+    """
+    blas = "scipy.linalg.cython_blas"
+    if "numba.np.arraymath" in sys.modules or "scipy.linalg" in sys.modules:
+        return
+    sys.modules[blas] = None  # type: ignore[assignment]  # import → ImportError
+    try:
+        import numba.np.arraymath  # noqa: F401
+    finally:
+        del sys.modules[blas]
+
+
+_load_numba_without_scipy_blas()
 
 FNV_OFFSET = np.uint64(14695981039346656037)
 FNV_PRIME = np.uint64(1099511628211)

@@ -42,9 +42,6 @@ counter clock, ``epoch_ns`` is null.
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import ctypes.util
-import functools
 import hashlib
 import os
 import queue
@@ -61,9 +58,9 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from analysis.capture.cgroup import find_memory_hierarchy
 from analysis.errors import InputError, input_file
-from analysis.ingest.compressed import iter_blocks
+from analysis.host import find_memory_hierarchy
+from analysis.ingest.compressed import detect_compression, iter_blocks
 from analysis.ingest.ftrace.cache import (
     DEFAULT_CACHE,
     cached,
@@ -95,6 +92,7 @@ from analysis.ingest.ftrace.layout import (
     find_lines,
     scan_lines,
 )
+from analysis.ingest.ftrace.malloc import reuse_freed_memory
 from analysis.ingest.ftrace.tokenizer import GFP_LITERAL, event_frame, event_schema, tokenize
 from analysis.ingest.textfile import read_text
 
@@ -104,6 +102,7 @@ __all__ = [
     "Trace",
     "UnparsedReason",
     "available_memory_bytes",
+    "block_bytes",
     "ingest",
     "map_in_processes",
     "parse_text",
@@ -412,32 +411,25 @@ def epoch_offset_ns(path: Path, first_ts: int | None, counter_clock: bool) -> in
     return None if clock is None else epoch - clock
 
 
-# glibc mallopt parameters (malloc.h).
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
-_HEAP_KEEP_BYTES = 256 << 20
+def block_bytes(path: Path) -> int:
+    """Bytes per block for ``path``: :data:`BLOCK_BYTES`, or for plain text a little less,
+    so that the blocks divide evenly between the :data:`WORKERS`.
 
-
-@functools.cache
-def _reuse_freed_memory() -> None:
-    """Have glibc malloc recycle freed big arrays instead of mapping fresh pages for each.
-
-    Every block allocates ~150 MB of NumPy/numba arrays; by default glibc serves each
-    from its own mmap and unmaps it on free, so every page is faulted in and zeroed again
-    (~40,000 faults per 32 MB block, a quarter of the parse's CPU time). With a higher
-    mmap threshold they come from the heap and are reused; at most ``_HEAP_KEEP_BYTES``
-    of free heap is kept. Process-wide and harmless elsewhere; a no-op without glibc.
+    With an uneven split one worker parses the last block while the other has nothing
+    left: up to a block's parse time (0.25 s) of a core idle at the end of every ingest.
+    Compressed input keeps :data:`BLOCK_BYTES`: its text size is not known up front.
     """
-    try:
-        mallopt = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").mallopt
-    except (OSError, AttributeError):
-        return
-    mallopt(_M_MMAP_THRESHOLD, _HEAP_KEEP_BYTES)
-    mallopt(_M_TRIM_THRESHOLD, _HEAP_KEEP_BYTES)
+    with path.open("rb") as fh:
+        if detect_compression(fh.read(8)) != "plain":
+            return BLOCK_BYTES
+        size = os.fstat(fh.fileno()).st_size
+    blocks = max(1, -(-size // (BLOCK_BYTES * WORKERS))) * WORKERS
+    return max(1, -(-size // blocks))
 
 
 def _ingest_into(path: Path, directory: Path, progress: Callable[[int, int], None] | None):
     """Stream ``path`` into Parquet parts under ``directory``; return (accounting, sha256)."""
-    _reuse_freed_memory()
+    reuse_freed_memory()
     digest: list[str] = []
     results: dict[int, _BlockResult] = {}
     nbytes = 0
@@ -456,7 +448,7 @@ def _ingest_into(path: Path, directory: Path, progress: Callable[[int, int], Non
             inflight.get()
 
     with ThreadPoolExecutor(WORKERS) as pool:
-        for block, chunk in enumerate(iter_blocks(path, BLOCK_BYTES, digest)):
+        for block, chunk in enumerate(iter_blocks(path, block_bytes(path), digest)):
             if errors:
                 break
             inflight.put(block)  # blocks while WORKERS+1 blocks are in flight: bounded memory

@@ -79,7 +79,7 @@ def event_schema(event: str) -> dict[str, pl.DataType]:
 
 
 @njit(inline="always")
-def _bare_phrase(buf, ps, pe, t, h, ks, ke, kh, vs, ve):
+def _bare_phrase(buf, ps, pe, t, h, ks, ke, kh, vs, ve, ival, iok):
     """Store the pending words ``buf[ps:pe]`` as a key without a value (a free-text phrase
     such as shrink_slab's ``cache items``); returns the next token index and line hash."""
     ks[t] = ps
@@ -87,7 +87,17 @@ def _bare_phrase(buf, ps, pe, t, h, ks, ke, kh, vs, ve):
     kh[t] = fnv1a(buf, ps, pe)
     vs[t] = -1
     ve[t] = -1
+    ival[t] = 0
+    iok[t] = False
     return t + 1, (h ^ kh[t]) * FNV_PRIME
+
+
+@njit(inline="always")
+def _grown(a, size, used):
+    """``a`` moved into a new array of ``size`` elements (its first ``used`` kept)."""
+    b = np.empty(size, a.dtype)
+    b[:used] = a[:used]
+    return b
 
 
 @njit(nogil=True, cache=True)
@@ -135,27 +145,30 @@ def tokenize(buf, pstart, pend, mode, gfp):
     """
     n = pstart.size
     first = np.empty(n, np.int64)
-    total = 0
-    for k in range(n):  # words per line, an upper bound on its tokens (branch-free count)
-        first[k] = total
-        prev = 1
-        c = 0
-        for i in range(pstart[k], pend[k]):
-            sp = 1 if buf[i] == 32 else 0
-            c += prev & (1 - sp)
-            prev = sp
-        total += c
     count = np.zeros(n, np.int64)
     sig = np.empty(n, np.uint64)
-    ks = np.empty(total, np.int64)
-    ke = np.empty(total, np.int64)
-    kh = np.empty(total, np.uint64)
-    vs = np.empty(total, np.int64)
-    ve = np.empty(total, np.int64)
-    ival = np.zeros(total, np.int64)
-    iok = np.zeros(total, np.bool_)
+    # Tokens are packed line after line into arrays grown on demand (a line of b bytes
+    # holds at most (b + 1) // 2 words, each at most one token), sized first from the
+    # payload bytes (trace payloads average over 10 bytes a word): no counting pass.
+    size = 16
     for k in range(n):
-        t = first[k]
+        size += max(0, pend[k] - pstart[k]) // 10
+    ks = np.empty(size, np.int64)
+    ke = np.empty(size, np.int64)
+    kh = np.empty(size, np.uint64)
+    vs = np.empty(size, np.int64)
+    ve = np.empty(size, np.int64)
+    ival = np.empty(size, np.int64)
+    iok = np.empty(size, np.bool_)
+    t = 0
+    for k in range(n):
+        room = t + max(0, pend[k] - pstart[k] + 1) // 2
+        if room > ks.size:
+            size = max(2 * ks.size, room)
+            ks, ke, kh = _grown(ks, size, t), _grown(ke, size, t), _grown(kh, size, t)
+            vs, ve = _grown(vs, size, t), _grown(ve, size, t)
+            ival, iok = _grown(ival, size, t), _grown(iok, size, t)
+        first[k] = t
         h = FNV_OFFSET
         i = pstart[k]
         e = pend[k]
@@ -203,6 +216,8 @@ def tokenize(buf, pstart, pend, mode, gfp):
                 ks[t] = -1 - word
                 ke[t] = -1 - word
                 kh[t] = np.uint64(word)
+                ival[t] = 0
+                iok[t] = False
                 vs[t] = ws
                 ve[t] = we - 1 if word == 2 and buf[we - 1] == 58 else we
                 h = (h ^ kh[t]) * FNV_PRIME
@@ -210,7 +225,7 @@ def tokenize(buf, pstart, pend, mode, gfp):
                 continue
             if eq > ws:
                 if ps >= 0:
-                    t, h = _bare_phrase(buf, ps, pe, t, h, ks, ke, kh, vs, ve)
+                    t, h = _bare_phrase(buf, ps, pe, t, h, ks, ke, kh, vs, ve, ival, iok)
                     ps = -1
                 vend = we - 1 if buf[we - 1] == 44 else we
                 ks[t] = ws
@@ -250,10 +265,10 @@ def tokenize(buf, pstart, pend, mode, gfp):
                 ps = ws
                 pe = we
         if ps >= 0:
-            t, h = _bare_phrase(buf, ps, pe, t, h, ks, ke, kh, vs, ve)
+            t, h = _bare_phrase(buf, ps, pe, t, h, ks, ke, kh, vs, ve, ival, iok)
         count[k] = t - first[k]
         sig[k] = h
-    return first, count, sig, ks, ke, kh, vs, ve, ival, iok
+    return first, count, sig, ks[:t], ke[:t], kh[:t], vs[:t], ve[:t], ival[:t], iok[:t]
 
 
 GFP_LITERAL = np.frombuffer(b"gfp_flags", np.uint8).copy()

@@ -9,7 +9,7 @@ appendix. The first run is the *base*, the second the *new* one (macros
 each file to its make rule.
 
 Each entry of ``SECTION_HOOKS`` is a function of
-:class:`~analysis.report.document.ReportData` and the output folder that writes its own
+:class:`~analysis.study.study.Study` and the output folder that writes its own
 tables and figures there and returns its macros; the section's prose is checked in
 (``sections/ab-fits.tex``, ``ab-comparison.tex``, ``ab-shrinker.tex``).
 
@@ -30,25 +30,24 @@ import polars as pl
 from analysis.errors import InputError
 from analysis.ingest.ftrace.events import THROTTLED
 from analysis.ingest.mmtests import Run
-from analysis.metrics.compare import Comparison, compare_runs, monitor_series
-from analysis.metrics.stall_runs import TAIL_QUANTILE, iteration_stalls, run_stall_table
+from analysis.metrics.compare import Comparison, monitor_series
+from analysis.metrics.stall_runs import TAIL_QUANTILE
 from analysis.metrics.throttle import short_reason
-from analysis.metrics.throttle_runs import run_throttle_table
 from analysis.outputs import staged_dir
-from analysis.report.document import ReportData
-from analysis.report.ops import display_label, ops_digits
+from analysis.report.ops import display_label, row_scale
 from analysis.report.paper import comparison, figures, fits, shrinker
 from analysis.report.paper.latex import defined_macros, escape, macros_tex, pm, table_tex
 from analysis.report.paper.sweep import KnobSweep, write_sweep
-from analysis.report.provenance import iteration_provenance
 from analysis.report.throttle import STALL_DIGITS, THROTTLE_DIGITS
+from analysis.report.units import Scale
+from analysis.study.study import Study
 
 __all__ = ["NEEDS_TRACES", "SECTION_HOOKS", "PaperInputs", "build_inputs", "paper_values"]
 
 
 # name -> LaTeX of generated/<name>.tex (a hook may write tables/figures under ``out``);
 # main.tex inputs each by name.
-SECTION_HOOKS: dict[str, Callable[[ReportData, Path], str]] = {
+SECTION_HOOKS: dict[str, Callable[[Study, Path], str]] = {
     "fits": fits.section,
     "comparison": comparison.section,
     "shrinker-replay": shrinker.section,
@@ -69,12 +68,8 @@ class PaperInputs:
     left_out: tuple[str, ...] = ()
 
 
-def _iteration_stall_frames(data: ReportData) -> list[tuple[str, int, pl.DataFrame]]:
-    return [(run.name, i, iteration_stalls(a.reclaim)) for run, i, a in data.analyses]
-
-
-def _throttle(data: ReportData) -> pl.DataFrame:
-    table = run_throttle_table([(run.name, i, a.throttle) for run, i, a in data.analyses])
+def _throttle(data: Study) -> pl.DataFrame:
+    table = data.throttle
     return table.filter(pl.col("event") == THROTTLED) if not table.is_empty() else table
 
 
@@ -111,7 +106,7 @@ def _stall_cells(r: dict) -> dict[str, str]:
     }
 
 
-def _run_values(role: str, run: Run, data: ReportData, cmp: Comparison) -> dict[str, str]:
+def _run_values(role: str, run: Run, data: Study, cmp: Comparison) -> dict[str, str]:
     """Macros of one run (``role`` is ``base`` or ``new``)."""
     meta = run.iterations[0].metadata
     config = meta.get("config", {})
@@ -127,27 +122,29 @@ def _run_values(role: str, run: Run, data: ReportData, cmp: Comparison) -> dict[
     if throttle.height:
         t = _throttle_cells(throttle.sort("events_mean", descending=True).row(0, named=True))
         values |= {f"{role} throttle {k}": v for k, v in t.items()}
-    stalls = run_stall_table(_iteration_stall_frames(data))
+    stalls = data.stalls
     mine = stalls.filter(pl.col("run") == run.name) if stalls.height else stalls
     if mine.height:
         s = _stall_cells(mine.sort("stalls_mean", descending=True).row(0, named=True))
         values |= {f"{role} stall {k}": v for k, v in s.items()}
-    for label, key, digits in (
-        ("Cgroup-limit efficiency %", "efficiency", 1),
-        ("Cgroup-limit pages scanned", "scanned", 0),
+    # As the Ops table (and the report) print them: the row's one scale, at the sd.
+    for label, key in (
+        ("Cgroup-limit efficiency %", "efficiency"),
+        ("Cgroup-limit pages scanned", "scanned"),
     ):
         row = cmp.row(label, run.name)
-        values[f"{role} {key}"] = pm(row.mean, row.sd, digits)
+        scale = row_scale([cmp.row(label, r) for r in cmp.runs])
+        values[f"{role} {key}"] = _scaled_pm(scale, row.mean, row.sd)
     return values
 
 
-def paper_values(data: ReportData, cmp: Comparison) -> dict[str, str]:
+def paper_values(data: Study, cmp: Comparison) -> dict[str, str]:
     """Every number (and name) the paper's text quotes, as LaTeX, keyed by macro phrase."""
     if len(data.runs) < 2:
         raise InputError(
             data.runs[0].path if data.runs else "-", "the paper compares two runs; found fewer"
         )
-    prov = [iteration_provenance(run, it) for run in data.runs for it in run.iterations]
+    prov = data.provenance
     hz = sorted({a.hz.hz for _, _, a in data.analyses if a.hz.hz is not None})
     values = {
         "runs": str(len(data.runs)),
@@ -158,12 +155,21 @@ def paper_values(data: ReportData, cmp: Comparison) -> dict[str, str]:
         "machine": escape(_common([p.machine or "not recorded" for p in prov])),
         "memcg": escape(_common([p.cgroup or "not recorded" for p in prov])),
         "traces": str(len(data.analyses)),
-        "lost events": str(sum(a.lost_events for _, _, a in data.analyses)),
+        "lost events": str(data.lost_events),
         "tail percentile": f"{100 * TAIL_QUANTILE:g}",
     }
     for role, run in zip(("base", "new"), data.runs[:2], strict=True):
         values |= _run_values(role, run, data, cmp)
     return values
+
+
+def _scaled_pm(scale: Scale, mean: float | None, sd: float | None) -> str:
+    """An Ops cell as the report prints it (:func:`~analysis.report.ops.row_scale`), in
+    math mode: ``$2.9M \\pm 0.6M$``; ``--`` without a mean."""
+    if mean is None:
+        return "--"
+    text = scale.text(mean, sd)
+    return f"${text}$" if sd is None else f"${text} \\pm {scale.uncertainty(sd)[1:]}$"
 
 
 def ops_table(cmp: Comparison) -> str:
@@ -174,9 +180,9 @@ def ops_table(cmp: Comparison) -> str:
         cells = [cmp.row(label, run) for run in cmp.runs]
         if all(c.mean in (None, 0) for c in cells):
             continue
-        digits = ops_digits(cells[0].unit)
-        name = escape(display_label(label, cells[0].unit))
-        rows.append([name, *(pm(c.mean, c.sd, digits) for c in cells)])
+        scale = row_scale(cells)
+        name = escape(display_label(label, scale.unit))
+        rows.append([name, *(_scaled_pm(scale, c.mean, c.sd) for c in cells)])
     return table_tex(
         ["Ops row", *(escape(r) for r in cmp.runs)],
         rows,
@@ -220,7 +226,7 @@ def stall_table(table: pl.DataFrame) -> str:
     )
 
 
-def _figures(data: ReportData, out: Path) -> list[Path]:
+def _figures(data: Study, out: Path) -> list[Path]:
     written = []
     hist = [
         a.delay_histogram.filter(pl.col("event") == THROTTLED).with_columns(run=pl.lit(run.name))
@@ -269,7 +275,7 @@ def _no_traces(name: str) -> str:
     return f"\\emph{{No {escape(name)}: the runs given have no ftrace captures.}}\n"
 
 
-def build_inputs(data: ReportData, out: Path, sweep: KnobSweep | None = None) -> PaperInputs:
+def build_inputs(data: Study, out: Path, sweep: KnobSweep | None = None) -> PaperInputs:
     """Write macros, tables, figures and hook sections for ``data``'s runs under ``out``
     (without traces, see the module docstring), and the patched-kernel ``sweep``'s when
     given (else left out): all of them or, when anything fails, none (other files in
@@ -279,8 +285,8 @@ def build_inputs(data: ReportData, out: Path, sweep: KnobSweep | None = None) ->
     return replace(inputs, files=tuple(out / f.relative_to(stage) for f in inputs.files))
 
 
-def _build_inputs(data: ReportData, out: Path, sweep: KnobSweep | None) -> PaperInputs:
-    cmp = compare_runs(data.runs)
+def _build_inputs(data: Study, out: Path, sweep: KnobSweep | None) -> PaperInputs:
+    cmp = data.ops
     values = paper_values(data, cmp)
     left_out = () if data.analyses else NEEDS_TRACES
     swept: list[Path] = []
@@ -291,7 +297,7 @@ def _build_inputs(data: ReportData, out: Path, sweep: KnobSweep | None) -> Paper
         values |= sweep_macros
     tables = {"ops": lambda: ops_table(cmp)}
     tables["throttle"] = lambda: throttle_table(_throttle(data))
-    tables["stalls"] = lambda: stall_table(run_stall_table(_iteration_stall_frames(data)))
+    tables["stalls"] = lambda: stall_table(data.stalls)
     files = [
         _write(out / "macros.tex", macros_tex(values)),
         *(

@@ -18,48 +18,39 @@ from __future__ import annotations
 import inspect
 import json
 import math
-import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import altair as alt
 import numpy as np
 import polars as pl
-from statsmodels.stats.multitest import multipletests
 
-from analysis.errors import InputError
-from analysis.ingest import benchmarks
-from analysis.ingest.long_table import runs_of
 from analysis.report.compare import DECIDING_ROW
-from analysis.report.document import ReportData
 from analysis.report.paper import figures
 from analysis.report.paper.latex import escape, macros_tex, pm, table_tex
-from analysis.report.table import change_digits, estimate_digits
+from analysis.report.units import decimals_at, rounded
 from analysis.stats import validation_compare
-from analysis.stats.bootstrap import run_statistics
+from analysis.stats.bootstrap import Interval, run_statistics
 from analysis.stats.rules import mmtests_2018
 from analysis.stats.significance import (
     CI_LEVEL,
     DEFAULT_EFFECT,
     IMPROVED,
-    METRICS,
     POWER,
     REGRESSED,
     RowComparison,
-    compare_table,
     min_attainable_p,
+    runs_of,
     shift_function,
 )
 from analysis.stats.validation_compare.simulate import MMLAB
+from analysis.study.latency import LEVEL, LatencyComparison, row_metrics
+from analysis.study.study import Study
 
 __all__ = [
-    "LEVEL",
     "VALIDATION",
-    "LatencyComparison",
     "compact",
     "comparison_values",
-    "latency_comparison",
     "latency_table",
     "quantile_figure",
     "section",
@@ -68,66 +59,12 @@ __all__ = [
     "validation_values",
 ]
 
-LEVEL = 0.05
 VALIDATION = Path(validation_compare.__file__).resolve().parent / "results.json"
 # Quantiles drawn per iteration in the figure: the deciles and the tail the table tests.
 _FIGURE_P = (*(d / 10 for d in range(1, 10)), 0.95, 0.99)
 # Ticks of the symmetric-log shift axis (% of the base decile).
 _SHIFT_TICKS = [-300, -100, -30, -10, -3, 0, 3, 10, 30, 100, 300, 1000]
 _MMTESTS_2018_LEVEL = inspect.signature(mmtests_2018).parameters["level"].default
-
-
-@dataclass(frozen=True)
-class LatencyComparison:
-    """``mmlab compare`` of the base run (first) against the new one, per statistic.
-
-    ``results``: ``(metric, comparison)`` for each row and each statistic that means
-    something for it; ``table_q``: Benjamini–Hochberg q over every tested entry of
-    ``results`` together (None where a row was not tested)."""
-
-    table: pl.DataFrame
-    base: str
-    new: str
-    results: tuple[tuple[str, RowComparison], ...]
-    table_q: tuple[float | None, ...]
-
-
-def _metrics(table: pl.DataFrame, row: str) -> tuple[str, ...]:
-    """Statistics of ``row``: all of :data:`METRICS`, or only the mean when every run
-    holds one value (its Harrell–Davis quantiles are that value)."""
-    sizes = table.filter(pl.col("row") == row).group_by("kernel", "run").len()["len"]
-    return tuple(METRICS) if sizes.max() > 1 else ("mean",)
-
-
-def latency_comparison(data: ReportData, resamples: int = 2000) -> LatencyComparison:
-    """Every workload row of the first two runs, decided by each statistic in turn."""
-    from statsmodels.tools.sm_exceptions import ConvergenceWarning
-
-    if len(data.runs) < 2:
-        raise InputError(data.runs[0].path if data.runs else "-", "a comparison needs 2 runs")
-    table = benchmarks.load_runs([run.path for run in data.runs[:2]]).table
-    kernels = list(dict.fromkeys(table["kernel"]))
-    if len(kernels) < 2:
-        raise InputError(data.runs[0].path, "no workload latency logs in both runs")
-    base, new = kernels[:2]
-    by_metric = {}
-    with warnings.catch_warnings():
-        # statsmodels warns before returning NaN for huge effects; needed_runs handles it.
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        for metric in METRICS:
-            by_metric[metric] = compare_table(table, base, [new], metric, LEVEL, None, resamples)
-    rows = list(dict.fromkeys(table["row"]))
-    results = tuple(
-        (metric, next(r for r in by_metric[metric] if r.row == row))
-        for row in rows
-        for metric in _metrics(table, row)
-    )
-    tested = [i for i, (_, r) in enumerate(results) if r.p is not None]
-    qs = multipletests([results[i][1].p for i in tested], method="fdr_bh")[1] if tested else []
-    table_q = tuple(
-        float(qs[tested.index(i)]) if i in tested else None for i in range(len(results))
-    )
-    return LatencyComparison(table, base, new, results, table_q)
 
 
 def _g(value: float | None, digits: int = 3) -> str:
@@ -140,10 +77,11 @@ def _g(value: float | None, digits: int = 3) -> str:
     return f"\\ensuremath{{{mantissa}{power}}}"
 
 
-def _estimate(value: float | None) -> str:
-    if value is None:
+def _estimate(iv: Interval | None) -> str:
+    """The estimate alone, rounded where its CI is (as the report's summary)."""
+    if iv is None:
         return "--"
-    return pm(value, None, estimate_digits(value))
+    return pm(iv.estimate, None, decimals_at(iv.estimate, iv.low, iv.high))
 
 
 def _change(r: RowComparison) -> tuple[str, str, str]:
@@ -151,8 +89,9 @@ def _change(r: RowComparison) -> tuple[str, str, str]:
     if r.change is None:
         return "--", "--", "--"
     low, high = r.change_ci if r.change_ci else (None, None)
+    d = decimals_at(r.change, low, high)
     return tuple(  # type: ignore[return-value]
-        "--" if v is None else f"\\ensuremath{{{v:+.{change_digits(v)}f}}}"
+        "--" if v is None else f"\\ensuremath{{{rounded(v, d, sign=True)}}}"
         for v in (r.change, low, high)
     )
 
@@ -178,8 +117,8 @@ def _row_values(metric: str, r: RowComparison, table_q: float | None) -> dict[st
         "row": escape(r.row),
         "unit": _unit(r.unit),
         "stat": escape(DECIDING_ROW[metric]),
-        "base": _estimate(r.base_estimate.estimate if r.base_estimate else None),
-        "new": _estimate(r.estimate.estimate if r.estimate else None),
+        "base": _estimate(r.base_estimate),
+        "new": _estimate(r.estimate),
         "change": change,
         "change low": low,
         "change high": high,
@@ -495,21 +434,20 @@ def section_values(cmp: LatencyComparison, probe: RowComparison | None) -> dict[
     return values
 
 
-def section(data: ReportData, out: Path) -> str:
+def section(data: Study, out: Path) -> str:
     """The comparison section's macros (its prose: ``sections/ab-comparison.tex``);
     writes its tables and figure under ``out``."""
-    try:
-        cmp = latency_comparison(data)
-    except InputError as exc:
+    cmp = data.latency
+    if isinstance(cmp, str):
         # Captures without workload logs: say so rather than fail the whole paper.
-        return f"\\emph{{No latency comparison: {escape(str(exc))}.}}\n"
+        return f"\\emph{{{escape(cmp.strip())}}}\n"
     results = json.loads(VALIDATION.read_text())
     values = validation_values(results)
     del values["val sims"]  # in the validation table's caption, not the prose
     (out / "tables").mkdir(parents=True, exist_ok=True)
     (out / "tables" / "comparison.tex").write_text(latency_table(cmp))
     (out / "tables" / "validation.tex").write_text(validation_table(results))
-    probe = next((r for _, r in cmp.results if len(_metrics(cmp.table, r.row)) > 1), None)
+    probe = next((r for _, r in cmp.results if len(row_metrics(cmp.table, r.row)) > 1), None)
     if probe is not None:
         figure = quantile_figure(
             runs_of(cmp.table, probe.row, cmp.base),

@@ -9,6 +9,8 @@ import altair as alt
 import numpy as np
 import polars as pl
 
+from analysis.report import charts
+
 __all__ = ["reclaim_rate_figure", "save_pdf", "stall_ecdf_figure", "throttle_delay_figure"]
 
 # Probabilities at which each iteration's stall ECDF is drawn: enough for the shape,
@@ -17,10 +19,8 @@ _ECDF_P = np.linspace(0.005, 0.995, 100)
 
 
 def save_pdf(chart: alt.TopLevelMixin, path: Path) -> Path:
-    """Write ``chart`` as a vector PDF (vl-convert)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    chart.save(str(path), format="pdf")
-    return path
+    """Write ``chart`` as a vector PDF (vl-convert) in the house theme (``charts.save``)."""
+    return charts.save(chart, path, "pdf")
 
 
 def throttle_delay_figure(delays: pl.DataFrame) -> alt.FacetChart:

@@ -4,7 +4,7 @@ wait of ``reclaim_throttle()`` (mm/vmscan.c) sleepers.
 Groups: every ``mm_vmscan_throttled`` group of the base and the new run (sleeps of all
 iterations pooled; the best family also refitted to each iteration alone for the run-level
 spread, as
-:mod:`analysis.report.throttle_fits`) and the throttle histograms of seed 000's mail
+:mod:`analysis.study.fits`) and the throttle histograms of seed 000's mail
 (5.15-rc1, no iterations). Writes ``tables/fit-aic.tex``, ``tables/fit-observables.tex``
 and ``figures/fit-survival.pdf`` and returns the section's macros (``\\Fit...``, one
 group's only where the sentence quoting them applies); the prose is
@@ -16,29 +16,23 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import altair as alt
-import polars as pl
 
-from analysis.ingest import histogram
 from analysis.ingest.ftrace.events import THROTTLED
-from analysis.metrics import pairing, throttle
 from analysis.metrics.throttle import short_reason
 from analysis.report.fit_figures import survival_chart
 from analysis.report.paper.figures import save_pdf
 from analysis.report.paper.latex import escape, macros_tex, table_tex
-from analysis.report.throttle_fits import RunGroupFit, iteration_spread, run_fits
+from analysis.seeds.throttle import SEED_MAIL, seed_groups
 from analysis.stats.families import FAMILIES
-from analysis.stats.fit import Estimate, GroupFailure, GroupFit, fit_throttle_groups
+from analysis.stats.fit import Estimate, GroupFailure, GroupFit
 from analysis.stats.survival import turnbull_jiffies
-
-if TYPE_CHECKING:
-    from analysis.report.document import ReportData
+from analysis.study.fits import RunGroupFit, iteration_spread
+from analysis.study.study import Study
 
 __all__ = [
     "BOOTSTRAP",
-    "SEED_MAIL",
     "Shown",
     "aic_table",
     "cautions",
@@ -46,7 +40,6 @@ __all__ = [
     "fit_values",
     "observables_table",
     "section",
-    "seed_groups",
     "shown_groups",
     "survival_figure",
     "write_tables",
@@ -56,12 +49,6 @@ __all__ = [
 # so that `make` stays in its time budget (the smallest p, 1/21, still flags a rejection).
 BOOTSTRAP = 20
 BAND_BOOTSTRAP = 30  # resamples of the Turnbull band in the survival figure
-# Package data: a byte-for-byte copy of data/mail/000_901e324e43c5b0b5.txt, so that an
-# installed mmlab (a wheel, no repository) builds the paper too; tests/test_paper_sections.py
-# checks the copy.
-SEED_MAIL = Path(__file__).with_name("seed-000-mail.txt")
-# Seed 000's blocks as its prose names them (as notebook 03): 2 kswapd, 4-6 direct.
-SEED_LABELS = {2: "kswapd", 4: "direct", 5: "direct", 6: "direct"}
 
 
 @dataclass(frozen=True)
@@ -76,20 +63,11 @@ class Shown:
     spread: RunGroupFit | None = None
 
 
-def seed_groups(
-    path: Path = SEED_MAIL, bootstrap: int = BOOTSTRAP
-) -> list[GroupFit | GroupFailure]:
-    """Seed 000's ``mm_vmscan_throttled`` histograms fitted (HZ from the delay quantum)."""
-    events = throttle.throttle_events(
-        histogram.read(path, labels=SEED_LABELS), pairing.all_intervals({})
-    ).filter(pl.col("event") == THROTTLED)
-    return fit_throttle_groups(events, throttle.infer_hz(events).jiffy_us, bootstrap=bootstrap)
-
-
 def shown_groups(
-    data: ReportData, seed_path: Path = SEED_MAIL, bootstrap: int = BOOTSTRAP
+    data: Study, seed_path: Path = SEED_MAIL, bootstrap: int = BOOTSTRAP
 ) -> list[Shown]:
-    """The base and new runs' throttle groups, then seed 000's."""
+    """The base and new runs' throttle groups (``data.fits``), then seed 000's (fitted with
+    ``bootstrap`` replicates)."""
     roles = dict(zip((r.name for r in data.runs), ("base", "new"), strict=False))
     out: list[Shown] = []
 
@@ -101,8 +79,8 @@ def shown_groups(
             key, label = f"{key} {g.usec_timeout} us", f"{label} {g.usec_timeout} us"
         out.append(Shown(key, label, g, spread))
 
-    for f in run_fits(data, runs=2, bootstrap=bootstrap):
-        if f.pooled.event == THROTTLED:
+    for f in data.fits:
+        if f.run in roles and f.pooled.event == THROTTLED:
             add(roles[f.run], f.run, f.pooled, f)
     for g in seed_groups(seed_path, bootstrap):
         add("seed", "seed 000", g, None)
@@ -307,7 +285,7 @@ def write_tables(out: Path, tables: dict[str, str]) -> None:
         (out / "tables" / f"{name}.tex").write_text(text)
 
 
-def section(data: ReportData, out: Path) -> str:
+def section(data: Study, out: Path) -> str:
     """Fit, write the tables and the figure under ``out``, return the section's macros (its
     prose: ``sections/ab-fits.tex``)."""
     shown = shown_groups(data)

@@ -4,7 +4,7 @@ Per trace of every run: the check that the capturing kernel's rule reproduces ea
 ``total_scan`` and the model's counter chain, then the replay under G1, G2 and G3 and
 under G3's rule with a sweep of deferral divisors; and seed 001's worked example through
 the model's own ``do_shrink_slab()`` beside the plain arithmetic of
-:func:`analysis.report.seeds.seed001` and the figures the mail prints.
+:func:`analysis.seeds.checks.seed001` and the figures the mail prints.
 
 The section's macros (prefix ``Shr``) are ``generated/shrinker-replay.tex``; the prose
 quoting them is checked in as ``papers/reclaim-throttling/sections/ab-shrinker.tex``.
@@ -13,47 +13,29 @@ quoting them is checked in as ``papers/reclaim-throttling/sections/ab-shrinker.t
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from pathlib import Path
 
 import altair as alt
 import polars as pl
 
-from analysis.models.shrinker import (
-    FS_SHRINKERS,
-    GENERATIONS,
-    Variant,
-    blocked_calls,
-    divisor_sweep,
-    do_shrink_slab,
-    model_trace,
-    outputs,
-    replay,
-)
-from analysis.report.document import ReportData
 from analysis.report.paper import figures
 from analysis.report.paper.comparison import compact
 from analysis.report.paper.latex import escape, macros_tex, pm, table_tex
-from analysis.report.seeds import SEED001_EXAMPLE, seed001
+from analysis.seeds.checks import SEED001_EXAMPLE, seed001
+from analysis.seeds.shrinker import SEED_BATCH, seed_divisors, seed_example
+from analysis.study.shrinker import DIVISORS, ShrinkerReplays
+from analysis.study.study import Study
 
 __all__ = [
-    "DIVISORS",
-    "ShrinkerReplays",
     "divisor_figure",
     "replay_table",
     "rule_table",
     "section",
     "seed_divisor_figure",
-    "seed_divisors",
-    "seed_example",
     "seed_table",
-    "shrinker_replays",
     "shrinker_values",
 ]
 
-# Constant divisors swept under G3's rule: 1 is G1's "take it all", 4096 = 2^12 is G3's
-# own at the lightest priority.
-DIVISORS = (1, 2, 4, 16, 64, 256, 1024, 4096)
 # Replay outputs drawn against the divisor (only those known for some trace).
 _TRADEOFF = {
     "efficiency": "efficiency (freed / scanned)",
@@ -61,60 +43,6 @@ _TRADEOFF = {
     "direct_max_scanned": "max objects, one direct call",
     "backlog_max_objects": "deferred backlog, max (objects)",
 }
-# Seed 001's cache is a filesystem's (XFS inodes): a superblock shrinker's batch.
-_SEED_BATCH = FS_SHRINKERS["super_cache_scan"]
-
-
-@dataclass(frozen=True)
-class ShrinkerReplays:
-    """``checks``: one row per trace (run, iteration, calls, ...); ``rules``: outputs of
-    every trace under each generation's own rule; ``sweep``: under G3's rule per divisor."""
-
-    checks: pl.DataFrame
-    rules: pl.DataFrame
-    sweep: pl.DataFrame
-
-
-def shrinker_replays(
-    data: ReportData, divisors: tuple[int, ...] = DIVISORS
-) -> ShrinkerReplays | None:
-    """Check and replay the shrinker calls of every trace of ``data``'s runs; None when no
-    trace has any."""
-    checks, rules, sweeps = [], [], []
-    for run, iteration, analysis in data.analyses:
-        calls = analysis.shrinker_invocations
-        if calls.is_empty():
-            continue
-        who = {"run": run.name, "iteration": iteration}
-        own = model_trace(calls, Variant("G3"), trace=Path(analysis.source))
-        checks.append(
-            {
-                **who,
-                "calls": calls.height,
-                "blocked": int(blocked_calls(calls).sum()),
-                "kswapd_calls": int((calls["context"] == "kswapd").sum()),
-                "contexts": ", ".join(sorted(set(calls["context"]))),
-                "max_freeable": int(calls["freeable_objects"].max()),
-                "rule": own.capturing_generation,
-                "rule_source": own.generation_source,
-                "matched": own.replay_agreement.matched,
-                "chain_matched": own.capture_chain_agreement.matched,
-                "chain_total": own.capture_chain_agreement.total,
-                "scanned": own.observed_scanned_objects,
-                "freed": own.observed_freed_objects,
-            }
-        )
-        rules += [{**who, "rule": g, **outputs(replay(calls, Variant(g)))} for g in GENERATIONS]
-        sweeps.append(
-            divisor_sweep(calls, list(divisors)).with_columns(
-                run=pl.lit(run.name), iteration=pl.lit(iteration)
-            )
-        )
-    if not checks:
-        return None
-    return ShrinkerReplays(
-        pl.DataFrame(checks), pl.DataFrame(rules), pl.concat(sweeps, how="vertical")
-    )
 
 
 def _per_run(frame: pl.DataFrame, by: list[str], columns: list[str]) -> pl.DataFrame:
@@ -129,60 +57,6 @@ def _per_run(frame: pl.DataFrame, by: list[str], columns: list[str]) -> pl.DataF
 def _pm(mean: float | None, sd: float | None, digits: int) -> str:
     known = lambda x: x is not None and math.isfinite(x)  # noqa: E731
     return pm(mean, sd if known(sd) else None, digits) if known(mean) else "--"
-
-
-def _seed_call(variant: Variant, kswapd: bool = False):
-    """Seed 001's call (:data:`~analysis.report.seeds.SEED001_EXAMPLE`) under ``variant``."""
-    e = SEED001_EXAMPLE
-    return do_shrink_slab(
-        variant,
-        deferred=e["deferred"],
-        freeable=e["freeable"],
-        priority=e["priority"],
-        seeks=e["seeks"],
-        kswapd=kswapd,
-        batch=_SEED_BATCH,
-    )
-
-
-def seed_divisors(divisors: tuple[int, ...] = DIVISORS) -> pl.DataFrame:
-    """Seed 001's call under G3's rule with each constant divisor: objects it scans and
-    objects left deferred after it (``divisor``, ``quantity``, ``objects``)."""
-    rows = []
-    for d in divisors:
-        call = _seed_call(Variant("G3", d))
-        left = SEED001_EXAMPLE["deferred"] - call.nr + call.next_deferred
-        rows += [(d, "scanned by the call", call.scanned), (d, "left deferred", left)]
-    return pl.DataFrame(rows, schema=["divisor", "quantity", "objects"], orient="row")
-
-
-def seed_example() -> list[dict]:
-    """Seed 001's call under each rule and context: the mail's figure, the plain integer
-    arithmetic (:func:`~analysis.report.seeds.seed001`) and the model's ``do_shrink_slab``
-    (target, objects scanned in batches of the superblock shrinker, counter after)."""
-    checks = {c.row: c for c in seed001()}
-    cases = (
-        ("G1", False, "any", "G1 target (windup clamp)"),
-        ("G2", True, "kswapd", "G2 target, kswapd"),
-        ("G2", False, "direct", "G2 target, direct"),
-        ("G3", False, "any", "G3 target, any context"),
-    )
-    rows = []
-    for generation, kswapd, context, check in cases:
-        call = _seed_call(Variant(generation), kswapd)
-        rows.append(
-            {
-                "rule": generation,
-                "context": context,
-                "mail": checks[check].mail,
-                "arithmetic": int(checks[check].mmlab),
-                "delta": call.delta,
-                "target": call.total_scan,
-                "scanned": call.scanned,
-                "counter_after": SEED001_EXAMPLE["deferred"] - call.nr + call.next_deferred,
-            }
-        )
-    return rows
 
 
 def _int(value: int) -> str:
@@ -212,7 +86,7 @@ def seed_table(rows: list[dict]) -> str:
         f"seeks {e['seeks']}, {_int(e['deferred'])} deferred): the target the mail prints "
         "(G1 only), the target by plain integer arithmetic (\\texttt{seeds.seed001}), and "
         "the model's \\texttt{do\\_shrink\\_slab()}: target, objects scanned in batches of "
-        f"{_SEED_BATCH} (a superblock shrinker) and the deferred counter after the call. "
+        f"{SEED_BATCH} (a superblock shrinker) and the deferred counter after the call. "
         "G2 as the patch is written (\\texttt{next\\_deferred = nr - scanned}).",
         "tab:shrinker-seed",
     )
@@ -384,10 +258,10 @@ def shrinker_values(replays: ShrinkerReplays, seed: list[dict]) -> dict[str, str
     return values
 
 
-def section(data: ReportData, out: Path) -> str:
+def section(data: Study, out: Path) -> str:
     """The section's macros (its prose is ``papers/reclaim-throttling/sections/
     ab-shrinker.tex``); writes its tables and figures under ``out``."""
-    replays = shrinker_replays(data)
+    replays = data.shrinker
     if replays is None:
         return (
             "\\emph{No trace of these runs has \\tp{mm\\_shrink\\_slab\\_start/end} "
@@ -400,6 +274,6 @@ def section(data: ReportData, out: Path) -> str:
     (out / "tables" / "shrinker-seed.tex").write_text(seed_table(seed))
     figures.save_pdf(divisor_figure(replays.sweep), out / "figures" / "shrinker-divisors.pdf")
     figures.save_pdf(
-        seed_divisor_figure(seed_divisors()), out / "figures" / "shrinker-seed-divisors.pdf"
+        seed_divisor_figure(seed_divisors(DIVISORS)), out / "figures" / "shrinker-seed-divisors.pdf"
     )
     return macros_tex(shrinker_values(replays, seed))

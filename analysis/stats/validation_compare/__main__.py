@@ -25,9 +25,8 @@ import numpy as np
 import polars as pl
 
 from analysis.ingest.benchmarks import load_runs
-from analysis.ingest.long_table import runs_of
 from analysis.stats.rules import RULES
-from analysis.stats.significance import IMPROVED, REGRESSED, compare_table
+from analysis.stats.significance import IMPROVED, REGRESSED, compare_table, runs_of
 from analysis.stats.validation_compare.fits import fit_coverage
 from analysis.stats.validation_compare.simulate import MMLAB, kernel_runs, rate
 

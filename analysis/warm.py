@@ -2,7 +2,7 @@
 
 numba compiles a ``cache=True`` kernel the first time it is called in an environment
 (12-20 s for the ingest's kernels on 2 cores) and then loads it from ``__pycache__``
-beside the source. ``make setup`` runs ``python -m analysis.ingest.ftrace.warm``, so
+beside the source. ``make setup`` runs ``python -m analysis.warm``, so
 that the first ``mmlab ingest`` a user or a CI machine runs costs what every later one
 does (``benchmarks/ftrace.md``, issue 23). The kernels are compiled by the real code
 path, :func:`~analysis.ingest.ftrace.reader.read` of a small trace, so they get exactly
