@@ -25,8 +25,12 @@ PAPER_OUT := $(BUILD)/paper
 # The report's and the paper's base and new run: the A/B pair captured back to back on an
 # idle machine (`mmlab report --data data` compares every bundled run with the first).
 AB_RUNS := data/stutterp-aa2 data/stutterp-ab-dirty5
-# Debian packages the paper needs (pdflatex + booktabs, fonts, latexmk; pdftotext/pdftoppm).
-LATEX_PACKAGES := texlive-latex-recommended texlive-fonts-recommended latexmk poppler-utils
+# The patched-kernel sweep whose models and knob effects are the paper's results.
+SWEEP := data/vm-6.12
+# Debian packages the paper needs (pdflatex + booktabs, fonts, latexmk; bibtex with natbib's
+# plainnat from texlive-binaries/texlive-latex-base; pdftotext/pdftoppm).
+LATEX_PACKAGES := texlive-latex-recommended texlive-fonts-recommended texlive-binaries \
+	latexmk poppler-utils
 
 .PHONY: all setup test lint format bench lock clean paper latex browser validation kernels \
 	kernels-test
@@ -65,18 +69,22 @@ $(BUILD)/notebooks/%.ipynb: notebooks/%.py $(WARM) $(SOURCES) $(DATA)
 paper: $(PAPER_OUT)/main.pdf
 $(PAPER_OUT)/.inputs: $(WARM) $(SOURCES) $(DATA) analysis/stats/validation_compare/results.json
 	@echo "== paper inputs $(PAPER_OUT) =="
-	@$(MMLAB) paper $(AB_RUNS) --out $(PAPER_OUT) >/dev/null
+	@$(MMLAB) paper $(AB_RUNS) --sweep $(SWEEP) --out $(PAPER_OUT) >/dev/null
 	@touch $@
-$(PAPER_OUT)/main.pdf: $(PAPER)/main.tex $(PAPER_OUT)/.inputs | latex
+# Prose: $(PAPER)/main.tex and sections/*.tex; references: refs.bib (bibtex, run by latexmk).
+$(PAPER_OUT)/main.pdf: $(PAPER)/main.tex $(wildcard $(PAPER)/sections/*.tex) $(PAPER)/refs.bib \
+		$(PAPER_OUT)/.inputs | latex
 	@echo "== paper $@ (latexmk) =="
-	@TEXINPUTS=$(PAPER_OUT)//: latexmk -pdf -interaction=nonstopmode -halt-on-error -silent \
+	@TEXINPUTS=$(PAPER_OUT)//:$(PAPER): BIBINPUTS=$(CURDIR)/$(PAPER): \
+		latexmk -pdf -interaction=nonstopmode -halt-on-error -silent \
 		-outdir=$(PAPER_OUT) $< >/dev/null || { tail -n 25 $(PAPER_OUT)/main.log; exit 1; }
 	@touch $@
 
 # LaTeX from Debian: installed here when root, otherwise the exact command to run.
 latex:
 	@if ! command -v latexmk >/dev/null || ! command -v pdftotext >/dev/null \
-		|| ! kpsewhich booktabs.sty >/dev/null; then \
+		|| ! command -v bibtex >/dev/null || ! kpsewhich booktabs.sty >/dev/null \
+		|| ! kpsewhich plainnat.bst >/dev/null; then \
 		if [ "$$(id -u)" = 0 ]; then \
 			echo "== installing LaTeX: $(LATEX_PACKAGES) =="; \
 			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \

@@ -14,11 +14,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "paper",
         help="write the paper's macros, tables and figures from BASE NEW (or DATA)",
         description="Writes OUT/macros.tex (every number the text quotes), OUT/tables/*.tex, "
-        "OUT/figures/*.pdf and OUT/sections/*.tex; latexmk then builds "
+        "OUT/figures/*.pdf and OUT/generated/*.tex; latexmk then builds "
         "papers/reclaim-throttling/main.tex with OUT on TEXINPUTS (make paper).",
     )
     p.add_argument("runs", nargs="*", type=Path, metavar="RUN", help="base run, then new run")
     p.add_argument("--data", type=Path, default=Path("data"), help="runs under DATA (no RUN)")
+    p.add_argument(
+        "--sweep",
+        type=Path,
+        metavar="DIR",
+        help="patched-kernel sweep (captures aa1, aa2, wb20, wb500, div1, divprio: "
+        "data/vm-6.12) whose models and knob effects the paper's results report",
+    )
     p.add_argument("--out", type=Path, default=Path("build/paper"), help="output folder")
     p.add_argument("--json", action="store_true", help="print the macros and files as JSON")
     p.set_defaults(func=run)
@@ -26,17 +33,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from analysis.report.json_output import dumps
-    from analysis.report.paper.build import build_inputs
+    from analysis.report.paper.build import NEEDS_TRACES, build_inputs
     from analysis.report.paper.fits import BOOTSTRAP
+    from analysis.report.paper.sweep import knob_sweep
     from analysis.study.runs import study_runs
     from analysis.study.study import Study
 
+    sweep = knob_sweep(args.sweep) if args.sweep is not None else None
     study = Study(study_runs(args.runs or [args.data]), fit_bootstrap=BOOTSTRAP)
-    inputs = build_inputs(study, args.out)
-    if inputs.left_out:
+    inputs = build_inputs(study, args.out, sweep)
+    traceless = [name for name in inputs.left_out if name in NEEDS_TRACES]
+    if traceless:
         print(
-            f"mmlab paper: no ftrace captures in these runs: left out {', '.join(inputs.left_out)}"
+            f"mmlab paper: no ftrace captures in these runs: left out {', '.join(traceless)}"
             " (each written as a sentence saying so)",
+            file=sys.stderr,
+        )
+    if sweep is None:
+        print(
+            "mmlab paper: no --sweep: the sweep's tables, figure and \\Sw... macros are not "
+            "written (papers/reclaim-throttling/main.tex quotes them)",
             file=sys.stderr,
         )
     if args.json:

@@ -1,17 +1,22 @@
-"""Everything ``papers/reclaim-throttling/main.tex`` inputs, built from the captures.
+"""Everything ``papers/reclaim-throttling/main.tex`` inputs besides its checked-in prose
+(``papers/reclaim-throttling/sections/*.tex``), built from the captures.
 
-``macros.tex`` (every number quoted in the text), ``tables/*.tex``, ``figures/*.pdf`` and
-``sections/*.tex``, one per analysis section. The first run is the *base*, the second the
-*new* one (macros ``\\Base...``/``\\New...``), as in ``mmlab report BASE NEW``.
+``macros.tex`` (every number the prose quotes: the A/B runs' and, given a patched-kernel
+sweep, :mod:`analysis.report.paper.sweep`'s ``\\Sw...``), ``tables/*.tex``,
+``figures/*.pdf`` and ``generated/*.tex``, one per ``SECTION_HOOKS`` entry of the A/B
+appendix. The first run is the *base*, the second the *new* one (macros
+``\\Base...``/``\\New...``), as in ``mmlab report BASE NEW``. papers/README.md maps
+each file to its make rule.
 
 Each entry of ``SECTION_HOOKS`` is a function of
 :class:`~analysis.study.study.Study` and the output folder that writes its own
-tables and figures there and returns the section's LaTeX, its numbers as macros it defines.
+tables and figures there and returns its macros; the section's prose is checked in
+(``sections/ab-fits.tex``, ``ab-comparison.tex``, ``ab-shrinker.tex``).
 
 Runs without ftrace captures (a plain mmtests tree) get what applies to them (macros, the
 Ops table, the latency comparison, the reclaim-rate figure); the trace tables and the
-sections in ``NEEDS_TRACES`` are written as one sentence saying that they need ftrace, so
-the paper still builds, and are listed in ``PaperInputs.left_out``.
+sections in ``NEEDS_TRACES`` are written as one sentence saying that they need ftrace, and
+are listed in ``PaperInputs.left_out`` (with ``sweep`` when no sweep was given).
 """
 
 from __future__ import annotations
@@ -30,8 +35,9 @@ from analysis.metrics.stall_runs import TAIL_QUANTILE
 from analysis.metrics.throttle import short_reason
 from analysis.outputs import staged_dir
 from analysis.report.ops import display_label, row_scale
-from analysis.report.paper import comparison, figures, fits, shrinker, timeout
+from analysis.report.paper import comparison, figures, fits, shrinker
 from analysis.report.paper.latex import defined_macros, escape, macros_tex, pm, table_tex
+from analysis.report.paper.sweep import KnobSweep, write_sweep
 from analysis.report.throttle import STALL_DIGITS, THROTTLE_DIGITS
 from analysis.report.units import Scale
 from analysis.study.study import Study
@@ -39,16 +45,15 @@ from analysis.study.study import Study
 __all__ = ["NEEDS_TRACES", "SECTION_HOOKS", "PaperInputs", "build_inputs", "paper_values"]
 
 
-# name -> LaTeX of sections/<name>.tex (a hook may write tables/figures under ``out``);
+# name -> LaTeX of generated/<name>.tex (a hook may write tables/figures under ``out``);
 # main.tex inputs each by name.
 SECTION_HOOKS: dict[str, Callable[[Study, Path], str]] = {
     "fits": fits.section,
     "comparison": comparison.section,
     "shrinker-replay": shrinker.section,
-    "timeout-model": timeout.section,
 }
 # Hooks (and the tables named ``tables/<name>.tex``) computed from ftrace events only.
-NEEDS_TRACES = ("throttle", "stalls", "fits", "shrinker-replay", "timeout-model")
+NEEDS_TRACES = ("throttle", "stalls", "fits", "shrinker-replay")
 
 
 @dataclass(frozen=True)
@@ -270,19 +275,26 @@ def _no_traces(name: str) -> str:
     return f"\\emph{{No {escape(name)}: the runs given have no ftrace captures.}}\n"
 
 
-def build_inputs(data: Study, out: Path) -> PaperInputs:
+def build_inputs(data: Study, out: Path, sweep: KnobSweep | None = None) -> PaperInputs:
     """Write macros, tables, figures and hook sections for ``data``'s runs under ``out``
-    (without traces, see the module docstring): all of them or, when anything fails, none
-    (other files in ``out`` are kept)."""
+    (without traces, see the module docstring), and the patched-kernel ``sweep``'s when
+    given (else left out): all of them or, when anything fails, none (other files in
+    ``out`` are kept)."""
     with staged_dir(out) as stage:
-        inputs = _build_inputs(data, stage)
+        inputs = _build_inputs(data, stage, sweep)
     return replace(inputs, files=tuple(out / f.relative_to(stage) for f in inputs.files))
 
 
-def _build_inputs(data: Study, out: Path) -> PaperInputs:
+def _build_inputs(data: Study, out: Path, sweep: KnobSweep | None) -> PaperInputs:
     cmp = data.ops
     values = paper_values(data, cmp)
     left_out = () if data.analyses else NEEDS_TRACES
+    swept: list[Path] = []
+    if sweep is None:
+        left_out += ("sweep",)
+    else:
+        sweep_macros, swept = write_sweep(sweep, out)
+        values |= sweep_macros
     tables = {"ops": lambda: ops_table(cmp)}
     tables["throttle"] = lambda: throttle_table(_throttle(data))
     tables["stalls"] = lambda: stall_table(data.stalls)
@@ -293,11 +305,12 @@ def _build_inputs(data: Study, out: Path) -> PaperInputs:
             for name, tex in tables.items()
         ),
         *_figures(data, out / "figures"),
+        *swept,
     ]
     sections = {
         name: _no_traces(name) if name in left_out else hook(data, out)
         for name, hook in SECTION_HOOKS.items()
     }
-    files += [_write(out / "sections" / f"{name}.tex", tex) for name, tex in sections.items()]
+    files += [_write(out / "generated" / f"{name}.tex", tex) for name, tex in sections.items()]
     section_macros = {name: defined_macros(tex) for name, tex in sections.items()}
     return PaperInputs(values, section_macros, tuple(files), left_out)

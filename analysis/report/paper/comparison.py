@@ -7,8 +7,10 @@ its quantiles are that value). Then the committed validation of the method on SY
 data (``analysis/stats/validation_compare/results.json``) as a table, and a figure of the
 per-iteration quantiles with the shift function of the probe.
 
-Every number the text quotes is a macro defined at the top of ``sections/comparison.tex``
-(prefix ``Cmp``), so the section never collides with ``macros.tex``.
+The prose is ``papers/reclaim-throttling/sections/ab-comparison.tex``; every number it
+quotes is a macro of ``generated/comparison.tex`` (prefix ``Cmp``/``Val``, so it never
+collides with ``macros.tex``), named by role (:func:`section_values`: the probe's median
+line, the flagged line).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import polars as pl
 
 from analysis.report.compare import DECIDING_ROW
 from analysis.report.paper import figures
-from analysis.report.paper.latex import escape, macro_name, macros_tex, pm, table_tex
+from analysis.report.paper.latex import escape, macros_tex, pm, table_tex
 from analysis.report.units import decimals_at, rounded
 from analysis.stats import validation_compare
 from analysis.stats.bootstrap import Interval, run_statistics
@@ -52,6 +54,7 @@ __all__ = [
     "latency_table",
     "quantile_figure",
     "section",
+    "section_values",
     "validation_table",
     "validation_values",
 ]
@@ -400,14 +403,47 @@ def quantile_figure(base: Sequence[np.ndarray], new: Sequence[np.ndarray], names
     return alt.hconcat(left, right)
 
 
+# The fields of the probe's median line and of a flagged line that the prose quotes.
+_PROBE = ("row", "unit", "change", "change low", "change high", "p", "q", "verdict")
+_PROBE_EXTRA = ("needed runs", "hl", "hl low", "hl high")
+_FLAG = ("row", "stat", "verdict", "change", "change low", "change high", "q", "table q")
+
+
+def section_values(cmp: LatencyComparison, probe: RowComparison | None) -> dict[str, str]:
+    """The macros ``sections/ab-comparison.tex`` quotes, named by role: the method's
+    counts, the probe's median line (``cmp probe ...``) and the flagged lines (``cmp flag
+    ...``, the first; ``cmp flags``: how many, ``cmp flags kept``: how many survive the
+    table-wide q)."""
+    every = comparison_values(cmp)
+    rows = tuple(f"cmp {r.row} " for _, r in cmp.results)
+    values = {k: v for k, v in every.items() if not k.startswith(rows)}
+    if probe is not None:
+        key = _key(probe, "p50")
+        fields = _PROBE + tuple(f for f in _PROBE_EXTRA if f"{key} {f}" in every)
+        values |= {f"cmp probe {f}": every[f"{key} {f}"] for f in fields}
+    flagged = [
+        (metric, r, q)
+        for (metric, r), q in zip(cmp.results, cmp.table_q, strict=True)
+        if r.verdict in (IMPROVED, REGRESSED)
+    ]
+    values["cmp flags"] = str(len(flagged))
+    values["cmp flags kept"] = str(sum(q is not None and q < LEVEL for *_, q in flagged))
+    if flagged:
+        metric, r, _ = flagged[0]
+        values |= {f"cmp flag {f}": every[f"{_key(r, metric)} {f}"] for f in _FLAG}
+    return values
+
+
 def section(data: Study, out: Path) -> str:
-    """LaTeX of the comparison section; writes its tables and figure under ``out``."""
+    """The comparison section's macros (its prose: ``sections/ab-comparison.tex``);
+    writes its tables and figure under ``out``."""
     cmp = data.latency
     if isinstance(cmp, str):
         # Captures without workload logs: say so rather than fail the whole paper.
         return f"\\emph{{{escape(cmp.strip())}}}\n"
     results = json.loads(VALIDATION.read_text())
-    values = comparison_values(cmp) | validation_values(results)
+    values = validation_values(results)
+    del values["val sims"]  # in the validation table's caption, not the prose
     (out / "tables").mkdir(parents=True, exist_ok=True)
     (out / "tables" / "comparison.tex").write_text(latency_table(cmp))
     (out / "tables" / "validation.tex").write_text(validation_table(results))
@@ -420,125 +456,4 @@ def section(data: Study, out: Path) -> str:
             probe.unit,
         )
         figures.save_pdf(figure, out / "figures" / "comparison-quantiles.pdf")
-    return macros_tex(values) + _text(cmp, probe, "val real mmlab mean" in values)
-
-
-def _m(key: str) -> str:
-    return f"\\{macro_name(key)}{{}}"
-
-
-def _probe_text(probe: RowComparison) -> tuple[list[str], str]:
-    """Sentences on the probe's median and its figure (LaTeX)."""
-    p50 = _key(probe, "p50")
-    parts = [
-        f"By its median (HD-50, the default deciding statistic), the probe {_m(p50 + ' row')} "
-        f"moves {_m(p50 + ' change')}\\,\\% ({_m('cmp ci level')}\\,\\% CI "
-        f"{_m(p50 + ' change low')} to {_m(p50 + ' change high')}), $p = {_m(p50 + ' p')}$, "
-        f"$q = {_m(p50 + ' q')}$: {_m(p50 + ' verdict')}."
-    ]
-    if probe.needed_runs is not None:
-        parts.append(
-            f"By design calculation, about {_m(p50 + ' needed runs')} runs per kernel would "
-            f"detect a $\\pm{_m('cmp effect')}$\\,\\% change with {_m('cmp power')}\\,\\% "
-            "power, given the run-to-run spread seen here."
-        )
-    if probe.hl_shift is not None:
-        parts.append(
-            f"The Hodges--Lehmann shift of the run medians is {_m(p50 + ' hl')} "
-            f"{_m(p50 + ' unit')} ({_m(p50 + ' hl low')} to {_m(p50 + ' hl high')})."
-        )
-    parts.append(
-        "Figure~\\ref{fig:quantiles} shows where in the distribution the runs differ: each "
-        "iteration's quantiles, and the shift function (new minus base per decile, with "
-        f"{_m('cmp ci level')}\\,\\% intervals from the two-stage bootstrap)."
-    )
-    figure = (
-        "\\begin{figure}[tbp]\n\\centering\n"
-        "\\includegraphics[width=\\columnwidth]{figures/comparison-quantiles.pdf}\n"
-        f"\\caption{{Probe latency {_m(p50 + ' row')}. Left: Harrell--Davis quantiles of "
-        "each iteration (log scale). Right: shift function, the new minus the base run's "
-        "decile (mean over runs) relative to the base decile, with "
-        f"{_m('cmp ci level')}\\,\\% intervals.}}\\label{{fig:quantiles}}\n\\end{{figure}}\n"
-    )
-    return parts, figure
-
-
-def _flag_text(cmp: LatencyComparison) -> list[str]:
-    """A sentence per improved/regressed line: does it survive BH over the whole table?"""
-    parts = []
-    for (metric, r), q in zip(cmp.results, cmp.table_q, strict=True):
-        if r.verdict not in (IMPROVED, REGRESSED):
-            continue
-        key = _key(r, metric)
-        parts.append(
-            f"{_m(key + ' row')} by {_m(key + ' stat')} is {_m(key + ' verdict')}: "
-            f"{_m(key + ' change')}\\,\\% ({_m(key + ' change low')} to "
-            f"{_m(key + ' change high')}), $q = {_m(key + ' q')}$ within its own call. "
-            f"Over all {_m('cmp tests')} tests of the table, $q = {_m(key + ' table q')}$, "
-            + (
-                "so the flag survives looking at every statistic."
-                if q is not None and q < LEVEL
-                else f"above {_m('cmp level')}: after looking at every statistic, the flag "
-                "is not established; it is a lead for more runs, not a finding."
-            )
-        )
-    return parts
-
-
-_METHOD = (
-    "Table~\\ref{{tab:comparison}} decides each workload row of {new run} against "
-    "{base run} at the level of runs: {cmp new runs} against {cmp base runs} iterations, an "
-    "exact permutation test over the {cmp splits} splits of the per-run statistics "
-    "(logged), whose smallest attainable $p$ is {cmp min p}. A row is "
-    "\\emph{{improved}} or \\emph{{regressed}} only when $q < {cmp level}$ and the "
-    "{cmp ci level}\\,\\% CI of the change excludes zero."
-)
-_VALIDATION = (
-    "Table~\\ref{{tab:validation}} is why the decision is made over runs, and what it costs. "
-    "It comes from \\emph{{synthetic}} data with known truth (tables of {val rows} rows, "
-    "{val samples} samples per run of very heavy-tailed latencies, a run-level random "
-    "effect), put through the whole verdict pipeline, not from the captures. mmlab's "
-    "per-row A/A rate is at most {val mmlab aa} in every cell (nominal {cmp level}); with "
-    "nothing changed, a table shows any false verdict in at most {val fwer} of the "
-    "simulations, and with one changed row the false discovery rate is at most {val fdr}. "
-    "The rules that pool the samples of all runs flag {val pooled aa} to "
-    "{val pooled aa max} of A/A rows: their apparent power is bought with that error "
-    "rate. The {cmp ci level}\\,\\% CI of the change covers the truth in {val coverage low} "
-    "to {val coverage high} of the rows. The price is power at few runs: a +{val effect}\\,\\% "
-    "change of the median in the heaviest lognormal is found in {val power few} of tables "
-    "with {val runs few} runs per kernel and {val power more} with {val runs more} (at "
-    "{val target samples} samples per run, {val power target}). A median-deciding "
-    "comparison does not see a change confined to the tail or the spread; the p90 and "
-    "mean lines do."
-)
-_REAL_AA = (
-    " On the {val real aa pairs} real A/A pairs of the last column of "
-    "Table~\\ref{{tab:validation}} (captures of the same "
-    "kernel and configuration, where every flag is false), the median flags "
-    "{val real mmlab p50} rows and the mean {val real mmlab mean}: iterations of one "
-    "capture session share its machine state, so inference over runs covers "
-    "iteration-to-iteration noise but not drift between sessions; an A/B pair is only "
-    "as good as its back-to-back capture."
-)
-
-
-class _Macros(dict):
-    """``{cmp level}`` in a template → ``\\CmpLevel{}``."""
-
-    def __missing__(self, key: str) -> str:
-        return _m(key)
-
-
-def _text(cmp: LatencyComparison, probe: RowComparison | None, real_aa: bool) -> str:
-    probe_parts, figure = _probe_text(probe) if probe is not None else ([], "")
-    parts = [_METHOD.format_map(_Macros()), *probe_parts, *_flag_text(cmp)]
-    return (
-        "\n"
-        + " ".join(parts)
-        + "\n\n\\input{tables/comparison}\n\n"
-        + figure
-        + "\n"
-        + _VALIDATION.format_map(_Macros())
-        + (_REAL_AA.format_map(_Macros()) if real_aa else "")
-        + "\n\n\\input{tables/validation}\n"
-    )
+    return macros_tex(section_values(cmp, probe) | values)

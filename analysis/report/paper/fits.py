@@ -6,8 +6,9 @@ iterations pooled; the best family also refitted to each iteration alone for the
 spread, as
 :mod:`analysis.study.fits`) and the throttle histograms of seed 000's mail
 (5.15-rc1, no iterations). Writes ``tables/fit-aic.tex``, ``tables/fit-observables.tex``
-and ``figures/fit-survival.pdf`` and returns the section's LaTeX, which defines its own
-macros (``\\Fit...``) before the text quotes them.
+and ``figures/fit-survival.pdf`` and returns the section's macros (``\\Fit...``, one
+group's only where the sentence quoting them applies); the prose is
+``papers/reclaim-throttling/sections/ab-fits.tex``.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from analysis.ingest.events import THROTTLED
 from analysis.metrics.throttle import short_reason
 from analysis.report.fit_figures import survival_chart
 from analysis.report.paper.figures import save_pdf
-from analysis.report.paper.latex import escape, macro_name, macros_tex, table_tex
+from analysis.report.paper.latex import escape, macros_tex, table_tex
 from analysis.seeds.throttle import SEED_MAIL, seed_groups
 from analysis.stats.families import FAMILIES
 from analysis.stats.fit import Estimate, GroupFailure, GroupFit
@@ -34,11 +35,11 @@ __all__ = [
     "BOOTSTRAP",
     "Shown",
     "aic_table",
+    "cautions",
     "compact",
     "fit_values",
     "observables_table",
     "section",
-    "section_tex",
     "shown_groups",
     "survival_figure",
     "write_tables",
@@ -101,7 +102,11 @@ def _ci(est: Estimate, fmt) -> str:
 def _group_values(s: Shown) -> dict[str, str]:
     """Macros of one fitted group: n, timeouts, best model, observables with CIs."""
     g = s.fit
-    values = {f"{s.key} n": str(g.n), f"{s.key} timeout ms": f"{(g.usec_timeout or 0) / 1000:g}"}
+    values = {
+        f"{s.key} label": escape(s.label),
+        f"{s.key} n": str(g.n),
+        f"{s.key} timeout ms": f"{(g.usec_timeout or 0) / 1000:g}",
+    }
     if isinstance(g, GroupFailure):
         return values
     obs = g.observables
@@ -111,9 +116,12 @@ def _group_values(s: Shown) -> dict[str, str]:
         f"{s.key} p timeout": _ci(obs["p_timeout"], _p),
         f"{s.key} mean ms": _ci(obs["restricted_mean_usec"], _ms),
         f"{s.key} median ms": _ci(obs["q0.5"], _ms),
-        f"{s.key} p zero": _ci(obs["p_zero"], _p),
-        f"{s.key} p timeout data high": _p(g.empirical["p_timeout"].ci_high),
     }
+    # Quoted only where the sentence that needs them applies (sections/ab-fits.tex).
+    if g.data.counts[-1] == 0:
+        values[f"{s.key} p timeout data high"] = _p(g.empirical["p_timeout"].ci_high)
+    if obs["q0.5"].estimate == 0:
+        values[f"{s.key} p zero"] = _ci(obs["p_zero"], _p)
     if s.spread is not None:
         values |= {
             f"{s.key} p timeout iterations": _spread(s, "p_timeout", _p),
@@ -252,55 +260,12 @@ def survival_figure(shown: list[Shown]) -> alt.ConcatChart:
     )
 
 
-def _group_sentence(s: Shown) -> str:
-    g = s.fit
-    name = escape(s.label)
-    if isinstance(g, GroupFailure):
-        return f"{name} cannot be fitted: {escape(g.message)}."
-    keys = ("n", "timeouts", "timeout ms", "p timeout", "best", "mean ms", "median ms")
-    keys += ("p timeout iterations", "mean ms iterations", "iterations", "p timeout data high")
-    keys += ("p zero",)
-    macro = {k: f"\\{macro_name(f'fit {s.key} {k}')}{{}}" for k in keys}
-    text = (
-        f"\\emph{{{name}}}: {macro['timeouts']} of {macro['n']} sleeps ran to the "
-        f"{macro['timeout ms']}\\,ms timeout, P(timeout) = {macro['p timeout']}; best "
-        f"\\tp{{{macro['best']}}}, mean wait {macro['mean ms']}\\,ms, median "
-        f"{macro['median ms']}\\,ms."
-    )
-    if g.data.counts[-1] == 0:
-        text += (
-            " No sleep was censored (the data put P(timeout) below "
-            f"{macro['p timeout data high']}, Wilson 95\\,\\% bound), so the timeout "
-            "took nothing from these sleepers and no family's tail beyond it is tested."
-        )
-    median = g.observables["q0.5"].estimate
-    if median == 0:
-        text += (
-            f" A share {macro['p zero']} of the sleepers was woken within the first "
-            "jiffy, so the median wait is zero."
-        )
-    elif math.isinf(median):
-        text += (
-            " The fitted cure fraction exceeds one half, so the median wait is infinite: "
-            "the data, which stop at the timeout, do not identify it."
-        )
-    elif median > g.data.timeout_us:
-        text += " The median lies past the timeout: it is the fitted family's extrapolation."
-    if s.spread is not None:
-        text += (
-            f" Refitted to each of its {macro['iterations']} iterations alone, the best "
-            "family gives P(timeout) "
-            f"{macro['p timeout iterations']} and mean wait {macro['mean ms iterations']}"
-            "\\,ms (mean $\\pm$ sd)."
-        )
-    return text
-
-
-def section_tex(shown: list[Shown], values: dict[str, str]) -> str:
-    """The section: its macros, the method, one paragraph per group, the warnings."""
+def cautions(shown: list[Shown]) -> str:
+    """What the fits themselves say they do not identify (lack of fit, identifiability), a
+    LaTeX list item per note: the fit library's words, not the paper's prose."""
     # An en dash, not the default bullet: that is a TS1 glyph whose bitmap font a
     # non-interactive build (no HOME for mktexpk) cannot make.
-    warnings = [
+    items = [
         f"\\item[--] \\emph{{{escape(s.label)}}}: {escape(note)}"
         for s in shown
         if isinstance(s.fit, GroupFit)
@@ -309,49 +274,8 @@ def section_tex(shown: list[Shown], values: dict[str, str]) -> str:
             *s.fit.identifiability,
         )
     ]
-    parts = [
-        macros_tex(values),
-        "The recorded delay of a throttled sleep is not the wait itself. "
-        "\\tp{reclaim\\_throttle()} records whole jiffies, and the phase of the tick at "
-        "which a sleep starts mixes neighbouring waits; a sleep that runs to its timeout "
-        "records the timeout whatever it would have waited, so it is right-censored: it "
-        "says only that the latent wait $T$ (the sleep without a timeout) exceeds the "
-        "timeout. We fit $T$ by maximum likelihood under that observation model with "
-        "\\FitFamilies{} families, each with and without an atom at zero (sleepers woken "
-        "within the first tick) and a cure fraction (sleepers nothing would wake before "
-        "the timeout), \\FitModels{} models per group ranked by AIC "
-        "(Table~\\ref{tab:fit-aic}). Each run's sleeps are pooled for the fit. An observable "
-        "is averaged over the models by Akaike weight, and its CI (delta method on the "
-        "logit or log scale) adds the spread between the models to each model's own, so "
-        "that it carries the choice of model (Buckland et al.); it takes sleeps as "
-        "independent. They are not (one writeback burst "
-        "wakes many sleepers), so Table~\\ref{tab:fit-observables} also gives the spread "
-        "of the best family refitted to each iteration alone. \\FitBootstrap{} "
-        "parametric-bootstrap replicates test each fit (G$^2$); a best model they reject is "
-        "named among the cautions below. P(timeout) and the mean "
-        "wait up to the timeout, "
-        "$E[\\min(T, \\mathrm{timeout})]$, are fixed by the data; a quantile past the "
-        "timeout and the cure fraction rest on the family's tail, which no sleep observes. "
-        "Seed 000's histograms (5.15-rc1, from the mail, HZ from the delay quantum) are "
-        "fitted the same way; they have no iterations. Figure~\\ref{fig:fit-survival} "
-        "sets the nonparametric estimate of $S(t) = P(T > t)$ against the fits.",
-        "\\input{tables/fit-aic}\n\\input{tables/fit-observables}",
-        "\\begin{figure}[tbp]\n\\centering\n"
-        "\\includegraphics[width=\\textwidth]{figures/fit-survival.pdf}\n"
-        "\\caption{Survival of the latent wait per group, log time axis up to the timeout: "
-        "Turnbull's nonparametric estimate (black steps; Kaplan--Meier generalised to the "
-        "interval censoring of jiffy data, where a recorded delay is not the wait) "
-        "with a \\FitBandBootstrap{}-resample bootstrap band (grey), against the best "
-        "model by AIC (dashed).}\\label{fig:fit-survival}\n\\end{figure}",
-        *(_group_sentence(s) for s in shown),
-    ]
-    if warnings:
-        parts.append(
-            "What the fits do not identify (from the fits themselves):\n\\begin{itemize}\n"
-            + "\n".join(warnings)
-            + "\n\\end{itemize}"
-        )
-    return "\n\n".join(parts) + "\n"
+    # One line: macros.tex holds one definition per line.
+    return " ".join(items) if items else "\\item[--] none"
 
 
 def write_tables(out: Path, tables: dict[str, str]) -> None:
@@ -362,8 +286,9 @@ def write_tables(out: Path, tables: dict[str, str]) -> None:
 
 
 def section(data: Study, out: Path) -> str:
-    """Fit, write the tables and the figure under ``out``, return the section's LaTeX."""
+    """Fit, write the tables and the figure under ``out``, return the section's macros (its
+    prose: ``sections/ab-fits.tex``)."""
     shown = shown_groups(data)
     write_tables(out, {"fit-aic": aic_table(shown), "fit-observables": observables_table(shown)})
     save_pdf(survival_figure(shown), out / "figures" / "fit-survival.pdf")
-    return section_tex(shown, fit_values(shown))
+    return macros_tex(fit_values(shown) | {"fit cautions": cautions(shown)})

@@ -6,8 +6,8 @@ under G3's rule with a sweep of deferral divisors; and seed 001's worked example
 the model's own ``do_shrink_slab()`` beside the plain arithmetic of
 :func:`analysis.seeds.checks.seed001` and the figures the mail prints.
 
-Macros of the section are defined at the top of ``sections/shrinker-replay.tex``
-(prefix ``Shr``), so the section never collides with ``macros.tex``.
+The section's macros (prefix ``Shr``) are ``generated/shrinker-replay.tex``; the prose
+quoting them is checked in as ``papers/reclaim-throttling/sections/ab-shrinker.tex``.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import polars as pl
 
 from analysis.report.paper import figures
 from analysis.report.paper.comparison import compact
-from analysis.report.paper.latex import escape, macro_name, macros_tex, pm, table_tex
+from analysis.report.paper.latex import escape, macros_tex, pm, table_tex
 from analysis.seeds.checks import SEED001_EXAMPLE, seed001
 from analysis.seeds.shrinker import SEED_BATCH, seed_divisors, seed_example
 from analysis.study.shrinker import DIVISORS, ShrinkerReplays
@@ -258,12 +258,9 @@ def shrinker_values(replays: ShrinkerReplays, seed: list[dict]) -> dict[str, str
     return values
 
 
-def _m(key: str) -> str:
-    return f"\\{macro_name(key)}{{}}"
-
-
 def section(data: Study, out: Path) -> str:
-    """LaTeX of the shrinker section; writes its tables and figure under ``out``."""
+    """The section's macros (its prose is ``papers/reclaim-throttling/sections/
+    ab-shrinker.tex``); writes its tables and figures under ``out``."""
     replays = data.shrinker
     if replays is None:
         return (
@@ -279,81 +276,4 @@ def section(data: Study, out: Path) -> str:
     figures.save_pdf(
         seed_divisor_figure(seed_divisors(DIVISORS)), out / "figures" / "shrinker-seed-divisors.pdf"
     )
-    values = shrinker_values(replays, seed)
-    idle = (
-        "from a divisor of {shr idle divisor} on, no call scans anything and the backlog "
-        "stays where the blocked calls left it."
-        if values["shr idle divisor"] != "--"
-        else "every divisor swept still scans some objects."
-    )
-    return macros_tex(values) + _TEXT.format_map(_Macros(idle=idle.format_map(_Macros())))
-
-
-class _Macros(dict):
-    """``{shr calls}`` in :data:`_TEXT` → ``\\ShrCalls{}``."""
-
-    def __missing__(self, key: str) -> str:
-        return _m(key)
-
-
-_TEXT = r"""
-Before any what-if, the model must reproduce the kernel. Over {shr traces} traces of
-{shr runs} runs ({shr calls} \tp{{do\_shrink\_slab()}} calls), the capturing kernel's rule
-({shr rule}, from {shr rule source}) reproduces the printed \tp{{total\_scan}} of
-{shr matched} calls from the \tp{{nr}} each call took (Table~\ref{{tab:shrinker-replay}}).
-Replayed in trace order, one deferred counter per shrinker instance and node reproduces
-the \tp{{nr}} of all but {shr chain misses} of the {shr chain total} calls that take it
-(every one in {shr chain exact traces} traces); the kernel keeps one counter per memory
-cgroup as well, which the tracepoints do not name, so a few misses are expected.
-
-\input{{tables/shrinker-replay}}
-
-What the replay can and cannot show follows from the captures. Their slab activity is
-small: every call comes from {shr contexts} reclaim, kswapd makes {shr kswapd calls} calls,
-the largest cache counts {shr max freeable} freeable objects, and the kernel scanned
-{shr scanned} objects in all ({shr blocked} calls were a superblock shrinker entered
-without \tp{{\_\_GFP\_FS}}, which defers everything). So the replay checks the arithmetic
-exactly, but its what-if numbers are tiny; the efficiency (freed per scanned) is unknown,
-because nothing was scanned; and a kswapd-only rule never works the backlog off here,
-because kswapd never calls a shrinker. Table~\ref{{tab:shrinker-rules}} shows this: on average
-over the traces G1 scans {shr G1 scanned} objects per trace, G3 {shr G3 scanned} and G2
-{shr G2 scanned}, while G2's backlog peaks at {shr G2 backlog} objects against
-{shr G3 backlog} under G3. None of this says anything about latency.
-
-\input{{tables/shrinker-rules}}
-
-Figure~\ref{{fig:divisors}} sweeps the divisor of G3's rule from {shr divisor low} to
-{shr divisor high}. On these captures the trade-off shows at the smallest divisors:
-{idle}
-
-\begin{{figure}}[tbp]
-\centering
-\includegraphics[width=\columnwidth]{{figures/shrinker-divisors.pdf}}
-\caption{{The captures' shrinker calls replayed under G3's rule with a constant deferral
-divisor: objects scanned per second, the most one direct call scans, and the deferred
-backlog at its maximum; a point per iteration, a line through each run's mean. Efficiency
-(freed per scanned) is not drawn where no capture scanned an object.}}\label{{fig:divisors}}
-\end{{figure}}
-
-The scale at which the rule matters is seed 001's (Table~\ref{{tab:shrinker-seed}}): a node
-with {shr seed freeable} freeable objects and {shr seed deferred} deferred. The call's own
-share is {shr seed delta} objects (the mail prints {shr seed mail delta}: it rounds the
-shift up and then slips in the multiplication; the conclusion stands). Under G1 the first
-caller is told to scan {shr seed G1 any target} objects, about {shr seed factor} times its
-share; G2 gives kswapd {shr seed G2 kswapd target} and a direct reclaimer
-{shr seed G2 direct target}; G3 gives any caller {shr seed G3 any target} and leaves
-{shr seed G3 any after} deferred. The model's \tp{{do\_shrink\_slab()}} and the plain
-arithmetic agree on every target. Figure~\ref{{fig:seed-divisors}} is the divisor
-trade-off at this scale: each doubling of the divisor halves what one caller takes
-from the backlog; the rest stays deferred for later calls.
-
-\input{{tables/shrinker-seed}}
-
-\begin{{figure}}[tbp]
-\centering
-\includegraphics[width=0.8\columnwidth]{{figures/shrinker-seed-divisors.pdf}}
-\caption{{Seed 001's call (arithmetic through the model, not data) under G3's rule with
-a constant deferral divisor: objects the call scans and objects left deferred after
-it.}}\label{{fig:seed-divisors}}
-\end{{figure}}
-"""
+    return macros_tex(shrinker_values(replays, seed))
