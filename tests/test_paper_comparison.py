@@ -166,3 +166,23 @@ def test_one_run_gives_a_reason_not_a_failed_paper(tmp_path):
     runs = tuple(capture_runs(PAPER_RUNS[0]))
     tex = comparison.section(Study(runs), tmp_path)
     assert tex.startswith("\\emph{One run: no latency comparison")
+
+
+def test_the_flag_sentences_are_defined_only_where_they_apply(cmp):
+    """sections/ab-comparison.tex tests ``\\ifdefined\\CmpFlagRow`` (a flagged line) and
+    ``\\ifdefined\\CmpFlagNotKept`` (the first flag does not survive the table-wide q):
+    runs without a flag must not leave the paragraph's macros undefined inside it."""
+    import dataclasses
+
+    probe = cmp.row("p50", "mmap-8")
+    # The bundled pair: one flag, not kept.
+    values = comparison.section_values(cmp, probe)
+    assert "cmp flag row" in values and values["cmp flag not kept"] == ""
+    # The same comparison with every verdict "no change shown": no flag macro at all.
+    quiet = {
+        metric: tuple(dataclasses.replace(r, verdict="no change shown") for r in rows)
+        for metric, rows in cmp.by_metric.items()
+    }
+    values = comparison.section_values(dataclasses.replace(cmp, by_metric=quiet), probe)
+    assert values["cmp flags"] == "0"
+    assert not any(k.startswith("cmp flag ") for k in values)

@@ -177,7 +177,7 @@ def test_json_carries_the_same_results(outputs):
 # its own arguments, so the notebook, the report and the paper print one set of digits.
 RECOMPUTED = re.compile(
     r"\b(compare_runs|latency_comparison|run_fits|run_throttle_table|run_stall_table"
-    r"|shrinker_replays|timeout_model|fit_throttle_groups)\("
+    r"|shrinker_replays|fit_throttle_groups)\("
 )
 
 

@@ -1,8 +1,7 @@
 """What ``mmlab model throttle`` computes, in one result: the calibrated cycle model of
 :mod:`analysis.models.throttle`, its predictions at every timeout asked for (each also by
 models calibrated on one run each) and an optional validation on other runs. Rendered by
-:mod:`analysis.report.throttle_model`; the paper's timeout section takes it from the study
-(:mod:`analysis.study.timeout`)."""
+:mod:`analysis.report.throttle_model`."""
 
 from __future__ import annotations
 

@@ -27,7 +27,6 @@ from analysis.study.provenance import (
     setting_differences,
 )
 from analysis.study.shrinker import ShrinkerReplays, shrinker_replays
-from analysis.study.timeout import TimeoutModel, timeout_model
 
 __all__ = ["Study"]
 
@@ -111,10 +110,3 @@ class Study:
         replayed under each deferral rule and divisor (:mod:`analysis.study.shrinker`);
         None when no trace has any."""
         return shrinker_replays(self.analyses)
-
-    @cached_property
-    def timeout(self) -> TimeoutModel | None:
-        """The throttle cycle model calibrated on the base run, predicted along a ladder of
-        timeouts and scored on the new run, and the reverse (:mod:`analysis.study.timeout`);
-        None with fewer than two runs."""
-        return timeout_model(*self.runs[:2]) if len(self.runs) >= 2 else None

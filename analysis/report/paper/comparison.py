@@ -429,8 +429,11 @@ def section_values(cmp: LatencyComparison, probe: RowComparison | None) -> dict[
     values["cmp flags"] = str(len(flagged))
     values["cmp flags kept"] = str(sum(q is not None and q < LEVEL for *_, q in flagged))
     if flagged:
-        metric, r, _ = flagged[0]
+        metric, r, q = flagged[0]
         values |= {f"cmp flag {f}": every[f"{_key(r, metric)} {f}"] for f in _FLAG}
+        if q is None or q >= LEVEL:
+            # Defined (empty) only where its sentence applies: the prose tests \ifdefined.
+            values["cmp flag not kept"] = ""
     return values
 
 
