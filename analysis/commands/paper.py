@@ -23,8 +23,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--sweep",
         type=Path,
         metavar="DIR",
-        help="patched-kernel sweep (captures aa1, aa2, wb20, wb500, div1, divprio: "
-        "data/vm-6.12) whose models and knob effects the paper's results report",
+        help="patched-kernel sweep whose models and knob effects the paper's results "
+        "report: captures aa1, aa2, wb20, wb500, div1, divprio (as the bundled data/vm-6.12)",
     )
     p.add_argument("--out", type=Path, default=Path("build/paper"), help="output folder")
     p.add_argument("--json", action="store_true", help="print the macros and files as JSON")
