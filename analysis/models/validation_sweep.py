@@ -34,9 +34,9 @@ import numpy as np
 
 from analysis.ingest.captures import traces_below
 from analysis.models.shrinker import load_invocations
-from analysis.models.shrinker_validation import capture_divisor, score_divisor
+from analysis.models.shrinker_validation import ShrinkerScore, capture_divisor, score_divisor
 from analysis.models.throttle import Observation, observe
-from analysis.models.throttle_validation import SHARES, score_capture
+from analysis.models.throttle_validation import SHARES, QuantityScore, score_capture
 from analysis.models.throttle_waits import calibrate_with_waits
 
 __all__ = [
@@ -86,6 +86,22 @@ def _opt(value: float | None) -> float:
     return math.nan if value is None else float(value)
 
 
+def _scored(s: QuantityScore | ShrinkerScore, unit: str) -> dict[str, float]:
+    """The columns every validated quantity has: prediction and its run-level PI, the
+    observed runs, how many fell inside, and the model's and no change's errors."""
+    low, high = _interval(s.interval)
+    return {
+        "predicted": s.predicted,
+        "pi_low": low,
+        "pi_high": high,
+        **_spread(s.observed),
+        "inside": float(s.inside),
+        f"model_error_{unit}": s.model_error,
+        "no_change": s.no_change,
+        f"no_change_error_{unit}": s.no_change_error,
+    }
+
+
 def throttle_point(params: Mapping[str, object]) -> dict[str, float]:
     """One (calibration, target) pair of the throttle-timeout validation, flattened."""
     _check(params, THROTTLE_PARAMETERS, "throttle-validation")
@@ -113,16 +129,8 @@ def throttle_point(params: Mapping[str, object]) -> dict[str, float]:
     }
     for s in scores:
         unit = "pp" if s.quantity in SHARES else "rel"
-        low, high = _interval(s.interval)
         fields = {
-            "predicted": s.predicted,
-            "pi_low": low,
-            "pi_high": high,
-            **_spread(s.observed),
-            "inside": float(s.inside),
-            f"model_error_{unit}": s.model_error,
-            "no_change": s.no_change,
-            f"no_change_error_{unit}": s.no_change_error,
+            **_scored(s, unit),
             "linear": s.linear,
             f"linear_error_{unit}": s.linear_error,
             "change_p": _opt(s.change_p),
@@ -161,17 +169,9 @@ def shrinker_point(params: Mapping[str, object]) -> dict[str, float]:
     row: dict[str, float] = {}
     for s in scores:
         unit = "pp" if s.quantity == "kswapd_share" else "objects"
-        low, high = _interval(s.interval)
         d_low, d_high = _interval(s.depleted_interval)
         fields = {
-            "predicted": s.predicted,
-            "pi_low": low,
-            "pi_high": high,
-            **_spread(s.observed),
-            "inside": float(s.inside),
-            f"model_error_{unit}": s.model_error,
-            "no_change": s.no_change,
-            f"no_change_error_{unit}": s.no_change_error,
+            **_scored(s, unit),
             "change_p": _opt(s.change_p),
             "depleted": _opt(s.depleted),
             "depleted_pi_low": d_low,
