@@ -13,7 +13,6 @@ group's only where the sentence quoting them applies); the prose is
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,7 +22,9 @@ from analysis.ingest.events import THROTTLED
 from analysis.metrics.throttle import short_reason
 from analysis.report.fit_figures import survival_chart
 from analysis.report.paper.figures import save_pdf
-from analysis.report.paper.latex import escape, macros_tex, table_tex
+from analysis.report.paper.latex import escape, macros_tex, number, table_tex
+from analysis.report.throttle_fits import MS
+from analysis.report.units import MISSING, PLAIN, Scale, interval_texts, mean_sd_texts
 from analysis.seeds.throttle import SEED_MAIL, seed_groups
 from analysis.stats.families import FAMILIES
 from analysis.stats.fit import Estimate, GroupFailure, GroupFit
@@ -87,16 +88,16 @@ def shown_groups(
     return out
 
 
-def _p(value: float) -> str:
-    return f"{value:.3f}"
+def _texts(est: Estimate, scale: Scale) -> tuple[str, str, str]:
+    """The estimate and its CI ends in LaTeX, rounded as the report rounds them
+    (:func:`~analysis.report.units.interval_texts`)."""
+    texts = interval_texts(est.estimate, est.ci_low, est.ci_high, scale)
+    return tuple(number(t) for t in texts)  # type: ignore[return-value]
 
 
-def _ms(value: float) -> str:
-    return r"$\infty$" if math.isinf(value) else f"{value / 1000:.2f}"
-
-
-def _ci(est: Estimate, fmt) -> str:
-    return f"{fmt(est.estimate)} [{fmt(est.ci_low)}, {fmt(est.ci_high)}]"
+def _ci(est: Estimate, scale: Scale) -> str:
+    estimate, low, high = _texts(est, scale)
+    return f"{estimate} [{low}, {high}]"
 
 
 def _group_values(s: Shown) -> dict[str, str]:
@@ -113,28 +114,30 @@ def _group_values(s: Shown) -> dict[str, str]:
     values |= {
         f"{s.key} best": escape(g.best.name),
         f"{s.key} timeouts": str(int(g.data.counts[-1])),
-        f"{s.key} p timeout": _ci(obs["p_timeout"], _p),
-        f"{s.key} mean ms": _ci(obs["restricted_mean_usec"], _ms),
-        f"{s.key} median ms": _ci(obs["q0.5"], _ms),
+        f"{s.key} p timeout": _ci(obs["p_timeout"], PLAIN),
+        f"{s.key} mean ms": _ci(obs["restricted_mean_usec"], MS),
+        f"{s.key} median ms": _ci(obs["q0.5"], MS),
     }
     # Quoted only where the sentence that needs them applies (sections/ab-fits.tex).
     if g.data.counts[-1] == 0:
-        values[f"{s.key} p timeout data high"] = _p(g.empirical["p_timeout"].ci_high)
+        values[f"{s.key} p timeout data high"] = _texts(g.empirical["p_timeout"], PLAIN)[2]
     if obs["q0.5"].estimate == 0:
-        values[f"{s.key} p zero"] = _ci(obs["p_zero"], _p)
+        values[f"{s.key} p zero"] = _ci(obs["p_zero"], PLAIN)
     if s.spread is not None:
         values |= {
-            f"{s.key} p timeout iterations": _spread(s, "p_timeout", _p),
-            f"{s.key} mean ms iterations": _spread(s, "restricted_mean_usec", _ms),
+            f"{s.key} p timeout iterations": _spread(s, "p_timeout", PLAIN),
+            f"{s.key} mean ms iterations": _spread(s, "restricted_mean_usec", MS),
             f"{s.key} iterations": str(s.spread.n_iterations),
         }
     return values
 
 
-def _spread(s: Shown, name: str, fmt) -> str:
-    """Mean ± sd of observable ``name`` over the iterations fitted alone ("--": none)."""
+def _spread(s: Shown, name: str, scale: Scale) -> str:
+    """Mean ± sd of observable ``name`` over the iterations fitted alone ("--": none),
+    rounded as the report rounds them (:func:`~analysis.report.units.mean_sd_texts`)."""
     mean, sd = iteration_spread(s.spread, name) if s.spread else (None, None)
-    return "--" if mean is None else fmt(mean) + ("" if sd is None else f" $\\pm$ {fmt(sd)}")
+    m, d = mean_sd_texts(mean, sd, scale)
+    return number(m) + ("" if d == MISSING else f" $\\pm$ {number(d)}")
 
 
 def fit_values(shown: list[Shown], bootstrap: int = BOOTSTRAP) -> dict[str, str]:
@@ -191,8 +194,9 @@ def compact(table: str, sep_pt: int = 4) -> str:
     )
 
 
-def _two_lines(est: Estimate, fmt) -> tuple[str, str]:
-    return fmt(est.estimate), f"[{fmt(est.ci_low)}, {fmt(est.ci_high)}]"
+def _two_lines(est: Estimate, scale: Scale) -> tuple[str, str]:
+    estimate, low, high = _texts(est, scale)
+    return estimate, f"[{low}, {high}]"
 
 
 OBSERVABLE_COLUMNS = (
@@ -217,12 +221,12 @@ def observables_table(shown: list[Shown]) -> str:
             continue
         obs = g.observables
         cells = [
-            _two_lines(obs["p_timeout"], _p),
-            _two_lines(obs["restricted_mean_usec"], _ms),
-            _two_lines(obs["q0.5"], _ms),
-            _two_lines(obs["q0.9"], _ms),
+            _two_lines(obs["p_timeout"], PLAIN),
+            _two_lines(obs["restricted_mean_usec"], MS),
+            _two_lines(obs["q0.5"], MS),
+            _two_lines(obs["q0.9"], MS),
         ]
-        spread = _spread(s, "restricted_mean_usec", _ms)
+        spread = _spread(s, "restricted_mean_usec", MS)
         rows.append([escape(s.label), str(g.n), *(c[0] for c in cells), spread])
         rows.append(["", "", *(f"\\scriptsize {c[1]}" for c in cells), ""])
     return compact(

@@ -6,7 +6,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from analysis.report.table import Column, Table
-from analysis.report.units import mean_sd_decimals, rounded
+from analysis.report.units import MISSING, mean_sd_decimals, rounded
 
 __all__ = [
     "defined_macros",
@@ -14,6 +14,7 @@ __all__ = [
     "latex_table",
     "macro_name",
     "macros_tex",
+    "number",
     "pm",
     "table_tex",
 ]
@@ -50,6 +51,23 @@ def pm(mean: float | None, sd: float | None, digits: int | None = None) -> str:
     d = mean_sd_decimals(mean, sd, digits)
     text = rounded(mean, d, group="{,}")
     return f"${text}$" if sd is None else f"${text} \\pm {rounded(sd, d, group='{,}')}$"
+
+
+def number(text: str) -> str:
+    r"""A number as :mod:`analysis.report.units` printed it, in LaTeX usable in and out of
+    math mode: ``3.4e-07`` → ``3.4 \times 10^{-7}``, ``inf`` → ``\infty``; ``--`` for
+    :data:`~analysis.report.units.MISSING`.
+
+    >>> print(number("3.4e-07"), number("0.312"), number("-inf"), number("-"))
+    \ensuremath{3.4 \times 10^{-7}} \ensuremath{0.312} \ensuremath{-\infty} --
+    """
+    if text == MISSING:
+        return "--"
+    mantissa, _, exponent = text.partition("e")
+    if mantissa.endswith("inf"):
+        return f"\\ensuremath{{{mantissa.removesuffix('inf')}\\infty}}"
+    power = f" \\times 10^{{{int(exponent)}}}" if exponent else ""
+    return f"\\ensuremath{{{mantissa}{power}}}"
 
 
 # One line of macros_tex: \newcommand{\Name}{value}, the value itself in LaTeX.
