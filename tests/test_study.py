@@ -144,6 +144,26 @@ def test_latency_rows_print_the_same_change_ci_and_q(outputs):
         assert numbers(" ".join(m.groups())) == expected
 
 
+def test_hodges_lehmann_shift_prints_the_same_digits(outputs):
+    # The paper quotes the probe's shift (new - base, in the row's unit); the report says
+    # it in mmtests' sign (positive = better), so a lower-is-better row's is negated.
+    study, report, _, _, paper, _ = outputs
+    values = paper["comparison"]
+    rows = [r for r in decided(study.latency) if f"cmp {r.row} p50 hl" in values]
+    assert rows
+    for r in rows:
+        tex = numbers(" ".join(values[f"cmp {r.row} p50 {k}"] for k in ("hl", "hl low", "hl high")))
+        block = " ".join(report[report.index(f"\n{r.row} (") :].split())
+        m = re.search(r"Hodges–Lehmann shift of run medians (\S+) \[(\S+), (\S+)\] (\S+)", block)
+        assert m and m[4] == r.unit, block[:600]
+        printed = numbers(" ".join(m.groups()[:3]))
+        if not r.higher_is_better:
+            neg = [n.removeprefix("-") if n.startswith("-") else f"-{n}" for n in printed]
+            printed = [neg[0], neg[2], neg[1]]
+        zero = lambda ns: [re.sub(r"^-(0(\.0*)?)$", r"\1", n) for n in ns]  # noqa: E731
+        assert zero(printed) == zero(tex), (r.row, m[0])
+
+
 def test_ops_rows_print_the_same_means_and_sds(outputs):
     study, report, _, _, paper, _ = outputs
     section = report.split("== Reclaim Ops from /proc/vmstat ==", 1)[1].split("\n\n")[1]

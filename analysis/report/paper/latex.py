@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 
@@ -43,11 +44,13 @@ def pm(mean: float | None, sd: float | None, digits: int | None = None) -> str:
     (:func:`~analysis.report.units.mean_sd_decimals`: at the sd; ``digits`` or three
     significant digits without one); ``--`` when there is no value.
 
-    >>> pm(967.4, 228.1), pm(12345.6, None, 0), pm(None, 1.0)
-    ('$970 \\\\pm 230$', '$12{,}346$', '--')
+    >>> pm(967.4, 228.1), pm(12345.6, None, 0), pm(None, 1.0), pm(5.0, float("nan"))
+    ('$970 \\\\pm 230$', '$12{,}346$', '--', '$5.00$')
     """
-    if mean is None:
+    if mean is None or not math.isfinite(mean):
         return "--"
+    # An sd of one iteration (NaN) is no sd.
+    sd = sd if sd is not None and math.isfinite(sd) else None
     d = mean_sd_decimals(mean, sd, digits)
     text = rounded(mean, d, group="{,}")
     return f"${text}$" if sd is None else f"${text} \\pm {rounded(sd, d, group='{,}')}$"
