@@ -12,6 +12,7 @@ from analysis.report.units import MISSING, mean_sd_decimals, rounded
 __all__ = [
     "defined_macros",
     "escape",
+    "fixed",
     "latex_table",
     "macro_name",
     "macros_tex",
@@ -63,14 +64,32 @@ def number(text: str) -> str:
 
     >>> print(number("3.4e-07"), number("0.312"), number("-inf"), number("-"))
     \ensuremath{3.4 \times 10^{-7}} \ensuremath{0.312} \ensuremath{-\infty} --
+    >>> print(number("-12345.6"), number("-0"))
+    \ensuremath{-12{,}345.6} \ensuremath{-0}
     """
     if text == MISSING:
         return "--"
     mantissa, _, exponent = text.partition("e")
+    # Thousands grouped as pm groups them: 12{,}345.6.
+    whole, point, decimals = mantissa.partition(".")
+    mantissa = re.sub(r"(?<=\d)(?=(\d{3})+$)", "{,}", whole) + point + decimals
     if mantissa.endswith("inf"):
         return f"\\ensuremath{{{mantissa.removesuffix('inf')}\\infty}}"
     power = f" \\times 10^{{{int(exponent)}}}" if exponent else ""
     return f"\\ensuremath{{{mantissa}{power}}}"
+
+
+def fixed(value: float | None, decimals: int) -> str:
+    """``value`` at a resolution known from what it is (an error in whole per cent or
+    tenths of a point, a count), as :func:`~analysis.report.units.fixed` with thousands
+    grouped; ``--`` when missing.
+
+    >>> fixed(12345.678, 1), fixed(float("nan"), 0), fixed(0.4567, 2)
+    ('12{,}345.7', '--', '0.46')
+    """
+    if value is None or not math.isfinite(value):
+        return "--"
+    return rounded(value, decimals, group="{,}")
 
 
 # One line of macros_tex: \newcommand{\Name}{value}, the value itself in LaTeX.
