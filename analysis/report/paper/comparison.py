@@ -28,7 +28,7 @@ import polars as pl
 from analysis.report.compare import DECIDING_ROW
 from analysis.report.paper import figures
 from analysis.report.paper.latex import escape, macros_tex, number, pm, table_tex
-from analysis.report.units import decimals_at, interval_texts, rounded, sig
+from analysis.report.units import decimals_at, interval_texts, mean_sd_texts, rounded, sig
 from analysis.stats import validation_compare
 from analysis.stats.bootstrap import Interval, run_statistics
 from analysis.stats.rules import mmtests_2018
@@ -263,8 +263,10 @@ def _cell_rows(results: dict) -> int:
 
 
 def _rate(rate: float, se: float) -> str:
-    """A rejection rate ± its Monte-Carlo se, without the spacing of a binary ±."""
-    return f"${rate:.3f}{{\\pm}}{se:.3f}$"
+    """A rejection rate ± its Monte-Carlo se, rounded at the se as every mean ± sd
+    (:func:`~analysis.report.units.mean_sd_texts`), without the spacing of a binary ±."""
+    text, spread = mean_sd_texts(rate, se)
+    return f"${text}{{\\pm}}{spread}$"
 
 
 def _real_flags(results: dict, method: str) -> tuple[int, int] | None:
