@@ -80,7 +80,7 @@ def test_base_macros_equal_a_fit_of_the_grepped_delays(data, shown):
 def _agrees(macro: str, value: float) -> bool:
     """The estimate a macro prints first (``5.44``, ``3.4 \\times 10^{-7}``) is ``value``
     rounded at its printed digit."""
-    match = re.search(r"(-?\d+(?:\.(\d+))?)(?: \\times 10\^\{(-?\d+)\})?", macro)
+    match = re.search(r"(-?\d+(?:\.(\d+))?)(?:\s*\{?\\times\}?\s*10\^\{(-?\d+)\})?", macro)
     assert match, macro
     mantissa, decimals, exponent = match.groups()
     power = 10.0 ** int(exponent or 0)

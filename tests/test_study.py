@@ -44,7 +44,7 @@ _NUMBER = re.compile(r"[-+]?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?")
 def numbers(text: str) -> list[str]:
     """The numbers printed in ``text`` (plain or LaTeX), as printed; ``m \\times 10^{k}``
     read as ``mek`` and an exponent's leading zeros dropped (``3.4e-07`` = ``3.4e-7``)."""
-    text = re.sub(r"\s*\\times 10\^\{([-+]?\d+)\}", r"e\1", text.replace("{,}", ""))
+    text = re.sub(r"\s*\{?\\times\}?\s*10\^\{([-+]?\d+)\}", r"e\1", text.replace("{,}", ""))
     plain = re.sub(r"\\ensuremath|\\pm|\\scriptsize|[${}]", " ", text)
     found = [n.replace(",", "").removeprefix("+") for n in _NUMBER.findall(plain)]
     return [re.sub(r"e([-+]?)0*(\d)", r"e\1\2", n) for n in found]

@@ -59,11 +59,11 @@ def pm(mean: float | None, sd: float | None, digits: int | None = None) -> str:
 
 def number(text: str) -> str:
     r"""A number as :mod:`analysis.report.units` printed it, in LaTeX usable in and out of
-    math mode: ``3.4e-07`` → ``3.4 \times 10^{-7}``, ``inf`` → ``\infty``; ``--`` for
+    math mode: ``3.4e-07`` → ``3.4{\times}10^{-7}``, ``inf`` → ``\infty``; ``--`` for
     :data:`~analysis.report.units.MISSING`.
 
     >>> print(number("3.4e-07"), number("0.312"), number("-inf"), number("-"))
-    \ensuremath{3.4 \times 10^{-7}} \ensuremath{0.312} \ensuremath{-\infty} --
+    \ensuremath{3.4{\times}10^{-7}} \ensuremath{0.312} \ensuremath{-\infty} --
     >>> print(number("-12345.6"), number("-0"))
     \ensuremath{-12{,}345.6} \ensuremath{-0}
     """
@@ -75,7 +75,8 @@ def number(text: str) -> str:
     mantissa = re.sub(r"(?<=\d)(?=(\d{3})+$)", "{,}", whole) + point + decimals
     if mantissa.endswith("inf"):
         return f"\\ensuremath{{{mantissa.removesuffix('inf')}\\infty}}"
-    power = f" \\times 10^{{{int(exponent)}}}" if exponent else ""
+    # {\times}: no binary-operator spacing, so a small p fits a table column.
+    power = f"{{\\times}}10^{{{int(exponent)}}}" if exponent else ""
     return f"\\ensuremath{{{mantissa}{power}}}"
 
 
