@@ -296,8 +296,11 @@ def write_tables(out: Path, tables: dict[str, str]) -> None:
 
 def section(data: Study, out: Path) -> str:
     """Fit, write the tables and the figure under ``out``, return the section's macros (its
-    prose: ``sections/ab-fits.tex``)."""
-    shown = shown_groups(data)
+    prose: ``sections/ab-fits.tex``). Seed 000's groups are tested with as many bootstrap
+    replicates as the study's (``data.fit_bootstrap``: ``mmlab paper`` runs
+    :data:`BOOTSTRAP`), and that is the count the text states."""
+    shown = shown_groups(data, bootstrap=data.fit_bootstrap)
     write_tables(out, {"fit-aic": aic_table(shown), "fit-observables": observables_table(shown)})
     save_pdf(survival_figure(shown), out / "figures" / "fit-survival.pdf")
-    return macros_tex(fit_values(shown) | {"fit cautions": cautions(shown)})
+    values = fit_values(shown, data.fit_bootstrap) | {"fit cautions": cautions(shown)}
+    return macros_tex(values)
