@@ -189,6 +189,10 @@ def test_lack_of_fit_is_flagged_and_model_free_estimates_lead():
     group = fit_group(data, families=["exponential"], bootstrap=20, seed=1)
     assert group.best.g2_p == pytest.approx(1 / 21)
     assert group.lack_of_fit.startswith("best model exponential")
+    # At the resolution 20 replicates allow: the bound 1/21, not a 3-digit p.
+    assert "none of 20 parametric-bootstrap replicates reach it (p = 1/21 = 0.048" in (
+        group.lack_of_fit
+    )
     text = format_group(group)
     assert text.index("LACK OF FIT") < text.index("model-free") < text.index("best exponential")
 

@@ -51,7 +51,7 @@ def _grep_shares(capture: Path) -> list[float]:
 
 def test_observed_timeout_shares_are_those_of_the_raw_traces(sweep, values):
     # wb500: no sleep reached 500 ms in any run; wb20: the per-run shares by grep.
-    assert values["sw long P(timeout) observed"] == "0.000 $\\pm$ 0.000"
+    assert values["sw long P(timeout) observed"] == "\\ensuremath{0} $\\pm$ \\ensuremath{0}"
     assert max(_grep_shares(SWEEP / "wb500")) == 0
     grep = _grep_shares(SWEEP / "wb20")
     scored = next(s for s in sweep.throttle if s.capture == "wb20" and s.quantity == "p_timeout")
@@ -101,7 +101,7 @@ def test_knob_q_is_benjamini_hochberg_over_both_tables(sweep, values):
     assert len(smallest) == 4 and all(q[k] == pytest.approx(2 / 252 * 24 / 4) for k in smallest)
     assert values["sw kept"] == "4" and values["sw tests"] == "24"
     # q is printed beside p in both tables.
-    assert throttle_table(sweep).count(" & 0.048 \\\\") >= 1
+    assert throttle_table(sweep).count(" & \\ensuremath{0.0476} \\\\") >= 1
 
 
 def test_the_prose_claims_follow_the_scores(sweep, values):

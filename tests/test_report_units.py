@@ -105,3 +105,20 @@ def test_a_pair_side_by_side_keeps_the_digits_its_difference_needs():
     # At most four decimals are added, mmtests' resolution: 1e-9 apart stays at 4.
     assert Scale("s").pair(34.000000001, 34.0) == ("34.0000", "34.0000")
     assert Scale("s").pair(None, 1.5) == ("-", "1.50")
+
+
+def test_an_end_at_the_estimate_is_rounded_at_the_other_end():
+    # 0 of 2117 sleeps at the timeout: Wilson 95 % CI [0, 0.0018]; rounded at two
+    # significant digits of 0.0018 (four decimals), not three digits of the estimate 0.
+    assert units.interval_texts(0.0, 0.0, 0.00181) == ("0.0000", "0.0000", "0.0018")
+    assert interval(5.0, 5.0, 5.5) == "5.00 [5.00, 5.50]"
+
+
+def test_a_probability_near_zero_keeps_its_digits_in_e_notation():
+    # 3.4e-7 with CI [1.2e-8, 1.366e-5]: two significant digits of the smaller half-width
+    # 3.3e-7 is the 8th decimal; past six decimals, e-notation down to that place.
+    assert units.interval_texts(3.4e-7, 1.2e-8, 1.366e-5) == ("3.4e-07", "1e-08", "1.366e-05")
+    assert latex.number("3.4e-07") == "\\ensuremath{3.4{\\times}10^{-7}}"
+    # Report columns and paper cells of a mean and sd over iterations: one rule.
+    assert units.mean_sd_texts(5633.0, 970.0, Scale("ms", 1e3)) == ("5.6", "1.0")
+    assert latex.pm(5.633, 0.970) == "$5.6 \\pm 1.0$"

@@ -38,13 +38,16 @@ COUNTED = (
     sys.modules["analysis.study.study"].run_stall_table,
     sys.modules["analysis.study.latency"].compare_table,
 )
-_NUMBER = re.compile(r"[-+]?\d[\d,]*(?:\.\d+)?")
+_NUMBER = re.compile(r"[-+]?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?")
 
 
 def numbers(text: str) -> list[str]:
-    """The numbers printed in ``text`` (plain or LaTeX), as printed."""
-    plain = re.sub(r"\\ensuremath|\\pm|\\scriptsize|[${}]", " ", text.replace("{,}", ""))
-    return [n.replace(",", "").removeprefix("+") for n in _NUMBER.findall(plain)]
+    """The numbers printed in ``text`` (plain or LaTeX), as printed; ``m \\times 10^{k}``
+    read as ``mek`` and an exponent's leading zeros dropped (``3.4e-07`` = ``3.4e-7``)."""
+    text = re.sub(r"\s*\{?\\times\}?\s*10\^\{([-+]?\d+)\}", r"e\1", text.replace("{,}", ""))
+    plain = re.sub(r"\\ensuremath|\\pm|\\scriptsize|[${}]", " ", text)
+    found = [n.replace(",", "").removeprefix("+") for n in _NUMBER.findall(plain)]
+    return [re.sub(r"e([-+]?)0*(\d)", r"e\1\2", n) for n in found]
 
 
 @pytest.fixture(scope="module")
@@ -139,6 +142,26 @@ def test_latency_rows_print_the_same_change_ci_and_q(outputs):
         change, low, high = (flip(n) for n in numbers(" ".join(tex[2:])))
         expected = [change, *((high, low) if not r.higher_is_better else (low, high))]
         assert numbers(" ".join(m.groups())) == expected
+
+
+def test_hodges_lehmann_shift_prints_the_same_digits(outputs):
+    # The paper quotes the probe's shift (new - base, in the row's unit); the report says
+    # it in mmtests' sign (positive = better), so a lower-is-better row's is negated.
+    study, report, _, _, paper, _ = outputs
+    values = paper["comparison"]
+    rows = [r for r in decided(study.latency) if f"cmp {r.row} p50 hl" in values]
+    assert rows
+    for r in rows:
+        tex = numbers(" ".join(values[f"cmp {r.row} p50 {k}"] for k in ("hl", "hl low", "hl high")))
+        block = " ".join(report[report.index(f"\n{r.row} (") :].split())
+        m = re.search(r"Hodges–Lehmann shift of run medians (\S+) \[(\S+), (\S+)\] (\S+)", block)
+        assert m and m[4] == r.unit, block[:600]
+        printed = numbers(" ".join(m.groups()[:3]))
+        if not r.higher_is_better:
+            neg = [n.removeprefix("-") if n.startswith("-") else f"-{n}" for n in printed]
+            printed = [neg[0], neg[2], neg[1]]
+        zero = lambda ns: [re.sub(r"^-(0(\.0*)?)$", r"\1", n) for n in ns]  # noqa: E731
+        assert zero(printed) == zero(tex), (r.row, m[0])
 
 
 def test_ops_rows_print_the_same_means_and_sds(outputs):

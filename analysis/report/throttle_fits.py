@@ -8,22 +8,26 @@ median of T.
 
 from __future__ import annotations
 
-import math
 import textwrap
 from collections.abc import Sequence
 
 from analysis.metrics.throttle import short_reason
 from analysis.report.fit import CAVEAT, group_json
-from analysis.stats.fit import GroupFailure, GroupFit
+from analysis.report.units import PLAIN, Scale, interval_texts, mean_sd_texts
+from analysis.stats.fit import Estimate, GroupFailure, GroupFit
 from analysis.study.fits import RunGroupFit, iteration_spread
 
-__all__ = ["FITTED", "format_run_fits", "run_fit_json"]
+__all__ = ["FITTED", "MS", "format_run_fits", "run_fit_json"]
 
-# The observables the report and the paper quote, with their labels and units.
+# The fits' times are µs; the report and the paper print them in ms.
+MS = Scale("ms", 1e3)
+
+# The observables the report and the paper quote, with their labels and the scale they
+# are printed in (the fits hold µs; the report prints ms).
 FITTED = (
-    ("p_timeout", "P(timeout)", 1.0),
-    ("restricted_mean_usec", "mean wait to timeout ms", 1e-3),
-    ("q0.5", "median wait ms", 1e-3),
+    ("p_timeout", "P(timeout)", PLAIN),
+    ("restricted_mean_usec", "mean wait to timeout ms", MS),
+    ("q0.5", "median wait ms", MS),
 )
 
 
@@ -37,12 +41,8 @@ def run_fit_json(fit: RunGroupFit) -> dict[str, object]:
     return {"run": fit.run, **group_json(fit.pooled), "iterations": spread}
 
 
-def _num(value: float | None, scale: float) -> str:
-    if value is None:
-        return "-"
-    if math.isinf(value):
-        return "inf"
-    return f"{value * scale:.3f}" if scale == 1.0 else f"{value * scale:.2f}"
+def _estimate(est: Estimate) -> tuple[float, float, float]:
+    return est.estimate, est.ci_low, est.ci_high
 
 
 def _group_lines(fit: RunGroupFit) -> list[str]:
@@ -56,20 +56,16 @@ def _group_lines(fit: RunGroupFit) -> list[str]:
     lines = [
         head,
         f"  best {g.best.name} by AIC; refitted per iteration: {fitted} of {fit.n_iterations}",
-        f"  {'':<26}{'pooled':>10}{'95% CI':>18}{'iterations':>12}{'sd':>10}",
+        f"  {'':<24}{'pooled':>10}{'95% CI':>20}{'iterations':>12}{'sd':>10}",
     ]
     for name, label, scale in FITTED:
         est = g.observables[name]
-        ci = f"[{_num(est.ci_low, scale)}, {_num(est.ci_high, scale)}]"
-        mean, sd = iteration_spread(fit, name)
-        lines.append(
-            f"  {label:<26}{_num(est.estimate, scale):>10}{ci:>18}"
-            f"{_num(mean, scale):>12}{_num(sd, scale):>10}"
-        )
-    emp = g.empirical["p_timeout"]
+        estimate, low, high = interval_texts(*_estimate(est), scale)
+        mean, sd = mean_sd_texts(*iteration_spread(fit, name), scale)
+        lines.append(f"  {label:<24}{estimate:>10}{f'[{low}, {high}]':>20}{mean:>12}{sd:>10}")
+    _, low, high = interval_texts(*_estimate(g.empirical["p_timeout"]), PLAIN)
     lines.append(
-        f"  data: {g.data.counts[-1]} of {g.n} at the timeout (Wilson 95% CI "
-        f"{emp.ci_low:.3f}-{emp.ci_high:.3f})"
+        f"  data: {g.data.counts[-1]} of {g.n} at the timeout (Wilson 95% CI {low}-{high})"
     )
     lines += [
         textwrap.fill(note, 80, initial_indent="  caution: ", subsequent_indent=" " * 4)

@@ -34,13 +34,16 @@ __all__ = [
     "MISSING",
     "PLAIN",
     "Scale",
+    "at",
     "change",
     "ci_decimals",
     "common_scale",
     "decimals_at",
     "fixed",
     "interval",
+    "interval_texts",
     "mean_sd_decimals",
+    "mean_sd_texts",
     "percent",
     "plus_minus",
     "rounded",
@@ -265,13 +268,36 @@ def plus_minus(mean: float | None, sd: float | None, decimals: int | None = None
     return f"{text} ± {rounded(sd, d)}"
 
 
+def mean_sd_texts(
+    mean: float | None, sd: float | None, scale: Scale | None = None
+) -> tuple[str, str]:
+    """``mean`` and ``sd`` in ``scale`` as two texts (a table's columns), rounded as
+    :func:`plus_minus` rounds them; :data:`MISSING` for what is missing.
+
+    >>> mean_sd_texts(967.4, 228.1), mean_sd_texts(5673.4, None, Scale("ms", 1e3))
+    (('970', '230'), ('5.67', '-'))
+    """
+    if mean is None or math.isnan(mean):
+        return MISSING, MISSING
+    f = (scale or PLAIN).factor
+    s = None if sd is None or not math.isfinite(sd) else sd / f
+    d = mean_sd_decimals(mean / f, s)
+    return at(mean / f, d), MISSING if s is None else at(s, d)
+
+
 def _half_width(estimate: float, low: float, high: float) -> float | None:
     """The smaller distance from the estimate to an end of its CI: the digit that both
-    ends support."""
+    ends support; the other distance when one end is the estimate itself (0 of n
+    events: the Wilson interval ``[0, 0.0037]`` of an estimate 0 is rounded at its
+    upper end, not printed ``0 [0, 0]``).
+
+    >>> _half_width(0.0, 0.0, 0.00371), _half_width(5.0, 4.0, 5.5), _half_width(1.0, 1.0, 1.0)
+    (0.00371, 0.5, None)
+    """
     if not (math.isfinite(low) and math.isfinite(high)):
         return None
-    half = min(abs(estimate - low), abs(high - estimate))
-    return half if half > 0 else None
+    distances = [d for d in (abs(estimate - low), abs(high - estimate)) if d > 0]
+    return min(distances) if distances else None
 
 
 def interval(
@@ -293,12 +319,60 @@ def interval(
     if estimate is None or math.isnan(estimate):
         return MISSING
     scale = scale or Scale("")
-    f = scale.factor
     if low is None or high is None or not (math.isfinite(low) and math.isfinite(high)):
         return scale.text(estimate)
-    d = decimals_at(estimate / f, low / f, high / f)
-    text = [rounded(v / f, d) + scale.suffix for v in (estimate, low, high)]
+    text = interval_texts(estimate, low, high, scale)
     return f"{text[0]} [{text[1]}, {text[2]}]" if ends else text[0]
+
+
+def interval_texts(
+    estimate: float | None, low: float | None, high: float | None, scale: Scale | None = None
+) -> tuple[str, str, str]:
+    """The estimate and its CI ends as :func:`interval` rounds them, as three texts (for
+    a table's columns or a LaTeX cell); an infinite value prints ``inf`` (a quantile
+    inside a cure fraction), and with an infinite or missing end the others keep three
+    significant digits of the estimate.
+
+    >>> interval_texts(5673.4, 5220.0, 6150.0, Scale("ms", 1e3))
+    ('5.67', '5.22', '6.15')
+    >>> interval_texts(5673.4, 5220.0, math.inf, Scale("ms", 1e3)), interval_texts(None, 1, 2)
+    (('5.67', '5.22', 'inf'), ('-', '-', '-'))
+    """
+    if estimate is None or math.isnan(estimate):
+        return MISSING, MISSING, MISSING
+    scale = scale or Scale("")
+    f = scale.factor
+    finite = low is not None and high is not None and math.isfinite(low + high)
+    d = decimals_at(estimate / f, low / f, high / f) if finite else _three_digits(estimate / f)
+
+    def text(v: float | None) -> str:
+        if v is None or math.isnan(v):
+            return MISSING
+        return ("-inf" if v < 0 else "inf") if math.isinf(v) else at(v / f, d) + scale.suffix
+
+    return text(estimate), text(low), text(high)
+
+
+# Past this many decimals a value is printed as m e-k: a P(timeout) of 3.4e-07 with a
+# CI three decades wide would otherwise take 10 columns of zeros.
+_MOST_DECIMALS = 6
+
+
+def at(value: float, decimals: int) -> str:
+    """``value`` rounded at ``decimals`` (:func:`rounded`); past six decimals in
+    scientific notation with its digits down to the same place, so a small probability
+    keeps the digits its CI supports without a column of leading zeros.
+
+    >>> at(5.6734, 2), at(3.4e-7, 8), at(1.366e-5, 8), at(0.0, 8), at(1e-9, 8)
+    ('5.67', '3.4e-07', '1.366e-05', '0', '0')
+    """
+    if decimals <= _MOST_DECIMALS:
+        return rounded(value, decimals)
+    near = round(value, decimals)
+    if near == 0:
+        return "0"
+    digits = decimals + math.floor(math.log10(abs(near)))
+    return f"{near:.{max(digits, 0)}e}"
 
 
 def change(

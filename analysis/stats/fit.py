@@ -819,16 +819,32 @@ def _bootstrap(
     return g2_p, waits
 
 
-def lack_of_fit(best: ModelFit, level: float = LACK_OF_FIT_LEVEL) -> str | None:
+def lack_of_fit(best: ModelFit, replicates: int, level: float = LACK_OF_FIT_LEVEL) -> str | None:
     """Why the best model is rejected by its G² goodness-of-fit test (parametric bootstrap
-    p ≤ ``level``), or None when it is not (or was not tested)."""
+    p ≤ ``level`` from ``replicates`` replicates), or None when it is not (or was not
+    tested). The p is printed at the resolution its Monte-Carlo error allows: with no
+    replicate at or above the observed G², as the bound ``1/(replicates+1)`` it is (the
+    same for every seed); else to one significant digit beside the count and the
+    Monte-Carlo standard error ``sqrt(p(1-p)/(replicates+1))``.
+    """
     if best.g2_p is None or best.g2_p > level:
         return None
+    reached = round(best.g2_p * (replicates + 1)) - 1
+    if reached == 0:
+        test = (
+            f"none of {replicates} parametric-bootstrap replicates reach it "
+            f"(p = 1/{replicates + 1} = {1 / (replicates + 1):.2g} <= {level:g})"
+        )
+    else:
+        se = math.sqrt(best.g2_p * (1 - best.g2_p) / (replicates + 1))
+        test = (
+            f"{reached} of {replicates} parametric-bootstrap replicates reach it (p "
+            f"{best.g2_p:.1g} <= {level:g}, Monte-Carlo se {se:.1g})"
+        )
     return (
-        f"best model {best.name} rejected: G2 {best.g2:.1f}, parametric-bootstrap p "
-        f"{best.g2_p:.3g} <= {level:g}, so no candidate family describes these delays; the "
-        "model-free estimates lead, and quantities that rest on the model (quantiles past "
-        "the timeout, cure fraction) are not supported"
+        f"best model {best.name} rejected: G2 {best.g2:.1f}, {test}, so no candidate family "
+        "describes these delays; the model-free estimates lead, and quantities that rest on "
+        "the model (quantiles past the timeout, cure fraction) are not supported"
     )
 
 
@@ -898,7 +914,7 @@ def _fit_group(
         identifiability=tuple(_identifiability(fits, data)),
         bootstrap=bootstrap,
         replicates=replicates,
-        lack_of_fit=lack_of_fit(fits[0]),
+        lack_of_fit=lack_of_fit(fits[0], bootstrap),
     )
 
 

@@ -27,8 +27,8 @@ import polars as pl
 
 from analysis.report.compare import DECIDING_ROW
 from analysis.report.paper import figures
-from analysis.report.paper.latex import escape, macros_tex, pm, table_tex
-from analysis.report.units import decimals_at, rounded
+from analysis.report.paper.latex import escape, macros_tex, number, pm, table_tex
+from analysis.report.units import decimals_at, interval_texts, mean_sd_texts, rounded, sig
 from analysis.stats import validation_compare
 from analysis.stats.bootstrap import Interval, run_statistics
 from analysis.stats.rules import mmtests_2018
@@ -65,16 +65,6 @@ _FIGURE_P = (*(d / 10 for d in range(1, 10)), 0.95, 0.99)
 # Ticks of the symmetric-log shift axis (% of the base decile).
 _SHIFT_TICKS = [-300, -100, -30, -10, -3, 0, 3, 10, 30, 100, 300, 1000]
 _MMTESTS_2018_LEVEL = inspect.signature(mmtests_2018).parameters["level"].default
-
-
-def _g(value: float | None, digits: int = 3) -> str:
-    """``value`` to ``digits`` significant digits (``\\ensuremath``: usable in and out of
-    math mode); ``--`` when unknown."""
-    if value is None or not math.isfinite(value):
-        return "--"
-    mantissa, _, exponent = f"{value:.{digits}g}".partition("e")
-    power = f" \\times 10^{{{int(exponent)}}}" if exponent else ""
-    return f"\\ensuremath{{{mantissa}{power}}}"
 
 
 def _estimate(iv: Interval | None) -> str:
@@ -122,18 +112,16 @@ def _row_values(metric: str, r: RowComparison, table_q: float | None) -> dict[st
         "change": change,
         "change low": low,
         "change high": high,
-        "p": _g(r.p),
-        "q": _g(r.q),
-        "table q": _g(table_q),
+        "p": number(sig(r.p)),
+        "q": number(sig(r.q)),
+        "table q": number(sig(table_q)),
         "verdict": escape(r.verdict),
         "needed runs": str(r.needed_runs) if r.needed_runs is not None else "--",
     }
     if r.hl_shift is not None and metric == "p50":
-        values |= {
-            "hl": _g(r.hl_shift.estimate),
-            "hl low": _g(r.hl_shift.low),
-            "hl high": _g(r.hl_shift.high),
-        }
+        # In the row's unit, rounded where its CI is, as the report rounds it.
+        hl = interval_texts(r.hl_shift.estimate, r.hl_shift.low, r.hl_shift.high)
+        values |= dict(zip(("hl", "hl low", "hl high"), map(number, hl), strict=True))
     return values
 
 
@@ -148,7 +136,7 @@ def comparison_values(cmp: LatencyComparison) -> dict[str, str]:
         "cmp tests": str(sum(q is not None for q in cmp.table_q)),
         "cmp base runs": str(first.base_runs),
         "cmp new runs": str(first.runs),
-        "cmp min p": _g(min_attainable_p(first.base_runs, first.runs)),
+        "cmp min p": number(sig(min_attainable_p(first.base_runs, first.runs))),
         "cmp splits": str(math.comb(first.base_runs + first.runs, first.base_runs)),
     }
     for (metric, r), tq in zip(cmp.results, cmp.table_q, strict=True):
@@ -275,8 +263,10 @@ def _cell_rows(results: dict) -> int:
 
 
 def _rate(rate: float, se: float) -> str:
-    """A rejection rate ± its Monte-Carlo se, without the spacing of a binary ±."""
-    return f"${rate:.3f}{{\\pm}}{se:.3f}$"
+    """A rejection rate ± its Monte-Carlo se, rounded at the se as every mean ± sd
+    (:func:`~analysis.report.units.mean_sd_texts`), without the spacing of a binary ±."""
+    text, spread = mean_sd_texts(rate, se)
+    return f"${text}{{\\pm}}{spread}$"
 
 
 def _real_flags(results: dict, method: str) -> tuple[int, int] | None:

@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 
 from analysis.report.table import Column, Table
-from analysis.report.units import mean_sd_decimals, rounded
+from analysis.report.units import MISSING, mean_sd_decimals, rounded
 
 __all__ = [
     "defined_macros",
     "escape",
+    "fixed",
     "latex_table",
     "macro_name",
     "macros_tex",
+    "number",
     "pm",
     "table_tex",
 ]
@@ -42,14 +45,52 @@ def pm(mean: float | None, sd: float | None, digits: int | None = None) -> str:
     (:func:`~analysis.report.units.mean_sd_decimals`: at the sd; ``digits`` or three
     significant digits without one); ``--`` when there is no value.
 
-    >>> pm(967.4, 228.1), pm(12345.6, None, 0), pm(None, 1.0)
-    ('$970 \\\\pm 230$', '$12{,}346$', '--')
+    >>> pm(967.4, 228.1), pm(12345.6, None, 0), pm(None, 1.0), pm(5.0, float("nan"))
+    ('$970 \\\\pm 230$', '$12{,}346$', '--', '$5.00$')
     """
-    if mean is None:
+    if mean is None or not math.isfinite(mean):
         return "--"
+    # An sd of one iteration (NaN) is no sd.
+    sd = sd if sd is not None and math.isfinite(sd) else None
     d = mean_sd_decimals(mean, sd, digits)
     text = rounded(mean, d, group="{,}")
     return f"${text}$" if sd is None else f"${text} \\pm {rounded(sd, d, group='{,}')}$"
+
+
+def number(text: str) -> str:
+    r"""A number as :mod:`analysis.report.units` printed it, in LaTeX usable in and out of
+    math mode: ``3.4e-07`` → ``3.4{\times}10^{-7}``, ``inf`` → ``\infty``; ``--`` for
+    :data:`~analysis.report.units.MISSING`.
+
+    >>> print(number("3.4e-07"), number("0.312"), number("-inf"), number("-"))
+    \ensuremath{3.4{\times}10^{-7}} \ensuremath{0.312} \ensuremath{-\infty} --
+    >>> print(number("-12345.6"), number("-0"))
+    \ensuremath{-12{,}345.6} \ensuremath{-0}
+    """
+    if text == MISSING:
+        return "--"
+    mantissa, _, exponent = text.partition("e")
+    # Thousands grouped as pm groups them: 12{,}345.6.
+    whole, point, decimals = mantissa.partition(".")
+    mantissa = re.sub(r"(?<=\d)(?=(\d{3})+$)", "{,}", whole) + point + decimals
+    if mantissa.endswith("inf"):
+        return f"\\ensuremath{{{mantissa.removesuffix('inf')}\\infty}}"
+    # {\times}: no binary-operator spacing, so a small p fits a table column.
+    power = f"{{\\times}}10^{{{int(exponent)}}}" if exponent else ""
+    return f"\\ensuremath{{{mantissa}{power}}}"
+
+
+def fixed(value: float | None, decimals: int) -> str:
+    """``value`` at a resolution known from what it is (an error in whole per cent or
+    tenths of a point, a count), as :func:`~analysis.report.units.fixed` with thousands
+    grouped; ``--`` when missing.
+
+    >>> fixed(12345.678, 1), fixed(float("nan"), 0), fixed(0.4567, 2)
+    ('12{,}345.7', '--', '0.46')
+    """
+    if value is None or not math.isfinite(value):
+        return "--"
+    return rounded(value, decimals, group="{,}")
 
 
 # One line of macros_tex: \newcommand{\Name}{value}, the value itself in LaTeX.

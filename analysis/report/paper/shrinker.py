@@ -12,7 +12,6 @@ quoting them is checked in as ``papers/reclaim-throttling/sections/ab-shrinker.t
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import altair as alt
@@ -52,11 +51,6 @@ def _per_run(frame: pl.DataFrame, by: list[str], columns: list[str]) -> pl.DataF
         *(pl.col(c).mean().alias(f"{c}_mean") for c in columns),
         *(pl.col(c).std().alias(f"{c}_sd") for c in columns),
     )
-
-
-def _pm(mean: float | None, sd: float | None, digits: int) -> str:
-    known = lambda x: x is not None and math.isfinite(x)  # noqa: E731
-    return pm(mean, sd if known(sd) else None, digits) if known(mean) else "--"
 
 
 def _int(value: int) -> str:
@@ -147,7 +141,7 @@ def rule_table(rules: pl.DataFrame) -> str:
     table = _per_run(rules, ["run", "rule"], _RULE_COLUMNS)
     lines = [
         [escape(r["run"]), r["rule"], str(r["iterations"])]
-        + [_pm(r[f"{c}_mean"], r[f"{c}_sd"], 1) for c in _RULE_COLUMNS]
+        + [pm(r[f"{c}_mean"], r[f"{c}_sd"]) for c in _RULE_COLUMNS]
         for r in table.iter_rows(named=True)
     ]
     return table_tex(
@@ -234,8 +228,8 @@ def shrinker_values(replays: ShrinkerReplays, seed: list[dict]) -> dict[str, str
     rules = _per_run(replays.rules, ["rule"], ["scanned_objects", "backlog_max_objects"])
     for r in rules.iter_rows(named=True):
         values |= {
-            f"shr {r['rule']} scanned": _pm(r["scanned_objects_mean"], None, 1),
-            f"shr {r['rule']} backlog": _pm(r["backlog_max_objects_mean"], None, 1),
+            f"shr {r['rule']} scanned": pm(r["scanned_objects_mean"], None),
+            f"shr {r['rule']} backlog": pm(r["backlog_max_objects_mean"], None),
         }
     sweep = replays.sweep.with_columns(pl.col("divisor").cast(pl.Int64))
     idle = (

@@ -47,7 +47,9 @@ from analysis.models.throttle_validation import (
 )
 from analysis.models.throttle_waits import calibrate_with_waits
 from analysis.report.paper.figures import save_pdf
-from analysis.report.paper.latex import escape, table_tex
+from analysis.report.paper.latex import escape, fixed, number, table_tex
+from analysis.report.throttle_fits import MS
+from analysis.report.units import MISSING, PLAIN, Scale, interval_texts, mean_sd_texts, sig
 from analysis.stats.significance import CI_LEVEL, RowComparison, compare_table, min_attainable_p
 
 __all__ = [
@@ -262,52 +264,51 @@ def knob_sweep(
     )
 
 
-def _num(value: float, digits: int) -> str:
-    if value is None or not math.isfinite(value):
-        return "--"
-    return f"{value:,.{digits}f}".replace(",", "{,}")
+def _scale(quantity: str) -> Scale:
+    """The table's unit of ``quantity``: ms for the stall (scored in µs), else as scored."""
+    return MS if quantity == "mean_stall_us" else PLAIN
 
 
-def _sci(value: float) -> str:
-    """``value`` to one significant digit, as ``m \times 10^{e}`` below 0.001 (math)."""
-    if value >= 1e-3:
-        return f"{value:.1g}"
-    mantissa, exponent = f"{value:.0e}".split("e")
-    return f"{mantissa} \\times 10^{{{int(exponent)}}}"
+def _show(quantity: str, value: float | None) -> str:
+    """A value alone (a replay, Kaplan–Meier's prediction) to three significant digits in
+    the table's unit, as the report prints a value without an uncertainty."""
+    return number(_scale(quantity).text(value))
 
 
-def _p(value: float | None) -> str:
-    return "--" if value is None else f"{value:.3f}"
-
-
-def _show(quantity: str, value: float) -> str:
-    """A predicted or observed value in the table's unit (ms for the stall)."""
-    if quantity == "mean_stall_us":
-        return _num(value / 1000, 1)
-    if quantity in ("p_timeout", "efficiency", "kswapd_share"):
-        return _num(value, 3)
-    return _num(value, 0)
+def _predicted(quantity: str, value: float, interval: tuple[float, float] | None) -> str:
+    """A prediction rounded where its interval is (as :func:`_interval` rounds the ends)."""
+    if interval is None:
+        return _show(quantity, value)
+    return number(interval_texts(value, *interval, _scale(quantity))[0])
 
 
 def _error(quantity: str, value: float) -> str:
-    """A mean error: percentage points, % (relative) or objects."""
+    """A mean error at the resolution the text quotes: whole % (relative), tenths of a
+    percentage point, whole objects."""
     if _QUANTITY[quantity][1] == "\\%":
-        return _num(100 * value, 0)
-    return _num(value, 1 if _QUANTITY[quantity][1] == "pp" else 0)
+        return fixed(100 * value, 0)
+    return fixed(value, 1 if _QUANTITY[quantity][1] == "pp" else 0)
 
 
-def _interval(quantity: str, interval: tuple[float, float] | None) -> str:
-    return (
-        "--"
-        if interval is None
-        else f"[{_show(quantity, interval[0])}, " + (f"{_show(quantity, interval[1])}]")
-    )
+def _interval(quantity: str, value: float | None, interval: tuple[float, float] | None) -> str:
+    """``[low, high]`` of ``value``'s interval, rounded as the report rounds a CI
+    (:func:`~analysis.report.units.interval_texts`)."""
+    if interval is None or value is None or not math.isfinite(value):
+        return "--"
+    _, low, high = interval_texts(value, *interval, _scale(quantity))
+    return f"[{number(low)}, {number(high)}]"
 
 
 def _observed(quantity: str, values: tuple[float, ...]) -> str:
+    """Mean ± sd over runs, rounded at the sd as the report's ``plus_minus``."""
     sd = float(np.std(values, ddof=1)) if len(values) > 1 else None
-    mean = float(np.mean(values))
-    return _show(quantity, mean) + ("" if sd is None else f" $\\pm$ {_show(quantity, sd)}")
+    mean, spread = mean_sd_texts(float(np.mean(values)), sd, _scale(quantity))
+    return number(mean) + ("" if spread == MISSING else f" $\\pm$ {number(spread)}")
+
+
+def _p(value: float | None) -> str:
+    """A p or q value as the report prints it (:func:`~analysis.report.units.sig`)."""
+    return number(sig(value))
 
 
 def _tau(sweep: KnobSweep, capture: str) -> str:
@@ -328,8 +329,8 @@ def throttle_table(sweep: KnobSweep) -> str:
             [
                 f"{escape(s.capture)} ({_tau(sweep, s.capture)}{mark})",
                 f"{name} ({unit})",
-                _show(s.quantity, s.predicted),
-                _interval(s.quantity, s.interval),
+                _predicted(s.quantity, s.predicted, s.interval),
+                _interval(s.quantity, s.predicted, s.interval),
                 _observed(s.quantity, s.observed),
                 f"{s.inside}/{len(s.observed)}",
                 _error(s.quantity, s.model_error),
@@ -406,9 +407,9 @@ def beyond_table(sweep: KnobSweep) -> str:
                 f"{escape(cal.name)} $\\to$ {escape(s.capture)} "
                 f"({s.calibration_tau_us / 1000:g} $\\to$ {s.tau_us / 1000:g})",
                 f"{_QUANTITY[q][0]} ({_QUANTITY[q][1]})",
-                _show(q, s.predicted),
-                _interval(q, s.interval),
-                _interval(q, s.bounds),
+                _predicted(q, s.predicted, s.interval),
+                _interval(q, s.predicted, s.interval),
+                _interval(q, s.predicted, s.bounds),
                 _show(q, s.kaplan_meier),
                 _observed(q, s.observed),
                 f"{s.inside}/{len(s.observed)}",
@@ -467,8 +468,8 @@ def shrinker_table(sweep: KnobSweep) -> str:
         [
             f"{escape(s.capture)} ({escape(s.divisor)})",
             _QUANTITY[s.quantity][0],
-            _show(s.quantity, s.predicted),
-            _interval(s.quantity, s.interval),
+            _predicted(s.quantity, s.predicted, s.interval),
+            _interval(s.quantity, s.predicted, s.interval),
             _observed(s.quantity, s.observed),
             f"{s.inside}/{len(s.observed)}",
             "--" if s.depleted is None else _show(s.quantity, s.depleted),
@@ -545,7 +546,7 @@ def latency_table(sweep: KnobSweep) -> str:
             f"Workload rows of each capture against {escape(sweep.calibration.name)} "
             "(\\texttt{mmlab compare}, deciding statistic the run-level Harrell--Davis "
             "median): change new/base$-1$ with its two-stage bootstrap 95\\,\\% CI "
-            f"({_num(RESAMPLES, 0)} resamples), exact permutation $p$ over runs, "
+            f"({fixed(RESAMPLES, 0)} resamples), exact permutation $p$ over runs, "
             "Benjamini--Hochberg $q$ over the rows of one capture.",
             "tab:sweep-latency",
         )
@@ -734,9 +735,9 @@ def _throttle_fields(s: QuantityScore, q: dict[tuple[str, str], float]) -> dict[
     wb = s.given_writeback
     wb_errors = _run_errors(quantity, wb, s.observed) if wb is not None else np.array([])
     return {
-        "model": _show(quantity, s.predicted),
-        "interval": _interval(quantity, s.interval),
-        "bounds": _interval(quantity, s.bounds),
+        "model": _predicted(quantity, s.predicted, s.interval),
+        "interval": _interval(quantity, s.predicted, s.interval),
+        "bounds": _interval(quantity, s.predicted, s.bounds),
         "km": _show(quantity, s.kaplan_meier if s.kaplan_meier is not None else math.nan),
         "observed": _observed(quantity, s.observed),
         "inside": f"{s.inside} of {len(s.observed)}",
@@ -761,7 +762,7 @@ def _shrinker_fields(s: ShrinkerScore, q: dict[tuple[str, str], float]) -> dict[
         "depleted": _show(quantity, s.depleted if s.depleted is not None else math.nan),
         "error": _error(quantity, s.model_error),
         "depleted error": _error(quantity, s.depleted_error or math.nan),
-        "depleted interval": _interval(quantity, s.depleted_interval),
+        "depleted interval": _interval(quantity, s.depleted, s.depleted_interval),
         "none": _error(quantity, s.no_change_error),
         "q": _p(q.get((s.capture, quantity))),
     }
@@ -786,7 +787,7 @@ def _drift_values(sweep: KnobSweep, aa: SweepCapture) -> dict[str, str]:
     other = _score(sweep.throttle, aa.name, "efficiency").observed
     return {
         "calibration efficiency": _observed("efficiency", tuple(cal)),
-        "drift efficiency pp": _num(100 * (float(np.mean(other)) - float(cal.mean())), 1),
+        "drift efficiency pp": fixed(100 * (float(np.mean(other)) - float(cal.mean())), 1),
     }
 
 
@@ -800,11 +801,11 @@ def _interval_values(sweep: KnobSweep) -> dict[str, str]:
     return {
         "pi runs": str(n),
         "pi formula": f"mean $\\pm$ $t_{{{n - 1}}}\\cdot$sd$\\cdot\\sqrt{{1 + 1/{n}}}$",
-        "pi share min": _num(float(shares.min()), 3),
-        "pi share max": _num(float(shares.max()), 3),
-        "pi share sd": _num(_sd(shares), 3),
-        "pi half width": _num(half, 2),
-        "pi range coverage": _num(100 * (n - 1) / (n + 1), 0),
+        "pi share min": fixed(float(shares.min()), 3),
+        "pi share max": fixed(float(shares.max()), 3),
+        "pi share sd": fixed(_sd(shares), 3),
+        "pi half width": fixed(half, 2),
+        "pi range coverage": fixed(100 * (n - 1) / (n + 1), 0),
     }
 
 
@@ -842,7 +843,7 @@ def sweep_values(sweep: KnobSweep) -> dict[str, str]:
         "min p": _p(min_attainable_p(cal.iterations, min(c.iterations for c in sweep.captures))),
         "ci level": f"{100 * CI_LEVEL:g}",
         "rho": f"{sweep.velocity_rho:.2f}",
-        "rho p": _sci(sweep.velocity_rho_p),
+        "rho p": number(sig(sweep.velocity_rho_p, 1)),
         "rho runs": str(sweep.velocity_runs),
     }
     q = knob_q(sweep)
@@ -867,13 +868,13 @@ def sweep_values(sweep: KnobSweep) -> dict[str, str]:
                 f"{key} observed": _observed(quantity, s.observed),
                 f"{key} inside": f"{s.inside} of {len(s.observed)}",
                 f"{key} p": _p(s.change_p),
-                f"{key} ratio": _num(s.predicted / float(np.mean(s.observed)), 1),
+                f"{key} ratio": fixed(s.predicted / float(np.mean(s.observed)), 1),
             }
             every = _shrinker_fields(s, q)
             values |= {f"{key} {f}": every[f] for f in _SHRINKER_QUOTED.get((role, quantity), ())}
     values |= _family_values(q) | _drift_values(sweep, aa) | _interval_values(sweep)
     kswapd = [max(s.observed) for s in sweep.shrinker if s.quantity == "kswapd_share"]
-    values["kswapd share"] = _num(max(kswapd), 0)
+    values["kswapd share"] = fixed(max(kswapd), 0)
     probe = [r for r in sweep.latency if r.unit == "us"]
     values["probe flags"] = str(sum(r.verdict in ("improved", "regressed") for r in probe))
     values["probe comparisons"] = str(len(probe))
@@ -882,7 +883,7 @@ def sweep_values(sweep: KnobSweep) -> dict[str, str]:
     _, low, high = change_cells(widest)
     values |= {"probe widest capture": escape(widest.kernel), "probe widest low": f"${low}$"}
     values["probe widest high"] = f"${high}$"
-    values["resamples"] = _num(RESAMPLES, 0)
+    values["resamples"] = fixed(RESAMPLES, 0)
     return {f"sw {k}": v for k, v in values.items()}
 
 
