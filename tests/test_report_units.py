@@ -122,3 +122,11 @@ def test_a_probability_near_zero_keeps_its_digits_in_e_notation():
     # Report columns and paper cells of a mean and sd over iterations: one rule.
     assert units.mean_sd_texts(5633.0, 970.0, Scale("ms", 1e3)) == ("5.6", "1.0")
     assert latex.pm(5.633, 0.970) == "$5.6 \\pm 1.0$"
+
+
+def test_latex_escape_turns_plain_relations_into_one_sign():
+    # The fit's lack-of-fit caution says "p 0.03 <= 0.05" on the command line; in the
+    # paper "<" alone became $<$ followed by a literal "=".
+    assert latex.escape("p 0.03 <= 0.05") == r"p 0.03 $\leq$ 0.05"
+    assert latex.escape("n >= 5 ± 1, 10% of n_max") == r"n $\geq$ 5 $\pm$ 1, 10\% of n\_max"
+    assert latex.escape("a < b") == "a $<$ b"

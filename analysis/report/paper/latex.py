@@ -24,7 +24,7 @@ __all__ = [
 _DIGITS = ["Zero", "One", "Two", "Three", "Four", "Five", "Six", "Seven", "Eight", "Nine"]
 _SPECIAL = {c: "\\" + c for c in "&%$#_{}"} | {"~": r"\textasciitilde{}", "^": r"\^{}"}
 # Without T1 font encoding, text-mode < and > print as inverted ! and ?.
-_SPECIAL |= {"<": "$<$", ">": "$>$"}
+_SPECIAL |= {"<": "$<$", ">": "$>$", "≤": r"$\leq$", "≥": r"$\geq$", "±": r"$\pm$"}
 
 
 def macro_name(key: str) -> str:
@@ -36,7 +36,13 @@ def macro_name(key: str) -> str:
 
 
 def escape(text: str) -> str:
-    """``text`` safe in LaTeX running text (``_`` in counter names, ``%`` in labels)."""
+    """``text`` safe in LaTeX running text (``_`` in counter names, ``%`` in labels); the
+    plain-text ``<=``/``>=`` of the command-line notes become one relation sign.
+
+    >>> print(escape("p 0.03 <= 0.05, 10% of n_max"))
+    p 0.03 $\\leq$ 0.05, 10\\% of n\\_max
+    """
+    text = text.replace("<=", "≤").replace(">=", "≥")
     return "".join(_SPECIAL.get(c, c) for c in text)
 
 
