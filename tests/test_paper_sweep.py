@@ -198,3 +198,15 @@ def test_latency_intervals_agree_across_seeds_to_the_printed_digit(sweep):
         assert (a.kernel, a.row) == (b.kernel, b.row)
         assert change_cells(a) == change_cells(b), (a.kernel, a.row)
     assert sweep.calibration.name == CALIBRATION
+
+
+def test_identification_bounds_print_as_values_of_their_own(sweep, values):
+    """The bounds say what the data allow; rounded at the prediction's CI they read
+    [0.00000, 0.60190]. Each end now has three significant digits (worked from the
+    dataclass: 0 is exact, the upper end is S(tau0) of the calibration runs)."""
+    beyond = next(s for s in sweep.beyond if s.capture == "wb500" and s.quantity == "p_timeout")
+    low, high = beyond.bounds
+    quoted = values["sw beyond long P(timeout) bounds"]
+    printed = re.findall(r"\d+(?:\.\d+)?", quoted)
+    assert float(printed[0]) == low == 0
+    assert printed[1] == f"{high:.3g}" and len(printed[1].replace("0.", "")) == 3

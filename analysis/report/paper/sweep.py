@@ -299,6 +299,15 @@ def _interval(quantity: str, value: float | None, interval: tuple[float, float] 
     return f"[{number(low)}, {number(high)}]"
 
 
+def _bounds(quantity: str, bounds: tuple[float, float] | None) -> str:
+    """The identification bounds ``[low, high]``: what the data allow, not an interval
+    around the prediction, so each end is a value of its own (:func:`_show`), not rounded
+    at the prediction's CI (which printed [0.00000, 0.60190])."""
+    if bounds is None:
+        return "--"
+    return f"[{_show(quantity, bounds[0])}, {_show(quantity, bounds[1])}]"
+
+
 def _observed(quantity: str, values: tuple[float, ...]) -> str:
     """Mean ± sd over runs, rounded at the sd as the report's ``plus_minus``."""
     sd = float(np.std(values, ddof=1)) if len(values) > 1 else None
@@ -409,7 +418,7 @@ def beyond_table(sweep: KnobSweep) -> str:
                 f"{_QUANTITY[q][0]} ({_QUANTITY[q][1]})",
                 _predicted(q, s.predicted, s.interval),
                 _interval(q, s.predicted, s.interval),
-                _interval(q, s.predicted, s.bounds),
+                _bounds(q, s.bounds),
                 _show(q, s.kaplan_meier),
                 _observed(q, s.observed),
                 f"{s.inside}/{len(s.observed)}",
@@ -737,7 +746,7 @@ def _throttle_fields(s: QuantityScore, q: dict[tuple[str, str], float]) -> dict[
     return {
         "model": _predicted(quantity, s.predicted, s.interval),
         "interval": _interval(quantity, s.predicted, s.interval),
-        "bounds": _interval(quantity, s.predicted, s.bounds),
+        "bounds": _bounds(quantity, s.bounds),
         "km": _show(quantity, s.kaplan_meier if s.kaplan_meier is not None else math.nan),
         "observed": _observed(quantity, s.observed),
         "inside": f"{s.inside} of {len(s.observed)}",
