@@ -229,7 +229,8 @@ def format_shrinker_validation(scores: Sequence[ShrinkerScore], calibration: str
 
 
 def shrinker_validation_json(scores: Sequence[ShrinkerScore], calibration: str) -> dict:
-    """:func:`format_shrinker_validation`'s table as JSON-ready data."""
+    """:func:`format_shrinker_validation`'s table for
+    :func:`~analysis.report.json_output.dumps` (which writes the tuples as lists)."""
     return {
         "calibration": calibration,
         "level": 0.95,
@@ -241,17 +242,15 @@ def shrinker_validation_json(scores: Sequence[ShrinkerScore], calibration: str) 
                 "divisor": s.divisor,
                 "calibration_divisor": s.calibration_divisor,
                 "replayed": s.predicted,
-                "prediction_interval": None if s.interval is None else list(s.interval),
-                "observed_runs": list(s.observed),
+                "prediction_interval": s.interval,
+                "observed_runs": s.observed,
                 "runs_inside_interval": s.inside,
                 "model_error": s.model_error,
                 "no_change": s.no_change,
                 "no_change_error": s.no_change_error,
                 "change_permutation_p": s.change_p,
                 "depleted": s.depleted,
-                "depleted_interval": None
-                if s.depleted_interval is None
-                else list(s.depleted_interval),
+                "depleted_interval": s.depleted_interval,
                 "depleted_runs_inside_interval": s.depleted_inside,
                 "depleted_error": s.depleted_error,
             }

@@ -381,7 +381,8 @@ def _beside_lines(rows: Sequence[QuantityScore]) -> list[str]:
 
 
 def validation_json(scores: Sequence[QuantityScore], calibration: str) -> dict:
-    """:func:`format_validation`'s table as JSON-ready data (units in the key names)."""
+    """:func:`format_validation`'s table for :func:`~analysis.report.json_output.dumps`
+    (units in the key names; the encoder writes the tuples as lists)."""
     return {
         "calibration": calibration,
         "level": 0.95,
@@ -393,8 +394,8 @@ def validation_json(scores: Sequence[QuantityScore], calibration: str) -> dict:
                 "calibration_tau_us": s.calibration_tau_us,
                 "predicted": s.predicted,
                 "pooled": s.pooled,
-                "prediction_interval": None if s.interval is None else list(s.interval),
-                "observed_runs": list(s.observed),
+                "prediction_interval": s.interval,
+                "observed_runs": s.observed,
                 "runs_inside_interval": s.inside,
                 "error_unit": s.error_unit,
                 "model_error": s.model_error,
@@ -407,11 +408,9 @@ def validation_json(scores: Sequence[QuantityScore], calibration: str) -> dict:
                 "extrapolated": s.extrapolated,
                 "kaplan_meier": s.kaplan_meier,
                 "kaplan_meier_error": s.kaplan_meier_error,
-                "bounds": None if s.bounds is None else list(s.bounds),
-                "given_writeback": None if s.given_writeback is None else list(s.given_writeback),
-                "given_writeback_intervals": None
-                if s.given_writeback_intervals is None
-                else [list(i) for i in s.given_writeback_intervals],
+                "bounds": s.bounds,
+                "given_writeback": s.given_writeback,
+                "given_writeback_intervals": s.given_writeback_intervals,
                 "given_writeback_inside": s.given_writeback_inside,
                 "given_writeback_error": s.given_writeback_error,
             }
