@@ -94,9 +94,14 @@ class Scale:
         scaled = value / self.factor
         if uncertainty is not None and math.isfinite(uncertainty) and uncertainty > 0:
             return rounded(scaled, uncertainty_decimals(uncertainty / self.factor)) + self.suffix
-        # A whole number in its own unit (a count, whole jiffies) is exact: printed whole.
-        whole = self.factor == 1 and float(value).is_integer()
-        return rounded(scaled, 0 if whole else _three_digits(scaled)) + self.suffix
+        return rounded(scaled, self._own_decimals(value)) + self.suffix
+
+    def _own_decimals(self, value: float) -> int:
+        """Decimals of ``value`` without an uncertainty: three significant digits, none
+        for a whole number in its own unit (a count, whole jiffies: exact)."""
+        if self.factor == 1 and float(value).is_integer():
+            return 0
+        return _three_digits(value / self.factor)
 
     def pair(self, a: float | None, b: float | None) -> tuple[str, str]:
         """Two values printed side by side (a base and a new kernel's): each as
@@ -110,14 +115,11 @@ class Scale:
         """
         if a is None or b is None or not math.isfinite(a - b) or a == b:
             return self.text(a), self.text(b)
-        need = 1 - math.floor(math.log10(abs(a - b) / self.factor))
-        texts = []
-        for value in (a, b):
-            scaled = value / self.factor
-            whole = self.factor == 1 and float(value).is_integer()
-            own = 0 if whole else _three_digits(scaled)
-            texts.append(rounded(scaled, max(own, min(need, 4))) + self.suffix)
-        return texts[0], texts[1]
+        need = min(ci_decimals(abs(a - b) / self.factor), 4)
+        first, second = (
+            rounded(v / self.factor, max(self._own_decimals(v), need)) + self.suffix for v in (a, b)
+        )
+        return first, second
 
     def uncertainty(self, value: float | None) -> str:
         """An uncertainty (sd, CI half-width) at its own rounding: ``±`` and the digits.

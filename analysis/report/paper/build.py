@@ -169,7 +169,7 @@ def _scaled_pm(scale: Scale, mean: float | None, sd: float | None) -> str:
     if mean is None:
         return "--"
     text = scale.text(mean, sd)
-    return f"${text}$" if sd is None else f"${text} \\pm {scale.uncertainty(sd)[1:]}$"
+    return f"${text}$" if sd is None else f"${text} \\pm {scale.uncertainty(sd).removeprefix('±')}$"
 
 
 def ops_table(cmp: Comparison) -> str:
