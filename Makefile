@@ -12,7 +12,8 @@ PY := $(VENV)/bin/python
 MMLAB := $(VENV)/bin/mmlab
 SYNCED := $(VENV)/.synced
 WARM := $(VENV)/.jit-warm
-JIT_SOURCES := $(wildcard analysis/ingest/ftrace/*.py) analysis/models/shrinker_kernel.py analysis/warm.py
+JIT_SOURCES := analysis/models/shrinker_kernel.py analysis/warm.py
+C_SOURCES := $(wildcard analysis/ingest/ftrace/*.c)
 BUILD := build
 
 NOTEBOOKS := $(wildcard notebooks/*.py)
@@ -41,7 +42,7 @@ all: $(BUILD)/report.txt $(EXECUTED) paper
 # uv from PyPI if it is missing, then the locked environment (a no-op when current),
 # byte-compiled at install: this machine sets PYTHONDONTWRITEBYTECODE, so nothing else would.
 setup: $(SYNCED) $(WARM)
-$(SYNCED): pyproject.toml uv.lock
+$(SYNCED): pyproject.toml uv.lock $(C_SOURCES)
 	@command -v uv >/dev/null 2>&1 || $(PYTHON) -m uv --version >/dev/null 2>&1 \
 		|| $(PYTHON) -m pip install --quiet uv
 	$$(command -v uv || echo $(PYTHON) -m uv) sync --locked --compile-bytecode --python $(PYTHON)

@@ -1,7 +1,8 @@
-"""Arrow buffers → Polars series without per-value Python: string views, nullable ints.
+"""Arrow buffers → Polars series and frames without per-value Python: string views,
+nullable ints, whole tables.
 
 Polars keeps strings as Arrow ``string_view``\\ s, so spans of the raw block written as
-views (:func:`put_view`, compiled, inlined into the emitters) are adopted as they are.
+views (compiled: ``_parse.c``) are adopted as they are.
 """
 
 from __future__ import annotations
@@ -9,54 +10,23 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 import pyarrow as pa
-from numba import njit
 
-__all__ = ["VIEW_INLINE", "ints", "put_view", "string_views", "strings", "view_series"]
+from analysis.ingest.ftrace import _parse
 
-VIEW_INLINE = 12  # Arrow string_view: strings up to 12 bytes live inside their 16-byte view
-
-
-@njit(inline="always")
-def put_view(buf, s, e, views, inline, g, data, p):
-    """Write the Arrow string_view of ``buf[s:e]`` as view ``g`` (``views``: uint32[4n],
-    ``inline`` its bytes): (length, 12 inline bytes) for a short string, else (length,
-    4-byte prefix, buffer 0, offset ``p`` into ``data``), its bytes copied to ``data[p:]``.
-    An empty or reversed span stays an empty string. Returns the next free ``p``.
-    """
-    size = e - s
-    if size <= 0:
-        return p
-    views[4 * g] = size
-    if size <= VIEW_INLINE:
-        for j in range(size):
-            inline[16 * g + 4 + j] = buf[s + j]
-        return p
-    for j in range(4):
-        inline[16 * g + 4 + j] = buf[s + j]
-    views[4 * g + 3] = p
-    for j in range(size):
-        data[p + j] = buf[s + j]
-    return p + size
+__all__ = ["frame", "ints", "string_views", "strings", "view_series"]
 
 
-@njit(nogil=True, cache=True)
-def string_views(buf, s, e, valid):
+def string_views(buf, s: np.ndarray, e: np.ndarray, valid: np.ndarray):
     """Arrow ``string_view`` buffers (views uint32[4n], data) of the spans ``buf[s[i]:e[i]]``,
     empty where not ``valid``. Polars keeps strings as views, so it adopts these as they are.
     """
-    n = s.size
-    total = 0
-    for i in range(n):
-        if valid[i] and e[i] - s[i] > VIEW_INLINE:
-            total += e[i] - s[i]
-    views = np.zeros(4 * n, np.uint32)
-    inline = views.view(np.uint8)
-    data = np.empty(total, np.uint8)
-    p = 0
-    for i in range(n):
-        if valid[i]:
-            p = put_view(buf, s[i], e[i], views, inline, i, data, p)
-    return views, data
+    views, data = _parse.string_views(
+        buf,
+        np.ascontiguousarray(s, np.int64),
+        np.ascontiguousarray(e, np.int64),
+        np.ascontiguousarray(valid, np.bool_),
+    )
+    return np.frombuffer(views, np.uint32), np.frombuffer(data, np.uint8)
 
 
 class _CArray:
@@ -74,9 +44,24 @@ class _CArray:
         return self.array.__arrow_c_array__(requested_schema)
 
 
+class _CStream:
+    """A PyArrow table seen only through the Arrow PyCapsule interface (as :class:`_CArray`)."""
+
+    def __init__(self, table: pa.Table) -> None:
+        self.table = table
+
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object:
+        return self.table.__arrow_c_stream__(requested_schema)
+
+
 def _series(array: pa.Array) -> pl.Series:
     """Polars series over the buffers of ``array`` (no copy)."""
     return pl.Series(_CArray(array))
+
+
+def frame(table: pa.Table) -> pl.DataFrame:
+    """Polars frame over the buffers of ``table`` (no copy)."""
+    return pl.DataFrame(_CStream(table))
 
 
 def view_series(views: np.ndarray, valid: np.ndarray | None, data: pa.Buffer) -> pl.Series:

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import polars as pl
+import pyarrow as pa
 
 __all__ = [
     "CACHE_VERSION",
@@ -33,7 +34,7 @@ __all__ = [
     "load_meta",
     "path_lock",
     "store",
-    "write_frames",
+    "write_tables",
 ]
 
 # 2: the instance column, report -l lines, EVENTS DROPPED markers; 3: lines with a
@@ -43,12 +44,39 @@ CACHE_VERSION = "4"
 DEFAULT_CACHE = Path("build") / "ingest"
 
 
-def write_frames(directory: Path, block: int, frames: dict[str, pl.DataFrame]) -> None:
-    """One Parquet part per event of block number ``block``."""
-    for name, frame in frames.items():
+def write_tables(directory: Path, block: int, tables: dict[str, pa.Table | pl.DataFrame]) -> None:
+    """One Parquet part per event of block number ``block``.
+
+    The column pass's Arrow tables are written by PyArrow straight from its buffers.
+    Strings are dictionary-encoded (a capture repeats a few comms, flags and shrinker
+    names); integers are not: their dictionary attempt doubled the write time for no
+    smaller file (benchmarks/ftrace.md). No statistics: parts are read whole. The general
+    path's Polars frames are written by Polars (their extra columns are named by whatever
+    key the text held, which Arrow's C interface cannot always carry: a NUL byte).
+    """
+    import pyarrow.parquet as pq
+
+    for name, table in tables.items():
         part = directory / f"event={name}"
         part.mkdir(exist_ok=True)
-        frame.write_parquet(part / f"part-{block:06d}.parquet", compression="lz4", statistics=False)
+        if isinstance(table, pl.DataFrame):
+            table.write_parquet(
+                part / f"part-{block:06d}.parquet", compression="lz4", statistics=False
+            )
+            continue
+        strings = [
+            f"{f.name}.list.element" if pa.types.is_list(f.type) or pa.types.is_large_list(f.type)
+            else f.name
+            for f in table.schema
+            if not pa.types.is_integer(f.type)
+        ]
+        pq.write_table(
+            table,
+            part / f"part-{block:06d}.parquet",
+            compression="lz4",
+            use_dictionary=strings,
+            write_statistics=False,
+        )
 
 
 def event_parts(directory: Path, name: str) -> list[Path]:

@@ -1,19 +1,25 @@
 """Typed columns of a block's events, written in one pass over its lines in input order.
 
 Building each event's columns separately (one gather per column over the rows of that
-event) reads the 32 MB block and the token arrays in a scattered order, once per column:
-at ~15 million strings per GB of trace that is cache-miss bound. :func:`emit_columns`
-instead walks the event lines once, in order, and writes every common column and every
-field of a known event (:func:`~analysis.ingest.ftrace.tokenizer.field_plan`) straight into
-its place: per event, rows are contiguous (``ev_start[e] + position``), so each event's
-columns are zero-copy slices. Strings are Arrow ``string_view``\\ s (Polars' own layout);
-those over 12 bytes share one data buffer per block.
+event) reads the 32 MB block in a scattered order, once per column: at ~15 million
+strings per GB of trace that is cache-miss bound. The compiled ``_parse.emit`` instead
+walks the event lines once, in order, tokenizes each payload as it goes (the tokens of
+one line stay in cache; they are never stored for the block) and writes every common
+column and every field of a known event (:func:`~.tokenizer.field_plan`) straight into
+its place, as Arrow buffers:
+
+- per event, rows are contiguous (``ev_start[e] + position``), so each event's columns
+  are zero-copy slices (an Arrow array's ``offset``) of a few block-wide buffers;
+- strings are Arrow ``string_view``\\ s (what Polars keeps); those over 12 bytes share
+  one data buffer per block;
+- a flags field (``gfp_flags=A|B``) is a list of string views, split where it is read;
+- validity is a bitmap indexed like the values.
 
 An event whose payload holds a key outside its plan (a field a newer kernel added, an
-odd spelling), and every unknown event, is marked not ``planned``: the caller builds its
-fields with the general path (:func:`~analysis.ingest.ftrace.tokenizer.event_frame`).
-The same pass finds the lines :func:`field_failures` names, so that separate pass over
-every token runs only for a block with an event left to the general path.
+odd spelling), and every unknown event, is left ``planned`` false: its lines are
+tokenized apart (:func:`~.tokenizer.tokenize`) and built by the general path
+(:func:`~.tokenizer.event_frame`). The same pass finds the lines whose integer field is
+not an integer (:meth:`BlockColumns.failures`).
 """
 
 from __future__ import annotations
@@ -21,292 +27,223 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 import pyarrow as pa
-from numba import njit
 
-from analysis.ingest.events import KNOWN_EVENTS
-from analysis.ingest.ftrace.arrow import ints, put_view, view_series
-from analysis.ingest.ftrace.layout import (
-    COMM_END,
-    COMM_START,
-    CPU,
-    INSTANCE_END,
-    IRQ_END,
-    IRQ_START,
-    PID,
-    TGID,
-    TS,
+from analysis.ingest.events import KNOWN_EVENTS, SHRINK_SLAB
+from analysis.ingest.ftrace import _parse
+from analysis.ingest.ftrace.arrow import frame
+from analysis.ingest.ftrace.layout import PAYLOAD_START
+from analysis.ingest.ftrace.tokenizer import event_frame, field_plan, tokenize
+
+__all__ = ["COMMON_TYPES", "BlockColumns", "field_failures"]
+
+_INT, _STR, _FLAGS = _parse.K_INT, _parse.K_STR, _parse.K_FLAGS
+# The common columns' Arrow types (tokenizer.COMMON_SCHEMA as Polars reads them back).
+COMMON_TYPES = {
+    "line": pa.int64(),
+    "comm": pa.string_view(),
+    "pid": pa.int32(),
+    "tgid": pa.int32(),
+    "cpu": pa.int32(),
+    "irq_flags": pa.string_view(),
+    "ts_ns": pa.int64(),
+    "instance": pa.string_view(),
+}
+_FIELD_TYPES = {
+    _INT: pa.int64(),
+    _STR: pa.string_view(),
+    _FLAGS: pa.list_(pa.string_view()),
+}
+# emit's results, in order (_parse.c's O_* names).
+_RESULTS = (
+    "line",
+    "pid",
+    "tgid",
+    "cpu",
+    "ts",
+    "comm",
+    "irq",
+    "inst",
+    "common_valid",
+    "common_present",
+    "vals",
+    "ivalid",
+    "views",
+    "svalid",
+    "loff",
+    "fvalid",
+    "pieces",
+    "piece_off",
+    "present",
+    "data",
+    "planned",
+    "bad",
 )
-from analysis.ingest.ftrace.tokenizer import field_plan
-
-__all__ = ["BlockColumns", "emit_columns", "field_failures"]
-
-_INT, _FLAGS = 0, 2  # field_plan kinds (1 = plain string)
-
-
-@njit(inline="always")
-def _name_start(buf, colon):
-    """Start of the trace-cmd buffer name ending at ``colon``: the word before it, which
-    may be on the line before (a drop marker's, docs/trace-formats.md "Other producers")."""
-    i = colon
-    while i > 0 and buf[i - 1] > 32 and buf[i - 1] != 62:  # not blank, newline or ">"
-        i -= 1
-    return i
-
-
-@njit(nogil=True, cache=True)
-def emit_columns(
-    buf,
-    out,
-    rows,
-    ids,
-    ev_start,
-    line_base,
-    pstart,
-    pend,
-    first,
-    count,
-    kh,
-    vs,
-    ve,
-    ival,
-    iok,
-    plan_hash,
-    plan_col,
-    plan_off,
-    col_off,
-    kinds,
-    slots,
-    base_int,
-    base_str,
-    base_valid,
-):
-    """Common columns and planned fields of the event lines ``rows`` (see module docstring).
-
-    ``ids[k]`` is the event of ``rows[k]``, whose payload is ``buf[pstart[k]:pend[k]]``;
-    event ``e``'s rows go to positions ``ev_start[e]..ev_start[e+1]`` of the common
-    arrays, in input order. Event ``e``'s
-    plan is ``plan_hash/plan_col[plan_off[e]:plan_off[e+1]]`` (empty: not planned), its
-    column kinds and slots ``kinds/slots[col_off[e]:col_off[e+1]]``; its integer fields,
-    string views and validity start at ``base_int/base_str/base_valid[e]``, laid out
-    [slot or column, position]. ``out`` is scan_lines' fields array. ``bad[k]``: line
-    ``k`` has an integer field whose value is not one (as :func:`field_failures`; exact
-    for the events still ``planned`` at the end).
-    """
-    n = rows.size
-    n_ev = ev_start.size - 1
-    line = np.empty(n, np.int64)
-    pid = np.empty(n, np.int32)
-    tgid = np.empty(n, np.int32)
-    cpu = np.empty(n, np.int32)
-    ts = np.empty(n, np.int64)
-    comm = np.zeros(4 * n, np.uint32)
-    irq = np.zeros(4 * n, np.uint32)
-    irq_ok = np.empty(n, np.bool_)
-    inst = np.zeros(4 * n, np.uint32)
-    inst_ok = np.empty(n, np.bool_)
-    vals = np.zeros(base_int[n_ev], np.int64)
-    views = np.zeros(4 * base_str[n_ev], np.uint32)
-    valid = np.zeros(base_valid[n_ev], np.bool_)
-    comm_inline = comm.view(np.uint8)
-    irq_inline = irq.view(np.uint8)
-    inst_inline = inst.view(np.uint8)
-    views_inline = views.view(np.uint8)
-    planned = np.empty(n_ev, np.bool_)
-    for e in range(n_ev):
-        planned[e] = plan_off[e + 1] > plan_off[e]
-    # Every string is a piece of its line's comm, irq flags, instance or payload: a bound
-    # on their bytes.
-    total = 0
-    for k in range(n):
-        r = rows[k]
-        total += max(0, out[r, COMM_END] - out[r, COMM_START]) + max(
-            0, out[r, IRQ_END] - out[r, IRQ_START]
-        )
-        if out[r, INSTANCE_END] > 0:
-            total += out[r, INSTANCE_END] - _name_start(buf, out[r, INSTANCE_END])
-        total += max(0, pend[k] - pstart[k])
-    data = np.empty(total, np.uint8)
-    p = 0
-    seen = np.zeros(kinds.size, np.bool_)
-    filled = np.zeros(n_ev, np.int64)
-    bad = np.zeros(n, np.bool_)
-    for k in range(n):
-        e = ids[k]
-        r = rows[k]
-        at = filled[e]
-        filled[e] += 1
-        g = ev_start[e] + at
-        line[g] = line_base + r + 1
-        pid[g] = out[r, PID]
-        tgid[g] = out[r, TGID]
-        cpu[g] = out[r, CPU]
-        ts[g] = out[r, TS]
-        p = put_view(buf, out[r, COMM_START], out[r, COMM_END], comm, comm_inline, g, data, p)
-        irq_ok[g] = out[r, IRQ_START] >= 0
-        if irq_ok[g]:
-            p = put_view(buf, out[r, IRQ_START], out[r, IRQ_END], irq, irq_inline, g, data, p)
-        colon = out[r, INSTANCE_END]
-        inst_ok[g] = colon > 0
-        if inst_ok[g]:
-            p = put_view(buf, _name_start(buf, colon), colon, inst, inst_inline, g, data, p)
-        if not planned[e]:
-            continue
-        ne = ev_start[e + 1] - ev_start[e]
-        lo = plan_off[e]
-        m = plan_off[e + 1] - lo
-        c0 = col_off[e]
-        for c in range(c0, col_off[e + 1]):
-            seen[c] = False
-        j = 0
-        for t in range(first[k], first[k] + count[k]):
-            # Keys come in printed order: look just after the previous key's spelling.
-            tries = 0
-            while tries < m and plan_hash[lo + j] != kh[t]:
-                j = j + 1 if j + 1 < m else 0
-                tries += 1
-            if tries == m:
-                planned[e] = False
-                break
-            c = plan_col[lo + j]
-            if kinds[c0 + c] == _INT and not iok[t] and vs[t] >= 0:
-                bad[k] = True  # a repeated key's value too, as field_failures
-            if seen[c0 + c]:  # a repeated key: the first one wins, as in the general path
-                continue
-            seen[c0 + c] = True
-            slot = slots[c0 + c]
-            v = base_valid[e] + c * ne + at
-            if kinds[c0 + c] == _INT:
-                vals[base_int[e] + slot * ne + at] = ival[t]
-                valid[v] = iok[t]
-            elif vs[t] >= 0:
-                gv = base_str[e] + slot * ne + at
-                p = put_view(buf, vs[t], ve[t], views, views_inline, gv, data, p)
-                valid[v] = True
-    common = (line, comm, pid, tgid, cpu, irq, irq_ok, ts, inst, inst_ok)
-    return common, vals, views, valid, data[:p], planned, bad
 
 
 class BlockColumns:
-    """The columns :func:`emit_columns` wrote for one block, sliced per event."""
+    """The event lines ``rows`` of one block (scan_lines' ``out`` and ``ends``), grouped by
+    event ``ids`` (indexes into ``names``): Arrow tables of the planned events, the general
+    path for the rest."""
 
-    def __init__(self, buf, out, rows, ids, names, line_base, payload, tokens) -> None:
-        first, count, _, _, _, *key_values = tokens  # key hash, value span, int value, ok
+    def __init__(self, buf, out, ends, rows, ids, names, line_base: int) -> None:
+        self.buf, self.out, self.ends, self.rows, self.ids = buf, out, ends, rows, ids
+        self.names = names
         n_ev = len(names)
         self.ev_start = _offsets(np.bincount(ids, minlength=n_ev))
         sizes = np.diff(self.ev_start)
         self.plans = [field_plan(name) if name in KNOWN_EVENTS else None for name in names]
-        tables = [p for p in self.plans if p is not None]
-        plan_len = [0 if p is None else len(p.hashes) for p in self.plans]
-        n_cols = [0 if p is None else len(p.kinds) for p in self.plans]
-        n_int = [0 if p is None else int((p.kinds == _INT).sum()) for p in self.plans]
-        self.col_off = _offsets(n_cols)
-        self.base_int = _offsets(np.multiply(n_int, sizes))
-        self.base_str = _offsets(np.multiply(np.subtract(n_cols, n_int), sizes))
-        self.base_valid = _offsets(np.multiply(n_cols, sizes))
-        self.common, self.vals, self.views, self.valid, data, self.planned, self.bad = emit_columns(
+        self.mode = np.array([name in SHRINK_SLAB for name in names], np.uint8)
+        plans = [p for p in self.plans if p is not None]
+        of_kind = {
+            kind: np.array([0 if p is None else int((p.kinds == kind).sum()) for p in self.plans])
+            for kind in (_INT, _STR, _FLAGS)
+        }
+        self.col_off = _offsets([0 if p is None else len(p.kinds) for p in self.plans])
+        self.base_int = _offsets(of_kind[_INT] * sizes)
+        self.base_str = _offsets(of_kind[_STR] * sizes)
+        self.base_flag = _offsets(of_kind[_FLAGS] * (sizes + 1))
+        self.fcol_off = _offsets(of_kind[_FLAGS])
+        results = _parse.emit(
             buf,
             out,
+            ends,
             rows,
             ids,
             self.ev_start,
-            line_base,
-            *payload,
-            first,
-            count,
-            *key_values,
-            _concat([p.hashes for p in tables], np.uint64),
-            _concat([p.columns for p in tables], np.int64),
-            _offsets(plan_len),
+            self.mode,
+            _concat([p.hashes for p in plans], np.uint64),
+            _concat([p.columns for p in plans], np.int64),
+            _offsets([0 if p is None else len(p.hashes) for p in self.plans]),
             self.col_off,
-            _concat([p.kinds for p in tables], np.int8),
-            _concat([p.slots for p in tables], np.int64),
+            _concat([p.kinds for p in plans], np.int8),
+            _concat([p.slots for p in plans], np.int64),
             self.base_int,
             self.base_str,
-            self.base_valid,
+            self.base_flag,
+            self.fcol_off,
+            line_base,
         )
-        self.data = pa.py_buffer(data)
+        self._r = {name: pa.py_buffer(r) for name, r in zip(_RESULTS, results, strict=True)}
+        self.common_present = np.frombuffer(results[9], np.int64).reshape(n_ev, -1)
+        self.present = np.frombuffer(results[18], np.int64)
+        self.piece_off = np.frombuffer(results[17], np.int64)
+        self.planned = np.frombuffer(results[20], np.bool_)
+        self.bad = np.frombuffer(results[21], np.bool_)
+        self._tokens: dict[int, tuple] = {}
 
-    def failures(self) -> np.ndarray | None:
-        """:func:`field_failures` of the block's lines, from the column pass; None when an
-        event of the registry was left to the general path (its lines were not all read)."""
-        unread = any(
-            p is not None and not ok for p, ok in zip(self.plans, self.planned, strict=True)
-        )
-        return None if unread else self.bad
+    def tokens(self, e: int) -> tuple:
+        """(first, count, sig, pstart, pend, ks, ke, kh, vs, ve, ival, iok) of event ``e``'s
+        lines, for the general path (first indexes that event's own tokens)."""
+        if e not in self._tokens:
+            rows = self.rows[self.ids == e]
+            pstart, pend = self.out[rows, PAYLOAD_START], self.ends[rows]
+            first, count, sig, *toks = tokenize(
+                self.buf, pstart, pend, np.full(len(rows), self.mode[e], np.uint8)
+            )
+            self._tokens[e] = (first, count, sig, pstart, pend, *toks)
+        return self._tokens[e]
 
-    def frame(self, e: int) -> pl.DataFrame:
+    def failures(self) -> np.ndarray:
+        """Per event line: True when a field its event prints as an integer has a value
+        that is not one (:func:`field_failures`): from the column pass for planned events,
+        from the separate tokens for known events left to the general path."""
+        bad = self.bad.copy()
+        for e, plan in enumerate(self.plans):
+            if plan is not None and not self.planned[e]:
+                first, count, _sig, _ps, _pe, _ks, _ke, kh, vs, _ve, _ival, iok = self.tokens(e)
+                bad[self.ids == e] = field_failures(plan, count, kh, vs, iok)
+        return bad
+
+    def _array(self, type_, n: int, valid: str | None, nulls: int, values: tuple, offset: int):
+        """One Arrow array over the emitted buffers ``values`` from element ``offset``."""
+        mask = self._r[valid] if valid is not None and nulls else None
+        buffers = [mask, *(self._r[name] for name in values)]
+        return pa.Array.from_buffers(type_, n, buffers, nulls, offset)
+
+    def common(self, e: int) -> list[pa.Array]:
         """Common columns of event ``e`` (line, comm, pid, tgid, cpu, irq_flags, ts_ns,
         instance)."""
-        a, b = self.ev_start[e], self.ev_start[e + 1]
-        line, comm, pid, tgid, cpu, irq, irq_ok, ts, inst, inst_ok = self.common
-        every = np.ones(b - a, bool)
-        return pl.DataFrame(
-            [
-                pl.Series("line", line[a:b]),
-                view_series(comm[4 * a : 4 * b], None, self.data).alias("comm"),
-                ints(pid[a:b], every, pl.Int32).alias("pid"),
-                ints(tgid[a:b], tgid[a:b] >= 0, pl.Int32).alias("tgid"),
-                ints(cpu[a:b], cpu[a:b] >= 0, pl.Int32).alias("cpu"),
-                view_series(irq[4 * a : 4 * b], irq_ok[a:b], self.data).alias("irq_flags"),
-                pl.Series("ts_ns", ts[a:b]),
-                view_series(inst[4 * a : 4 * b], inst_ok[a:b], self.data).alias("instance"),
-            ]
-        )
+        a, n = int(self.ev_start[e]), int(self.ev_start[e + 1] - self.ev_start[e])
+        tgid, cpu, irq, inst = (n - self.common_present[e]).tolist()
+        stride = (int(self.ev_start[-1]) + 7) // 8  # bytes per common validity bitmap
+        valid = self._r["common_valid"]
+        masks = [valid.slice(i * stride, stride) for i in range(4)]
 
-    def fields(self, e: int) -> list[pl.Series] | None:
+        def nullable(type_, values: tuple, mask: int, nulls: int) -> pa.Array:
+            buffers = [masks[mask] if nulls else None, *(self._r[v] for v in values)]
+            return pa.Array.from_buffers(type_, n, buffers, nulls, a)
+
+        return [
+            self._array(pa.int64(), n, None, 0, ("line",), a),
+            self._array(pa.string_view(), n, None, 0, ("comm", "data"), a),
+            self._array(pa.int32(), n, None, 0, ("pid",), a),
+            nullable(pa.int32(), ("tgid",), 0, tgid),
+            nullable(pa.int32(), ("cpu",), 1, cpu),
+            nullable(pa.string_view(), ("irq", "data"), 2, irq),
+            self._array(pa.int64(), n, None, 0, ("ts",), a),
+            nullable(pa.string_view(), ("inst", "data"), 3, inst),
+        ]
+
+    def fields(self, e: int) -> list[pa.Array] | None:
         """Field columns of a planned event ``e`` in schema order, or None if not planned."""
         plan = self.plans[e]
         if plan is None or not self.planned[e]:
             return None
-        n = self.ev_start[e + 1] - self.ev_start[e]
+        n = int(self.ev_start[e + 1] - self.ev_start[e])
+        c0 = int(self.col_off[e])
         columns = []
-        for c, name in enumerate(plan.names):
-            slot = plan.slots[c]
-            ok = self.valid[self.base_valid[e] + c * n : self.base_valid[e] + (c + 1) * n]
-            if plan.kinds[c] == _INT:
-                at = self.base_int[e] + slot * n
-                columns.append(ints(self.vals[at : at + n], ok).alias(name))
-                continue
-            at = 4 * (self.base_str[e] + slot * n)
-            text = view_series(self.views[at : at + 4 * n], ok, self.data).alias(name)
-            columns.append(text.str.split("|") if plan.kinds[c] == _FLAGS else text)
+        for c, kind in enumerate(plan.kinds.tolist()):
+            slot = int(plan.slots[c])
+            nulls = n - int(self.present[c0 + c])
+            if kind == _INT:
+                at = int(self.base_int[e]) + slot * n
+                columns.append(self._array(pa.int64(), n, "ivalid", nulls, ("vals",), at))
+            elif kind == _STR:
+                at = int(self.base_str[e]) + slot * n
+                columns.append(
+                    self._array(pa.string_view(), n, "svalid", nulls, ("views", "data"), at)
+                )
+            else:
+                f = int(self.fcol_off[e]) + slot
+                lo, hi = int(self.piece_off[f]), int(self.piece_off[f + 1])
+                pieces = self._array(pa.string_view(), hi - lo, None, 0, ("pieces", "data"), lo)
+                at = int(self.base_flag[e]) + slot * (n + 1)
+                mask = self._r["fvalid"] if nulls else None
+                columns.append(
+                    pa.Array.from_buffers(
+                        _FIELD_TYPES[_FLAGS],
+                        n,
+                        [mask, self._r["loff"]],
+                        nulls,
+                        at,
+                        children=[pieces],
+                    )
+                )
         return columns
 
+    def table(self, e: int) -> pa.Table | pl.DataFrame:
+        """Event ``e``'s frame: an Arrow table of the column pass when its event was
+        planned, else the general path's Polars frame."""
+        common = self.common(e)
+        fields = self.fields(e)
+        if fields is not None:
+            names = [*COMMON_TYPES, *self.plans[e].names]
+            return pa.Table.from_arrays([*common, *fields], names=names)
+        common_frame = frame(pa.Table.from_arrays(common, names=[*COMMON_TYPES]))
+        return event_frame(self.names[e], self.buf, common_frame, self.tokens(e))
 
-@njit(nogil=True, cache=True)
-def _failed_lines(ids, first, count, kh, vs, iok, int_hash, int_off):
-    """Line ``k`` has a token with a value (``vs >= 0``) that did not parse as an integer
-    (``iok`` false) under a key among its event's integer keys
-    ``int_hash[int_off[e]:int_off[e + 1]]``."""
-    bad = np.zeros(ids.size, np.bool_)
-    for k in range(ids.size):
-        lo, hi = int_off[ids[k]], int_off[ids[k] + 1]
-        for t in range(first[k], first[k] + count[k]):
-            if iok[t] or vs[t] < 0 or bad[k]:
-                continue
-            for i in range(lo, hi):
-                if int_hash[i] == kh[t]:
-                    bad[k] = True
+
+def field_failures(plan, count: np.ndarray, kh: np.ndarray, vs: np.ndarray, iok: np.ndarray):
+    """Per line of one event (``count`` tokens each, packed line after line): True when a
+    field the event prints as an integer (``plan``) has a value that is not one
+    (``nr_reclaimed=GARBAGE@@``). Such a line is not an event with a null field but an
+    unparsed line (the reader counts it, with its line number): a null would read as "not
+    printed by this kernel" and the event would count in every total."""
+    keys = plan.hashes[plan.kinds[plan.columns] == _INT]
+    failed = ~iok & (vs >= 0) & np.isin(kh, keys)
+    bad = np.zeros(len(count), np.bool_)
+    bad[np.repeat(np.arange(len(count)), count)[failed]] = True
     return bad
-
-
-def field_failures(names: list[str], ids: np.ndarray, tokens: tuple) -> np.ndarray:
-    """Per event line (``ids[k]`` indexes ``names``): True when a field its event prints as
-    an integer has a value that is not one (``nr_reclaimed=GARBAGE@@``). Such a line is
-    not an event with a null field but an unparsed line (the reader counts it, with its
-    line number): a null would read as "not printed by this kernel" and the event would
-    count in every total. ``tokens`` are :func:`~.tokenizer.tokenize`'s, per line."""
-    first, count, _sig, _ks, _ke, kh, vs, _ve, _ival, iok = tokens
-    keys = []
-    for name in names:
-        plan = field_plan(name) if name in KNOWN_EVENTS else None
-        keys.append(
-            np.zeros(0, np.uint64)
-            if plan is None
-            else plan.hashes[plan.kinds[plan.columns] == _INT]
-        )
-    int_off = _offsets([k.size for k in keys])
-    return _failed_lines(ids, first, count, kh, vs, iok, _concat(keys, np.uint64), int_off)
 
 
 def _offsets(sizes) -> np.ndarray:
@@ -319,3 +256,4 @@ def _offsets(sizes) -> np.ndarray:
 def _concat(arrays: list[np.ndarray], dtype) -> np.ndarray:
     """Concatenation of ``arrays`` (typed even when there are none)."""
     return np.concatenate(arrays).astype(dtype, copy=False) if arrays else np.zeros(0, dtype)
+

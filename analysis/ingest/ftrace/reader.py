@@ -5,20 +5,20 @@ pastes from any kernel since 2.6.36 (layouts: :mod:`analysis.ingest.ftrace.layou
 payloads and columns: :mod:`analysis.ingest.ftrace.tokenizer`), plain or gz/zst/xz/bz2.
 
 Streaming: the decompressed text is cut into blocks of whole lines (``BLOCK_BYTES``),
-parsed by two worker threads (the numba and Polars kernels release the GIL) and written
-as lz4 Parquet part files ``event=<name>/part-<block>.parquet``, so memory stays bounded
+parsed by two worker threads (the compiled passes and the Parquet writer release the GIL)
+and written as lz4 Parquet part files ``event=<name>/part-<block>.parquet``, so memory stays bounded
 by a few blocks whatever the input size. The dataset is cached in
 ``build/ingest/<blake3>-v<N>/``, keyed by the BLAKE3 digest of the input's raw bytes
 (hashed by the reading thread as it reads); a small stat index (size, mtime) finds it
 again without re-reading the file.
 
-Per block, compiled passes: line ends (:func:`~.layout.find_lines`), layout and
-header fields (:func:`~.layout.scan_lines`), payload tokens
-(:func:`~.tokenizer.tokenize`), then one in-order pass writing every common column and
-every field of a known event (:mod:`.columns`). Only events the compiled pass
-cannot place (unknown events, a key outside the event's known fields) go through the
+Per block, two compiled passes (C, ``_parse.c``, built with the package: no JIT): line
+ends, layout and header fields (:func:`~.layout.scan_lines`), then one in-order pass
+that tokenizes each payload and writes every common column and every field of a known
+event as Arrow buffers (:mod:`.columns`). Only events that pass cannot place (unknown
+events, a key outside the event's known fields) are tokenized apart and go through the
 general per-event path (:func:`~.tokenizer.event_frame`). ``benchmarks/ftrace.md``
-has the throughput (issue 4: ≥ 165 MB/s on 2 cores).
+has the throughput (issues 4 and 23).
 
 Accounting identity, checked by the tests for arbitrary input::
 
@@ -57,12 +57,13 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
+import pyarrow as pa
 from blake3 import blake3
 
 from analysis.errors import InputError, input_file
 from analysis.host import find_memory_hierarchy
 from analysis.ingest.compressed import detect_compression, iter_blocks
-from analysis.ingest.events import SHRINK_SLAB
+from analysis.ingest.ftrace.arrow import frame
 from analysis.ingest.ftrace.cache import (
     DEFAULT_CACHE,
     cached,
@@ -70,21 +71,19 @@ from analysis.ingest.ftrace.cache import (
     load_meta,
     path_lock,
     store,
-    write_frames,
+    write_tables,
 )
-from analysis.ingest.ftrace.columns import BlockColumns, field_failures
+from analysis.ingest.ftrace.columns import BlockColumns
 from analysis.ingest.ftrace.layout import (
     BLANK,
     COUNTER_CLOCK,
     CPU,
     EVENT,
     HEADER,
-    LITERALS,
     LOST,
     NAME_END,
     NAME_HASH,
     NAME_START,
-    PAYLOAD_START,
     REASON,
     REASONS,
     STACK,
@@ -96,7 +95,7 @@ from analysis.ingest.ftrace.layout import (
     scan_lines,
 )
 from analysis.ingest.ftrace.malloc import reuse_freed_memory
-from analysis.ingest.ftrace.tokenizer import GFP_LITERAL, event_frame, event_schema, tokenize
+from analysis.ingest.ftrace.tokenizer import event_schema
 from analysis.ingest.textfile import read_text
 
 __all__ = [
@@ -258,25 +257,26 @@ def _escape(raw: bytes) -> str:
 
 
 def _byte_array(data: bytes | bytearray) -> np.ndarray:
-    """Read-only uint8 view of ``data``, whatever its type: numba compiles (and caches) one
-    version of each kernel per argument type, and bytes give read-only arrays."""
+    """Read-only uint8 view of ``data``, whatever its type."""
     buf = np.frombuffer(data, np.uint8)
     buf.flags.writeable = False
     return buf
 
 
-def parse_block(data: bytes | bytearray, line_base: int, final: bool) -> tuple[_BlockResult, dict]:
-    """Parse whole lines ``data`` (first line is line ``line_base + 1``) into event frames.
+def parse_block(
+    data: bytes | bytearray, line_base: int, final: bool
+) -> tuple[_BlockResult, dict[str, pa.Table | pl.DataFrame]]:
+    """Parse whole lines ``data`` (first line is line ``line_base + 1``) into event tables.
 
-    Returns the block's accounting and ``{event name: DataFrame}``.
+    Returns the block's accounting and ``{event name: table}``: an Arrow table from the
+    column pass, or a Polars frame from the general path.
     """
     raw = data
     data, invalid = _decode(data)
     buf = _byte_array(data)
-    starts, ends = find_lines(buf)
+    starts, ends, kind, out = scan_lines(buf)
     # Samples are cut from the undecoded bytes, so invalid UTF-8 shows as \xNN.
-    raw_lines = (starts, ends.copy()) if not invalid else find_lines(_byte_array(raw))
-    kind, out = scan_lines(buf, starts, ends, LITERALS)
+    raw_lines = (starts, ends.copy()) if not invalid else find_lines(raw)
     res = _BlockResult(lines=len(starts), invalid_utf8=invalid)
     if final and data and not data.endswith(b"\n"):
         # A capture cut mid-line: even a line that parses may have lost digits or fields.
@@ -292,19 +292,14 @@ def parse_block(data: bytes | bytearray, line_base: int, final: bool) -> tuple[_
             LostEvents(int(out[k, CPU]), None if count < 0 else count, int(line_base + k + 1))
         )
     rows = np.flatnonzero(kind == EVENT)
-    frames: dict[str, pl.DataFrame] = {}
-    events = _event_tokens(buf, out, ends, rows)
-    columns = _block_columns(buf, out, rows, events, line_base)
+    columns = _block_columns(buf, out, ends, rows, line_base)
     if columns is not None:
         bad = columns.failures()
-        if bad is None:  # an event left to the general path: check every token
-            bad = field_failures(events[1], events[0], events[3])
         if bad.any():
             kind[rows[bad]] = UNPARSED
             out[rows[bad], REASON] = REASONS.index("field value not a number")
             rows = rows[~bad]
-            events = _event_tokens(buf, out, ends, rows)
-            columns = _block_columns(buf, out, rows, events, line_base)
+            columns = _block_columns(buf, out, ends, rows, line_base)
     for k in np.flatnonzero(kind == UNPARSED):
         entry = res.unparsed.setdefault(REASONS[out[k, REASON]], [0, [], []])
         entry[0] += 1
@@ -313,36 +308,17 @@ def parse_block(data: bytes | bytearray, line_base: int, final: bool) -> tuple[_
         if len(entry[2]) < SAMPLES:
             start = raw_lines[0][k]
             entry[2].append(_escape(bytes(raw[start : min(raw_lines[1][k], start + SAMPLE_BYTES)])))
-    if events is None or columns is None:
-        return res, frames
-    ids, names, (pstart, pend), tokens = events
+    if columns is None:
+        return res, {}
     res.first_ts = int(out[rows[0], TS])
     res.counter_clock = bool(out[rows, COUNTER_CLOCK].any())
-    first_tok, count, sig, *toks = tokens
-    for j, name in enumerate(names):
-        common = columns.frame(j)
-        fields = columns.fields(j)
-        if fields is not None:
-            frames[name] = common.hstack(fields)
-        else:  # unknown event, or a key outside the event's plan: the general path
-            sel = np.flatnonzero(ids == j)
-            per_row = (first_tok[sel], count[sel], sig[sel], pstart[sel], pend[sel])
-            frames[name] = event_frame(name, buf, common, (*per_row, *toks))
-        res.events[name] = common.height
-    return res, frames
+    tables = {name: columns.table(j) for j, name in enumerate(columns.names)}
+    res.events = {name: len(table) for name, table in tables.items()}
+    return res, tables
 
 
-def _block_columns(buf, out, rows, events, line_base: int) -> BlockColumns | None:
+def _block_columns(buf, out, ends, rows, line_base: int) -> BlockColumns | None:
     """The compiled column pass over the event lines ``rows`` (None when there are none)."""
-    if events is None:
-        return None
-    ids, names, payload, tokens = events
-    return BlockColumns(buf, out, rows, ids, names, line_base, payload, tokens)
-
-
-def _event_tokens(buf, out, ends, rows):
-    """(event id per row, event names, payload spans, tokens) of the event lines ``rows``;
-    None when there are none."""
     if not len(rows):
         return None
     first, ids = group_hashes(out[rows, NAME_HASH].view(np.uint64))
@@ -350,15 +326,14 @@ def _event_tokens(buf, out, ends, rows):
         bytes(buf[out[rows[i], NAME_START] : out[rows[i], NAME_END]]).decode("ascii", "replace")
         for i in first
     ]
-    mode = np.array([name in SHRINK_SLAB for name in names], np.int8)[ids]
-    pstart, pend = out[rows, PAYLOAD_START], ends[rows]
-    return ids, names, (pstart, pend), tokenize(buf, pstart, pend, mode, GFP_LITERAL)
+    return BlockColumns(buf, out, ends, rows, ids, names, line_base)
 
 
 def parse_text(text: str | bytes) -> tuple[Accounting, dict[str, pl.DataFrame]]:
     """Parse a whole trace held in memory (tests, pasted snippets): accounting and frames."""
     data = text.encode("utf-8", "surrogateescape") if isinstance(text, str) else text
-    res, frames = parse_block(data, 0, final=True)
+    res, tables = parse_block(data, 0, final=True)
+    frames = {n: t if isinstance(t, pl.DataFrame) else frame(t) for n, t in tables.items()}
     return _accounting("<text>", len(data), [res]), frames
 
 
@@ -455,8 +430,8 @@ def _ingest_into(path: Path, directory: Path, progress: Callable[[int, int], Non
 
     def work(block: int, data: bytes, base: int, final: bool) -> None:
         try:
-            res, frames = parse_block(data, base, final)
-            write_frames(directory, block, frames)
+            res, tables = parse_block(data, base, final)
+            write_tables(directory, block, tables)
             results[block] = res
         except BaseException as exc:  # re-raised in the reading thread
             errors.append(exc)
@@ -470,7 +445,7 @@ def _ingest_into(path: Path, directory: Path, progress: Callable[[int, int], Non
             inflight.put(block)  # blocks while WORKERS+1 blocks are in flight: bounded memory
             pool.submit(work, block, chunk.data, line_base, chunk.final)
             nbytes += len(chunk.data)
-            line_base += count_lines(_byte_array(chunk.data))
+            line_base += count_lines(chunk.data)
             if progress is not None:
                 progress(len(chunk.data), line_base)
     if errors:

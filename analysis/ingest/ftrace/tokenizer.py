@@ -7,7 +7,7 @@ Anything else a newer kernel appends (7.1's ``memcg_id``) is kept as an extra co
 Int64 if every value is an integer, else String. Unknown events keep ``payload`` (raw
 text) and ``fields`` (List of Struct{key, value}).
 
-Payload rules (numba, one pass): words are split on runs of spaces (so ``%-8s`` zone
+Payload rules (compiled, ``_parse.c``, one pass): words are split on runs of spaces (so ``%-8s`` zone
 padding disappears); ``key=value`` words give a field, a value glued to a comma
 (``zone_end=0x100000,``) loses it, a value opening ``(`` runs to ``)``
 (``range=(0x1 ~ 0x2)``). Free text (shrink_slab) is read as phrases followed by a
@@ -24,7 +24,6 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 import pyarrow as pa
-from numba import njit
 
 from analysis.ingest.events import (
     FLAGS,
@@ -35,12 +34,12 @@ from analysis.ingest.events import (
     field_type,
     polars_fields,
 )
+from analysis.ingest.ftrace import _parse
 from analysis.ingest.ftrace.arrow import ints, strings
-from analysis.ingest.ftrace.layout import FNV_OFFSET, FNV_PRIME, fnv1a, grown, isdigit
+from analysis.ingest.ftrace.layout import fnv1a
 
 __all__ = [
     "COMMON_SCHEMA",
-    "GFP_LITERAL",
     "event_frame",
     "event_schema",
     "field_plan",
@@ -78,192 +77,36 @@ def event_schema(event: str) -> dict[str, pl.DataType]:
     return {**COMMON_SCHEMA, "payload": pl.String, "fields": FIELDS_DTYPE}
 
 
-@njit(inline="always")
-def _bare_phrase(buf, ps, pe, t, h, ks, ke, kh, vs, ve, ival, iok):
-    """Store the pending words ``buf[ps:pe]`` as a key without a value (a free-text phrase
-    such as shrink_slab's ``cache items``); returns the next token index and line hash."""
-    ks[t] = ps
-    ke[t] = pe
-    kh[t] = fnv1a(buf, ps, pe)
-    vs[t] = -1
-    ve[t] = -1
-    ival[t] = 0
-    iok[t] = False
-    return t + 1, (h ^ kh[t]) * FNV_PRIME
+_TOKEN_TYPES = (
+    np.int64,  # first token of each line
+    np.int64,  # token count of each line
+    np.uint64,  # hash of each line's key sequence
+    np.int64,  # key start (-2/-3: the shrinker symbol/pointer words, key hash 1/2)
+    np.int64,  # key end
+    np.uint64,  # key hash (FNV-1a of the key text)
+    np.int64,  # value start (-1: a phrase without a value)
+    np.int64,  # value end
+    np.int64,  # integer value (0 unless it is one)
+    np.bool_,  # the value is an integer
+)
 
 
-@njit(nogil=True, cache=True)
-def _parse_int(buf, s, e):
-    """Decimal (optionally negative) or 0x-hex integer filling buf[s:e]; (value, ok)."""
-    neg = False
-    if s < e and buf[s] == 45:
-        neg = True
-        s += 1
-    if s >= e:
-        return 0, False
-    v = 0
-    if e - s > 2 and buf[s] == 48 and (buf[s + 1] == 120 or buf[s + 1] == 88):
-        if e - s - 2 > 15:
-            return 0, False
-        for i in range(s + 2, e):
-            c = buf[i]
-            if isdigit(c):
-                d = c - 48
-            elif 97 <= c <= 102:
-                d = c - 87
-            elif 65 <= c <= 70:
-                d = c - 55
-            else:
-                return 0, False
-            v = v * 16 + d
-    else:
-        if e - s > 18:
-            return 0, False
-        for i in range(s, e):
-            if not isdigit(buf[i]):
-                return 0, False
-            v = v * 10 + (buf[i] - 48)
-    return (-v if neg else v), True
-
-
-@njit(nogil=True, cache=True)
-def tokenize(buf, pstart, pend, mode, gfp):
-    """Split payloads ``buf[pstart:pend]`` into fields (see module docstring).
+def tokenize(buf, pstart: np.ndarray, pend: np.ndarray, mode: np.ndarray) -> tuple:
+    """Split payloads ``buf[pstart:pend]`` into fields (see module docstring); ``mode[k]``
+    is 1 for a shrink_slab line (free text).
 
     Returns per line (first token index, token count, key-signature hash) and per token
-    (key span, key hash, value span, integer value, integer ok). A key start of -2/-3
-    marks the synthetic shrinker symbol/pointer keys (key hash 1/2); a value span of
-    (-1, -1) a bare phrase.
+    (key span, key hash, value span, integer value, integer ok), packed line after line.
+    A key start of -2/-3 marks the synthetic shrinker symbol/pointer keys (key hash 1/2);
+    a value span of (-1, -1) a bare phrase.
     """
-    n = pstart.size
-    first = np.empty(n, np.int64)
-    count = np.zeros(n, np.int64)
-    sig = np.empty(n, np.uint64)
-    # Tokens are packed line after line into arrays grown on demand (a line of b bytes
-    # holds at most (b + 1) // 2 words, each at most one token), sized first from the
-    # payload bytes (trace payloads average over 10 bytes a word): no counting pass.
-    size = 16
-    for k in range(n):
-        size += max(0, pend[k] - pstart[k]) // 10
-    ks = np.empty(size, np.int64)
-    ke = np.empty(size, np.int64)
-    kh = np.empty(size, np.uint64)
-    vs = np.empty(size, np.int64)
-    ve = np.empty(size, np.int64)
-    ival = np.empty(size, np.int64)
-    iok = np.empty(size, np.bool_)
-    t = 0
-    for k in range(n):
-        room = t + max(0, pend[k] - pstart[k] + 1) // 2
-        if room > ks.size:
-            size = max(2 * ks.size, room)
-            ks, ke, kh = grown(ks, size, t), grown(ke, size, t), grown(kh, size, t)
-            vs, ve = grown(vs, size, t), grown(ve, size, t)
-            ival, iok = grown(ival, size, t), grown(iok, size, t)
-        first[k] = t
-        h = FNV_OFFSET
-        i = pstart[k]
-        e = pend[k]
-        word = 0
-        ps = -1
-        pe = -1
-        shrink = mode[k] == 1
-        while True:
-            while i < e and buf[i] == 32:
-                i += 1
-            if i >= e:
-                break
-            ws = i
-            eq = -1
-            hk = FNV_OFFSET
-            v = 0
-            digits = True
-            while i < e:
-                c = buf[i]
-                if c == 32:
-                    break
-                if c == 61:  # the key (hashed as it is read) ends at the first "="
-                    eq = i
-                    i += 1
-                    if i < e and buf[i] == 40:  # "=(" value runs to ")"
-                        while i < e and buf[i] != 41:
-                            i += 1
-                        if i < e:
-                            i += 1
-                        digits = False
-                        break
-                    # The value, parsed as a decimal on the way (else _parse_int below).
-                    while i < e and buf[i] != 32:
-                        d = buf[i] - 48
-                        if d < 0 or d > 9:
-                            digits = False
-                        v = v * 10 + d
-                        i += 1
-                    break
-                hk = (hk ^ np.uint64(c)) * FNV_PRIME
-                i += 1
-            we = i
-            word += 1
-            if shrink and word <= 2:
-                ks[t] = -1 - word
-                ke[t] = -1 - word
-                kh[t] = np.uint64(word)
-                ival[t] = 0
-                iok[t] = False
-                vs[t] = ws
-                ve[t] = we - 1 if word == 2 and buf[we - 1] == 58 else we
-                h = (h ^ kh[t]) * FNV_PRIME
-                t += 1
-                continue
-            if eq > ws:
-                if ps >= 0:
-                    t, h = _bare_phrase(buf, ps, pe, t, h, ks, ke, kh, vs, ve, ival, iok)
-                    ps = -1
-                vend = we - 1 if buf[we - 1] == 44 else we
-                ks[t] = ws
-                ke[t] = eq
-                vs[t] = eq + 1
-                ve[t] = vend
-                if digits and 0 < vend - eq - 1 <= 18 and vend == we:
-                    ival[t] = v
-                    iok[t] = True
-                else:
-                    ival[t], iok[t] = _parse_int(buf, eq + 1, vend)
-                kh[t] = hk
-                h = (h ^ hk) * FNV_PRIME
-                t += 1
-                continue
-            v, ok = _parse_int(buf, ws, we)
-            is_gfp = pe - ps == gfp.size
-            if is_gfp:
-                for j in range(gfp.size):
-                    if buf[ps + j] != gfp[j]:
-                        is_gfp = False
-                        break
-            if ps >= 0 and (ok or is_gfp):
-                ks[t] = ps
-                ke[t] = pe
-                vs[t] = ws
-                ve[t] = we
-                ival[t] = v
-                iok[t] = ok
-                kh[t] = fnv1a(buf, ps, pe)
-                h = (h ^ kh[t]) * FNV_PRIME
-                t += 1
-                ps = -1
-            elif ps >= 0:
-                pe = we
-            else:
-                ps = ws
-                pe = we
-        if ps >= 0:
-            t, h = _bare_phrase(buf, ps, pe, t, h, ks, ke, kh, vs, ve, ival, iok)
-        count[k] = t - first[k]
-        sig[k] = h
-    return first, count, sig, ks[:t], ke[:t], kh[:t], vs[:t], ve[:t], ival[:t], iok[:t]
-
-
-GFP_LITERAL = np.frombuffer(b"gfp_flags", np.uint8).copy()
+    arrays = _parse.tokenize(
+        buf,
+        np.ascontiguousarray(pstart, np.int64),
+        np.ascontiguousarray(pend, np.int64),
+        np.ascontiguousarray(mode, np.uint8),
+    )
+    return tuple(np.frombuffer(a, t) for a, t in zip(arrays, _TOKEN_TYPES, strict=True))
 
 
 def key_name(buf: np.ndarray, s: int, e: int) -> str:
@@ -275,7 +118,7 @@ def key_name(buf: np.ndarray, s: int, e: int) -> str:
     return _PHRASES.get(name, name)
 
 
-_KIND_CODES = {INT: 0, STR: 1, FLAGS: 2}
+_KIND_CODES = {INT: _parse.K_INT, STR: _parse.K_STR, FLAGS: _parse.K_FLAGS}
 
 
 @dataclass(frozen=True)
@@ -283,8 +126,8 @@ class _Plan:
     """How the compiled emitter (:mod:`.columns`) maps raw key spellings to columns."""
 
     names: tuple[str, ...]
-    kinds: np.ndarray  # int8 per column: 0 int, 1 str, 2 flags
-    slots: np.ndarray  # int64 per column: its row in the int (kind 0) or span (else) output
+    kinds: np.ndarray  # int8 per column: _parse.K_INT, K_STR or K_FLAGS
+    slots: np.ndarray  # int64 per column: its index among the columns of its kind
     hashes: np.ndarray  # uint64 FNV-1a of each accepted raw key text (1/2: shrinker words)
     columns: np.ndarray  # int64 column index of each spelling
 
@@ -312,11 +155,13 @@ def field_plan(event: str) -> _Plan:
         for text in dict.fromkeys(spellings):
             raw = np.frombuffer(text.encode(), np.uint8)
             if key_name(raw, 0, raw.size) == name:
-                hashes.append(int(fnv1a(raw, 0, raw.size)))
+                hashes.append(fnv1a(text.encode()))
                 columns.append(col)
     kinds = np.array([_KIND_CODES[field_type(event, name)] for name in names], np.int8)
-    is_int = kinds == 0
-    slots = np.where(is_int, np.cumsum(is_int) - 1, np.cumsum(~is_int) - 1)
+    slots = np.zeros(len(kinds), np.int64)
+    for kind in _KIND_CODES.values():
+        of_kind = kinds == kind
+        slots[of_kind] = np.arange(of_kind.sum())
     return _Plan(names, kinds, slots, np.array(hashes, np.uint64), np.array(columns, np.int64))
 
 
