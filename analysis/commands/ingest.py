@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
 import sys
 import time
 from pathlib import Path
@@ -78,10 +79,12 @@ def _progress(path: Path):
 
 
 def run(args: argparse.Namespace) -> int:
-    # Loading numba and its cached kernels makes hundreds of thousands of long-lived objects
-    # that the cyclic collector would walk again and again (0.2-0.4 s of CPU of a one-file
-    # ingest, benchmarks/ftrace.md); an ingest makes no reference cycles worth collecting.
+    # An ingest makes no reference cycles worth collecting; the collector would walk the
+    # imported libraries' long-lived objects again and again.
     gc.disable()
+    # Before NumPy loads: OpenBLAS starts a thread per core that spins ~0.1 s of CPU after
+    # it starts (benchmarks/ftrace.md), and an ingest does no linear algebra.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     # First, before Polars starts its threads: see the function.
     from analysis.ingest.ftrace.malloc import one_arena
 

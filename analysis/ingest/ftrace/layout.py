@@ -56,11 +56,11 @@ __all__ = [
     "TGID",
     "TS",
     "UNPARSED",
-    "count_lines",
     "find_lines",
     "fnv1a",
     "group_hashes",
     "scan_lines",
+    "text_shape",
 ]
 
 # Line kinds, the codes scan_lines stores (defined by _parse.c).
@@ -110,9 +110,10 @@ def fnv1a(text: bytes) -> int:
     return h
 
 
-def count_lines(data) -> int:
-    """Number of lines in ``data``: its newlines, plus one for an unterminated last line."""
-    return _parse.count_lines(data)
+def text_shape(data) -> tuple[int, bool]:
+    """(lines, ascii): the number of lines in ``data`` (its newlines, plus one for an
+    unterminated last line) and whether every byte is ASCII, in one pass."""
+    return _parse.text_shape(data)
 
 
 def find_lines(data) -> tuple[np.ndarray, np.ndarray]:
@@ -121,16 +122,17 @@ def find_lines(data) -> tuple[np.ndarray, np.ndarray]:
     return np.frombuffer(starts, np.int64), np.frombuffer(ends, np.int64)
 
 
-def scan_lines(data) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Split ``data`` into lines and classify every one: (starts, ends, kind int8[n],
-    fields int64[n, SCAN_COLUMNS]), all writable.
+def scan_lines(data, lines: int = -1) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Split ``data`` into its ``lines`` lines (:func:`text_shape`'s count; counted here
+    when not given) and classify every one: (starts, ends, kind int8[n], fields int64[n,
+    SCAN_COLUMNS]), all writable.
 
     ``fields`` columns are named by the constants above (``COMM_START`` ... ``NAME_HASH``);
     a row holds only what its kind defines (events: all but ``REASON``; lost markers:
     ``CPU``, ``TS``, ``INSTANCE_END``; unparsed: ``REASON``), the rest is not initialised.
     An event line's end is moved back over trailing blanks (its payload ends there).
     """
-    starts, ends, kind, fields = _parse.scan(data)
+    starts, ends, kind, fields = _parse.scan(data, lines)
     return (
         np.frombuffer(starts, np.int64),
         np.frombuffer(ends, np.int64),

@@ -89,10 +89,10 @@ from analysis.ingest.ftrace.layout import (
     STACK,
     TS,
     UNPARSED,
-    count_lines,
     find_lines,
     group_hashes,
     scan_lines,
+    text_shape,
 )
 from analysis.ingest.ftrace.malloc import reuse_freed_memory
 from analysis.ingest.ftrace.tokenizer import event_schema
@@ -235,9 +235,10 @@ class _BlockResult:
     first_ts: int | None = None
 
 
-def _decode(data: bytes | bytearray) -> tuple[bytes | bytearray, int]:
-    """Valid UTF-8 bytes of ``data`` (invalid sequences → U+FFFD) and how many lines had any."""
-    if data.isascii():  # the usual case, ten times cheaper to check than decoding
+def _decode(data: bytes | bytearray, ascii: bool) -> tuple[bytes | bytearray, int]:
+    """Valid UTF-8 bytes of ``data`` (invalid sequences → U+FFFD) and how many lines had
+    any; ``ascii``: every byte of ``data`` is ASCII (:func:`~.layout.text_shape`)."""
+    if ascii:  # the usual case
         return data, 0
     try:
         data.decode("utf-8")
@@ -264,17 +265,23 @@ def _byte_array(data: bytes | bytearray) -> np.ndarray:
 
 
 def parse_block(
-    data: bytes | bytearray, line_base: int, final: bool
+    data: bytes | bytearray,
+    line_base: int,
+    final: bool,
+    shape: tuple[int, bool] | None = None,
 ) -> tuple[_BlockResult, dict[str, pa.Table | pl.DataFrame]]:
-    """Parse whole lines ``data`` (first line is line ``line_base + 1``) into event tables.
+    """Parse whole lines ``data`` (first line is line ``line_base + 1``) into event tables;
+    ``shape``: its :func:`~.layout.text_shape`, when the caller has it.
 
     Returns the block's accounting and ``{event name: table}``: an Arrow table from the
     column pass, or a Polars frame from the general path.
     """
     raw = data
-    data, invalid = _decode(data)
+    lines, ascii = text_shape(data) if shape is None else shape
+    data, invalid = _decode(data, ascii)
     buf = _byte_array(data)
-    starts, ends, kind, out = scan_lines(buf)
+    # Decoding replaces bytes, and so may change the lines: count again.
+    starts, ends, kind, out = scan_lines(buf, lines if not invalid else -1)
     # Samples are cut from the undecoded bytes, so invalid UTF-8 shows as \xNN.
     raw_lines = (starts, ends.copy()) if not invalid else find_lines(raw)
     res = _BlockResult(lines=len(starts), invalid_utf8=invalid)
@@ -428,9 +435,9 @@ def _ingest_into(path: Path, directory: Path, progress: Callable[[int, int], Non
     inflight: queue.Queue = queue.Queue(maxsize=WORKERS + 1)
     errors: list[BaseException] = []
 
-    def work(block: int, data: bytes, base: int, final: bool) -> None:
+    def work(block: int, data: bytes, base: int, final: bool, shape: tuple[int, bool]) -> None:
         try:
-            res, tables = parse_block(data, base, final)
+            res, tables = parse_block(data, base, final, shape)
             write_tables(directory, block, tables)
             results[block] = res
         except BaseException as exc:  # re-raised in the reading thread
@@ -443,9 +450,10 @@ def _ingest_into(path: Path, directory: Path, progress: Callable[[int, int], Non
             if errors:
                 break
             inflight.put(block)  # blocks while WORKERS+1 blocks are in flight: bounded memory
-            pool.submit(work, block, chunk.data, line_base, chunk.final)
+            shape = text_shape(chunk.data)
+            pool.submit(work, block, chunk.data, line_base, chunk.final, shape)
             nbytes += len(chunk.data)
-            line_base += count_lines(chunk.data)
+            line_base += shape[0]
             if progress is not None:
                 progress(len(chunk.data), line_base)
     if errors:
