@@ -1,14 +1,14 @@
-"""Compile every numba kernel once, at install, into numba's on-disk cache.
+"""Compile the shrinker model's numba kernels once, at install, into numba's on-disk cache.
 
 numba compiles a ``cache=True`` kernel the first time it is called in an environment
-(12-20 s for the ingest's kernels on 2 cores) and then loads it from ``__pycache__``
-beside the source. ``make setup`` runs ``python -m analysis.warm``, so
-that the first ``mmlab ingest`` a user or a CI machine runs costs what every later one
-does (``benchmarks/ftrace.md``, issue 23). The kernels are compiled by the real code
-path, :func:`~analysis.ingest.ftrace.reader.read` of a small trace, so they get exactly
-the argument types a real ingest passes (numba compiles one version per type); the
-shrinker model's kernels (:mod:`analysis.models.shrinker_kernel`) likewise, by a model
-run on the sample's shrinker calls.
+and then loads it from ``__pycache__`` beside the source. ``make setup`` runs ``python -m
+analysis.warm``, so that the first shrinker model run a user or a CI machine makes costs
+what every later one does (issue 23). The kernels
+(:mod:`analysis.models.shrinker_kernel`) are compiled by the real code path, a model run
+on the shrinker calls of a small trace read with
+:func:`~analysis.ingest.ftrace.reader.read`, so they get exactly the argument types a
+real run passes (numba compiles one version per type). The trace reader itself is C,
+compiled when the package is installed: it has nothing to warm.
 """
 
 from __future__ import annotations
@@ -19,8 +19,7 @@ from pathlib import Path
 __all__ = ["SAMPLE", "warm"]
 
 # Real lines: the first events of data/stutterp-dirty20 iter-0 (Linux 6.18, trace_pipe)
-# and of a `trace-cmd report` of tests/data/ftrace/trace-cmd/trace.dat (an instance
-# buffer; writeback_dirty_folio is outside the registry, so the general path compiles).
+# and of a `trace-cmd report` of tests/data/trace-cmd/trace.dat (an instance buffer).
 SAMPLE = b"""\
           python-32443   [000] .....  2126.293483: mm_vmscan_memcg_reclaim_begin: order=0 gfp_flags=GFP_HIGHUSER_MOVABLE
           python-32443   [000] .....  2126.293535: mm_vmscan_lru_shrink_inactive: nid=0 nr_scanned=7 nr_reclaimed=5 nr_dirty=2 nr_writeback=0 nr_congested=0 nr_immediate=0 nr_activate_anon=0 nr_activate_file=2 nr_ref_keep=0 nr_unmap_fail=0 priority=12 flags=RECLAIM_WB_FILE|RECLAIM_WB_ASYNC
@@ -33,8 +32,8 @@ mmlab_speed:               dd-28412 [001]   995.834403: writeback_dirty_folio: b
 
 def warm() -> None:
     """Ingest :data:`SAMPLE` from a file into a throw-away cache and model its shrinker
-    calls (compiles every kernel)."""
-    from analysis.ingest.ftrace.reader import parse_text, read
+    calls (compiles every model kernel)."""
+    from analysis.ingest.ftrace.reader import read
     from analysis.metrics.pairing import all_intervals, reclaim_intervals
     from analysis.metrics.shrinker import shrinker_invocations
     from analysis.models import shrinker
@@ -47,7 +46,6 @@ def warm() -> None:
         calls, _ = shrinker_invocations(data, intervals, lost_lines=[])
         shrinker.model_trace(calls, shrinker.Variant("G2"))
     shrinker.do_shrink_slab(shrinker.Variant("G1"), deferred=0, freeable=100, priority=12)
-    parse_text(SAMPLE)
 
 
 if __name__ == "__main__":

@@ -10,10 +10,44 @@ the divisor is 1).
 
 from __future__ import annotations
 
+import importlib
+import sys
+
 import numpy as np
 from numba import njit
 
 __all__ = ["replay", "scan_loop", "shrink_call", "targets"]
+
+
+def _import_without(module: str, hidden: str, loaded: str) -> None:
+    """Import ``module`` with ``hidden`` made unimportable (its ImportError path), unless
+    ``module`` or ``loaded`` is already imported: then there is nothing left to save."""
+    if module in sys.modules or loaded in sys.modules:
+        return
+    sys.modules[hidden] = None  # type: ignore[assignment]  # import → ImportError
+    try:
+        importlib.import_module(module)
+    finally:
+        del sys.modules[hidden]
+
+
+def _load_numba_lean() -> None:
+    """Load two parts of numba now, each telling it an optional library is absent.
+
+    On first use numba's array implementations probe ``scipy.linalg.cython_blas`` (which
+    imports ``scipy.linalg``: ~0.15 s of CPU time) only to choose how compiled
+    ``np.convolve`` and ``np.correlate`` multiply: with BLAS or numba's own loop (the same
+    sums, perhaps added in another order). No kernel here calls either; ``np.dot`` and
+    ``np.linalg`` still load BLAS when a kernel using them is compiled.
+
+    On the first compile or cache load numba's typing imports ``cffi`` and its C parser
+    (~0.03 s of CPU time) only to type CFFI functions passed to a kernel; none is.
+    """
+    _import_without("numba.np.arraymath", "scipy.linalg.cython_blas", "scipy.linalg")
+    _import_without("numba.core.typing.cffi_utils", "cffi", "cffi")
+
+
+_load_numba_lean()
 
 # Generation codes, in the order of analysis.models.shrinker.GENERATIONS.
 G1, G2, G3 = 0, 1, 2

@@ -70,7 +70,8 @@ def write_tables(directory: Path, block: int, tables: dict[str, pa.Table | pl.Da
             )
             continue
         strings = [
-            f"{f.name}.list.element" if pa.types.is_list(f.type) or pa.types.is_large_list(f.type)
+            f"{f.name}.list.element"
+            if pa.types.is_list(f.type) or pa.types.is_large_list(f.type)
             else f.name
             for f in table.schema
             if not pa.types.is_integer(f.type)

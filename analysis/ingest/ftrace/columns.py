@@ -150,7 +150,7 @@ class BlockColumns:
         bad = self.bad.copy()
         for e, plan in enumerate(self.plans):
             if plan is not None and not self.planned[e]:
-                first, count, _sig, _ps, _pe, _ks, _ke, kh, vs, _ve, _ival, iok = self.tokens(e)
+                _, count, _, _, _, _, _, kh, vs, _, _, iok = self.tokens(e)
                 bad[self.ids == e] = field_failures(plan, count, kh, vs, iok)
         return bad
 
@@ -256,4 +256,3 @@ def _offsets(sizes) -> np.ndarray:
 def _concat(arrays: list[np.ndarray], dtype) -> np.ndarray:
     """Concatenation of ``arrays`` (typed even when there are none)."""
     return np.concatenate(arrays).astype(dtype, copy=False) if arrays else np.zeros(0, dtype)
-

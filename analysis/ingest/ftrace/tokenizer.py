@@ -7,8 +7,8 @@ Anything else a newer kernel appends (7.1's ``memcg_id``) is kept as an extra co
 Int64 if every value is an integer, else String. Unknown events keep ``payload`` (raw
 text) and ``fields`` (List of Struct{key, value}).
 
-Payload rules (compiled, ``_parse.c``, one pass): words are split on runs of spaces (so ``%-8s`` zone
-padding disappears); ``key=value`` words give a field, a value glued to a comma
+Payload rules (compiled, ``_parse.c``, one pass): words are split on runs of spaces (so
+``%-8s`` zone padding disappears); ``key=value`` words give a field, a value glued to a comma
 (``zone_end=0x100000,``) loses it, a value opening ``(`` runs to ``)``
 (``range=(0x1 ~ 0x2)``). Free text (shrink_slab) is read as phrases followed by a
 value: consecutive words form a phrase key until an integer (or, after ``gfp_flags``,
