@@ -6,9 +6,8 @@ of vmscan + compaction events (incl. ``mm_vmscan_lru_isolate``) recorded by
 cgroup. Measured, each in a fresh process with an empty ingest cache:
 
 - full typed ingest (``ftrace.read``: hash, parse, type, write Parquet) of the capture,
-  ``REPEATS`` times: MB/s = decompressed bytes / wall seconds of ``read()`` with numba's
-  on-disk cache warm (the JIT compile is a one-off per machine, measured separately);
-  process CPU seconds (all threads) and peak RSS;
+  ``REPEATS`` times: MB/s = decompressed bytes / wall seconds of ``read()`` after the
+  process imported the reader; process CPU seconds (all threads) and peak RSS;
 - the same on a ≥ 3 GB input made by concatenating copies of the capture (stated as
   such), to show that peak RSS does not grow with input size;
 - a Perl one-liner that only matches the line-header regex over the same file;
@@ -18,18 +17,20 @@ cgroup. Measured, each in a fresh process with an empty ingest cache:
   process from ``wait4``, and the ratio within each pair (the machine is shared: only
   same-run ratios compare);
 - the first run on a fresh environment: a ``git clone`` of this commit, ``make setup``
-  in it (which compiles the numba kernels, :mod:`analysis.warm`), then
-  ``mmlab ingest`` of the capture's first 20,000 lines three times, each with an empty
-  ingest cache: the first run against the median of the next two; and the same first run
-  with an empty ``NUMBA_CACHE_DIR``, i.e. what it cost before ``make setup`` compiled;
-- the cold start: interpreter + imports + parsing a 1 MB sample, once with the numba
-  cache as it is and once with an empty ``NUMBA_CACHE_DIR`` (every kernel compiled).
+  in it (uv sync, which compiles the reader's C extension, and :mod:`analysis.warm`),
+  then ``mmlab ingest`` of the capture's first 20,000 lines three times, each with an
+  empty ingest cache: the first run against the median of the next two; and the same
+  first run with an empty ``NUMBA_CACHE_DIR`` (the reader loads no JIT: it costs the
+  same; with the numba reader of before, this was the 15 s compile);
+- the start-up: interpreter + imports + parsing a 1 MB sample, once as installed and
+  once with an empty ``NUMBA_CACHE_DIR``.
 
 The machine is shared, so the 1/5/15-minute load averages are recorded beside each figure.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -57,14 +58,19 @@ MMLAB = Path(sys.executable).parent / "mmlab"
 # capture of the same kind (the one recorded now is 671 MB): 10.87 s, 77 MB/s, 766 MB
 # peak RSS at load average 1.34; 3.36 GB in 35.07 s.
 BASELINE = {"commit": "0491938", "wall_s": 10.87, "mb_per_s": 77, "load_avg_1min": 1.34}
+# The numba reader this replaced (commit 84a1435), whole process against the Perl loop on
+# the capture recorded here (630 MB), on this machine type, 2026-11-27, load 1.3-1.4 (the
+# pairs' own): pairs (perl wall/CPU s, ingest wall/CPU s) 1.94/1.93 4.39/7.42, 1.91/1.91
+# 3.90/6.83, 1.92/1.92 3.64/6.61; medians of the ratios below.
+NUMBA_READER = {"commit": "84a1435", "wall_ratio": 2.04, "cpu_ratio": 3.57, "peak_rss_mb": 690}
 
 PERL_HEADER = (
     r"$n++ if /^\s*(.*?)-(\d+)\s+(?:\(\s*[-\d]+\)\s+)?\[(\d+)\]\s+(?:\S+\s+)?"
     r"(\d+\.\d+):\s+(\w+):/; END { print qq($n\n) }"
 )
 
-# One ingest: start-up (imports, numba kernels loaded from its cache by parsing a 1 MB
-# sample) is timed apart from read(), whose wall time gives the throughput.
+# One ingest: start-up (imports and a first parse of a 1 MB sample) is timed apart from
+# read(), whose wall time gives the throughput.
 CHILD = """
 import time
 t_start = time.perf_counter()
@@ -88,7 +94,7 @@ print(json.dumps({
 }))
 """
 
-# Start-up cost: imports plus a parse of a real sample (loads or compiles every kernel).
+# Start-up cost: imports plus a parse of a real sample.
 STARTUP = """
 import sys
 from analysis.ingest import ftrace
@@ -273,7 +279,7 @@ def run(out_dir: Path) -> dict:
     fresh = first_run(capture)
     with tempfile.TemporaryDirectory() as empty:
         cold = startup(capture, empty)
-    warm = startup(capture, None)  # also leaves every kernel in numba's on-disk cache
+    warm = startup(capture, None)
     pairs = whole_process_pairs(capture)
     perl = perl_header(capture)
     runs = [ingest(capture, "main") for _ in range(REPEATS)]
@@ -283,9 +289,16 @@ def run(out_dir: Path) -> dict:
     results = {
         "machine": {
             "cpus": os.cpu_count(),
+            "cpu_model": _cpu_model(),
             "python": platform.python_version(),
             "kernel": platform.release(),
+            "perl": subprocess.run(
+                ["perl", "-e", "print $^V"], capture_output=True, text=True
+            ).stdout,
         },
+        "commit": subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True
+        ).stdout.strip(),
         "capture": {"path": str(capture.relative_to(HERE.parent)), "bytes": capture.stat().st_size},
         "ingest_runs": runs,
         "ingest_median_wall_s": median,
@@ -293,7 +306,7 @@ def run(out_dir: Path) -> dict:
         "ingest_3gb": {**large, "input": f"{BIG_COPIES} concatenated copies of the capture"},
         "perl_header_match": perl,
         "ratio_ingest_to_perl": median / perl["wall_s"],
-        "startup_s": {"numba_cache_warm": warm, "numba_cache_empty": cold},
+        "startup_s": {"as_installed": warm, "numba_cache_empty": cold},
         "whole_process_pairs": pairs,
         "whole_process_median": {
             "wall_ratio": statistics.median(p["wall_ratio"] for p in pairs),
@@ -302,6 +315,7 @@ def run(out_dir: Path) -> dict:
         },
         "first_run": fresh,
         "baseline": BASELINE,
+        "numba_reader": NUMBA_READER,
         "targets": {
             "mb_per_s": 165,
             "peak_rss_mb": 1536,
@@ -316,6 +330,15 @@ def run(out_dir: Path) -> dict:
     (out_dir / "ftrace.md").write_text(_markdown(results))
     print(_markdown(results))
     return results
+
+
+def _cpu_model() -> str:
+    """The CPU's model name (/proc/cpuinfo), or the platform's processor string."""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor()
 
 
 def _load(r: dict) -> str:
@@ -375,7 +398,8 @@ def _pair_rows(r: dict) -> str:
 
 def _first_rows(f: dict) -> str:
     rows = [
-        f"| `make setup` in the clone (uv sync, byte-compile, kernel compile) | "
+        f"| `make setup` in the clone (uv sync with the C extension's compile, byte-compile, "
+        f"model kernels' compile) | "
         f"{f['make_setup']['wall_s']:.1f} | {f['make_setup']['cpu_s']:.1f} | "
         f"{_load(f['make_setup'])} |"
     ]
@@ -384,20 +408,22 @@ def _first_rows(f: dict) -> str:
         rows.append(f"| {label} | {run['wall_s']:.2f} | {run['cpu_s']:.2f} | {_load(run)} |")
     n = f["without_setup_compile"]
     rows.append(
-        f"| first run with an empty `NUMBA_CACHE_DIR` (no compile at setup, as before) | "
+        f"| first run with an empty `NUMBA_CACHE_DIR` (the numba reader compiled here) | "
         f"{n['wall_s']:.2f} | {n['cpu_s']:.2f} | {_load(n)} |"
     )
     return "\n".join(rows)
 
 
 def _whole_process(r: dict) -> str:
-    w, f = r["whole_process_median"], r["first_run"]
+    w, f, old = r["whole_process_median"], r["first_run"], r["numba_reader"]
+    m = r["machine"]
     return f"""## What a user waits for (issue 23)
 
-Whole processes, same run: `perl -ne` with the header regex below, then
-`mmlab ingest {r["capture"]["path"]} --out <empty cache> --json` (interpreter start,
-imports, numba kernels from the cache `make setup` filled, hashing, parsing, Parquet).
-CPU is user + system time of every thread (`wait4`); ratios are within each pair.
+Whole processes, same run, commit {r["commit"]}: `perl -ne` with the header regex below
+(Perl {m["perl"]}), then `mmlab ingest {r["capture"]["path"]} --out <empty cache> --json`
+(interpreter start, imports, hashing, parsing in the compiled reader, Parquet). CPU is
+user + system time of every thread (`wait4`); ratios are within each pair. Machine:
+{m["cpus"]} cores of {m["cpu_model"]}, Linux {m["kernel"]}, Python {m["python"]}.
 
 {_PAIR_HEADER}
 {_pair_rows(r)}
@@ -414,6 +440,9 @@ Median of the {len(r["whole_process_pairs"])} pairs against the targets of issue
 | {_verdict(f["first_minus_warm_s"], 3.0)} |
 
 A ratio is only as good as the machine was quiet: compare the load averages above.
+Before (the numba reader, commit {old["commit"]}, same capture, same machine type, measured
+the same way on 2026-11-27): wall {old["wall_ratio"]:.2f}×, CPU {old["cpu_ratio"]:.2f}×,
+{old["peak_rss_mb"]} MB.
 
 First run on a fresh environment: `git clone` of commit {f["commit"]}, `make setup`, then
 `mmlab ingest` of the capture's first {f["lines"]:,} lines, three times, each with an empty
@@ -424,8 +453,9 @@ ingest cache.
 {_first_rows(f)}
 
 The first run costs **{f["first_minus_warm_s"]:+.2f} s** wall ({f["first_minus_warm_cpu_s"]:+.2f} s
-CPU) more than the median of the later two (target ≤ 3 s): the kernels were compiled by
-`make setup`. Without that step the first run compiles them (last row).
+CPU) more than the median of the later two (target ≤ 3 s): the reader is C, compiled when
+the package is installed (part of `make setup`'s uv sync), and an ingest loads no JIT, so
+even an empty numba cache changes nothing (last row).
 
 """
 
@@ -443,9 +473,8 @@ with other jobs: the 1/5/15-minute load average before each run is in the table.
 
 Each ingest runs in a fresh process with an empty ingest cache. "wall s" and "CPU s" are
 those of `ftrace.read()` alone (hash, decompress, parse, type, write Parquet; CPU summed
-over all threads), after the process has imported the ingest and loaded its numba kernels
-from numba's warm on-disk cache; "process wall s" is the whole process, interpreter start
-included (start-up below).
+over all threads), after the process has imported the reader and parsed a 1 MB sample;
+"process wall s" is the whole process, interpreter start included (start-up below).
 
 | run | input MB | wall s | MB/s | CPU s | process wall s | peak RSS MB | load avg | target |
 |---|---:|---:|---:|---:|---:|---:|---|---|
@@ -455,11 +484,9 @@ Median of the {len(r["ingest_runs"])} runs: {r["ingest_median_wall_s"]:.2f} s,
 **{r["ingest_median_mb_per_s"]:.0f} MB/s** (target ≥ 165). Ingest / perl time ratio:
 **{r["ratio_ingest_to_perl"]:.2f}** (goal ≤ 1.5); Perl matched {p["matched"]:,} header lines.
 
-Start-up (fresh interpreter, imports, parse of a 1 MB sample): {s["numba_cache_warm"]:.2f} s
-with numba's cache warm; {s["numba_cache_empty"]:.2f} s with an empty `NUMBA_CACHE_DIR`, i.e.
-the one-off JIT compile costs about {s["numba_cache_empty"] - s["numba_cache_warm"]:.1f} s
-(numba keeps compiled kernels in `__pycache__` beside the sources, or in `NUMBA_CACHE_DIR`;
-`make setup` fills it, see the first-run table above).
+Start-up (fresh interpreter, imports, parse of a 1 MB sample): {s["as_installed"]:.2f} s;
+{s["numba_cache_empty"]:.2f} s with an empty `NUMBA_CACHE_DIR` (the reader has no JIT; the
+numba reader, the last record took 15.69 s).
 
 Before issue 4's optimisation (commit {b["commit"]}, on an earlier 639 MB capture of the same
 kind, since replaced): {b["wall_s"]:.2f} s,
