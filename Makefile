@@ -41,16 +41,22 @@ all: $(BUILD)/report.txt $(EXECUTED) paper
 
 # uv from PyPI if it is missing, then the locked environment (a no-op when current),
 # byte-compiled at install: this machine sets PYTHONDONTWRITEBYTECODE, so nothing else would.
+# Installing mmlab compiles its trace reader (C, analysis/ingest/ftrace/_parse.c): a C
+# compiler and Python's headers must be there, and are checked first.
 setup: $(SYNCED) $(WARM)
 $(SYNCED): pyproject.toml uv.lock $(C_SOURCES)
+	@command -v $${CC:-cc} >/dev/null 2>&1 && $(PYTHON) -c "import os, sysconfig; \
+		assert os.path.exists(os.path.join(sysconfig.get_paths()['include'], 'Python.h'))" \
+		2>/dev/null || { echo "mmlab's trace reader is compiled C: install a C compiler and" \
+		"Python's headers (Debian/Ubuntu: apt-get install gcc python3-dev)" >&2; exit 1; }
 	@command -v uv >/dev/null 2>&1 || $(PYTHON) -m uv --version >/dev/null 2>&1 \
 		|| $(PYTHON) -m pip install --quiet uv
 	$$(command -v uv || echo $(PYTHON) -m uv) sync --locked --compile-bytecode --python $(PYTHON)
 	@touch $@
 
-# numba compiles the ingest's and the shrinker model's kernels on their first call (12-20 s
-# on 2 cores): done here, once per environment and again when their sources change, into
-# numba's on-disk cache, so that no first `mmlab ingest` pays it (benchmarks/ftrace.md).
+# numba compiles the shrinker model's kernels on their first call: done here, once per
+# environment and again when their sources change, into numba's on-disk cache, so that no
+# first model run pays it. (The trace reader is C, compiled by uv sync: benchmarks/ftrace.md.)
 $(WARM): $(SYNCED) $(JIT_SOURCES)
 	$(PY) -m analysis.warm
 	@touch $@

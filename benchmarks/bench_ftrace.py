@@ -408,7 +408,8 @@ def _first_rows(f: dict) -> str:
         rows.append(f"| {label} | {run['wall_s']:.2f} | {run['cpu_s']:.2f} | {_load(run)} |")
     n = f["without_setup_compile"]
     rows.append(
-        f"| first run with an empty `NUMBA_CACHE_DIR` (the numba reader compiled here) | "
+        "| first run with an empty `NUMBA_CACHE_DIR` (where the numba reader compiled its "
+        f"kernels) | "
         f"{n['wall_s']:.2f} | {n['cpu_s']:.2f} | {_load(n)} |"
     )
     return "\n".join(rows)

@@ -4,7 +4,8 @@ Input: the real ``do_shrink_slab()`` calls of the six bundled captures (data/stu
 one capture after another and round again until there are ``CALLS`` calls, each copy
 shifted in time and trace line so the sequence stays ordered (stated as such: the
 arithmetic per call is real, the length is made up). Measured with numba's on-disk cache warm (the
-first call, which may compile, is timed apart): :func:`analysis.models.shrinker.replay`
+first call, which starts numba and may compile, is timed apart: since the trace reader is C,
+reading the captures no longer starts numba before it): :func:`analysis.models.shrinker.replay`
 end to end (Polars preparation, compiled replay, result frames) for G1, G2 and G3, the
 best of ``REPEATS``. Target: <= 2 s per variant. Load averages are recorded beside it.
 """

@@ -790,6 +790,25 @@ static void release(Py_buffer *views, int n)
             PyBuffer_Release(&views[i]);
 }
 
+/* The arguments (buf, starts, ends, flags) of a function over n byte spans of buf: int64
+ * starts and ends, one byte of flags per span. */
+static int get_spans(PyObject *args, const char *name, Py_buffer v[4], i64 *n)
+{
+    PyObject *a[4];
+    if (!PyArg_UnpackTuple(args, name, 4, 4, &a[0], &a[1], &a[2], &a[3]))
+        return -1;
+    if (get_array(a[0], &v[0], 1, -1, "buf") < 0 || get_array(a[1], &v[1], 8, -1, "starts") < 0) {
+        release(v, 4);
+        return -1;
+    }
+    *n = v[1].len / 8;
+    if (get_array(a[2], &v[2], 8, *n, "ends") < 0 || get_array(a[3], &v[3], 1, *n, "flags") < 0) {
+        release(v, 4);
+        return -1;
+    }
+    return 0;
+}
+
 static PyObject *py_text_shape(PyObject *self, PyObject *arg)
 {
     Py_buffer b;
@@ -985,19 +1004,10 @@ fail:
  * the value is an integer. mode[k] = 1: line k is shrink_slab free text. */
 static PyObject *py_tokenize(PyObject *self, PyObject *args)
 {
-    PyObject *a[4];
-    if (!PyArg_UnpackTuple(args, "tokenize", 4, 4, &a[0], &a[1], &a[2], &a[3]))
-        return NULL;
     Py_buffer v[4] = {{0}};
-    if (get_array(a[0], &v[0], 1, -1, "buf") < 0 || get_array(a[1], &v[1], 8, -1, "pstart") < 0) {
-        release(v, 4);
+    i64 n;
+    if (get_spans(args, "tokenize", v, &n) < 0)
         return NULL;
-    }
-    i64 n = v[1].len / 8;
-    if (get_array(a[2], &v[2], 8, n, "pend") < 0 || get_array(a[3], &v[3], 1, n, "mode") < 0) {
-        release(v, 4);
-        return NULL;
-    }
     const u8 *buf = v[0].buf, *mode = v[3].buf;
     const i64 *pstart = v[1].buf, *pend = v[2].buf;
     i64 bound = 0;
@@ -1037,19 +1047,10 @@ fail:
  * buf[s[i]:e[i]], empty where not valid. */
 static PyObject *py_string_views(PyObject *self, PyObject *args)
 {
-    PyObject *a[4];
-    if (!PyArg_UnpackTuple(args, "string_views", 4, 4, &a[0], &a[1], &a[2], &a[3]))
-        return NULL;
     Py_buffer v[4] = {{0}};
-    if (get_array(a[0], &v[0], 1, -1, "buf") < 0 || get_array(a[1], &v[1], 8, -1, "s") < 0) {
-        release(v, 4);
+    i64 n;
+    if (get_spans(args, "string_views", v, &n) < 0)
         return NULL;
-    }
-    i64 n = v[1].len / 8;
-    if (get_array(a[2], &v[2], 8, n, "e") < 0 || get_array(a[3], &v[3], 1, n, "valid") < 0) {
-        release(v, 4);
-        return NULL;
-    }
     const u8 *buf = v[0].buf, *valid = v[3].buf;
     const i64 *s = v[1].buf, *e = v[2].buf;
     i64 total = 0;
