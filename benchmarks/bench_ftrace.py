@@ -53,7 +53,6 @@ PAIRS = 3
 FIRST_RUN_LINES = 20_000
 SAMPLE_BYTES = 1 << 20
 REPO = HERE.parent
-MMLAB = Path(sys.executable).parent / "mmlab"
 # The implementation before issue 4's optimisation (commit 0491938), on an earlier 639 MB
 # capture of the same kind (the one recorded now is 671 MB): 10.87 s, 77 MB/s, 766 MB
 # peak RSS at load average 1.34; 3.36 GB in 35.07 s.
@@ -185,14 +184,16 @@ def timed(argv: list[str], cwd: Path | None = None, env: dict | None = None) -> 
     }
 
 
-def whole_process_pairs(capture: Path) -> list[dict]:
-    """``PAIRS`` × (Perl header loop, whole ``mmlab ingest --json`` with an empty cache)."""
+def whole_process_pairs(capture: Path, clone: Path) -> list[dict]:
+    """``PAIRS`` × (Perl header loop, whole ``mmlab ingest --json`` with an empty cache), the
+    ingest of the fresh ``clone`` that :func:`first_run` made."""
     pairs = []
+    exe = str(clone / ".venv" / "bin" / "mmlab")
     for _ in range(PAIRS):
         perl = timed(["perl", "-ne", PERL_HEADER, str(capture)])
         cache = WORK / "cache-whole"
         shutil.rmtree(cache, ignore_errors=True)
-        mmlab = timed([str(MMLAB), "ingest", str(capture), "--out", str(cache), "--json"], REPO)
+        mmlab = timed([exe, "ingest", str(capture), "--out", str(cache), "--json"], clone)
         shutil.rmtree(cache, ignore_errors=True)
         pairs.append(
             {
@@ -206,7 +207,8 @@ def whole_process_pairs(capture: Path) -> list[dict]:
 
 
 def first_run(capture: Path) -> dict:
-    """First and later ``mmlab ingest`` of ``FIRST_RUN_LINES`` lines in a fresh clone."""
+    """First and later ``mmlab ingest`` of ``FIRST_RUN_LINES`` lines in a fresh clone (left
+    in ``WORK/fresh-clone`` for :func:`whole_process_pairs`)."""
     clone = WORK / "fresh-clone"
     shutil.rmtree(clone, ignore_errors=True)
     branch = subprocess.run(
@@ -243,7 +245,6 @@ def first_run(capture: Path) -> dict:
     runs = [one(f"run{i}") for i in range(3)]
     with tempfile.TemporaryDirectory() as empty:
         no_warm = one("no-warm", {"NUMBA_CACHE_DIR": empty})
-    shutil.rmtree(clone, ignore_errors=True)
     warm = statistics.median(r["wall_s"] for r in runs[1:])
     return {
         "commit": commit,
@@ -280,7 +281,8 @@ def run(out_dir: Path) -> dict:
     with tempfile.TemporaryDirectory() as empty:
         cold = startup(capture, empty)
     warm = startup(capture, None)
-    pairs = whole_process_pairs(capture)
+    pairs = whole_process_pairs(capture, WORK / "fresh-clone")
+    shutil.rmtree(WORK / "fresh-clone", ignore_errors=True)
     perl = perl_header(capture)
     runs = [ingest(capture, "main") for _ in range(REPEATS)]
     big = ensure_big(capture)
@@ -422,7 +424,8 @@ def _whole_process(r: dict) -> str:
 
 Whole processes, same run, commit {r["commit"]}: `perl -ne` with the header regex below
 (Perl {m["perl"]}), then `mmlab ingest {r["capture"]["path"]} --out <empty cache> --json`
-(interpreter start, imports, hashing, parsing in the compiled reader, Parquet). CPU is
+of the fresh clone made for the first-run table below (interpreter start, imports,
+hashing, parsing in the compiled reader, Parquet). CPU is
 user + system time of every thread (`wait4`); ratios are within each pair. Machine:
 {m["cpus"]} cores of {m["cpu_model"]}, Linux {m["kernel"]}, Python {m["python"]}.
 

@@ -5,9 +5,9 @@ pastes from any kernel since 2.6.36 (layouts: :mod:`analysis.ingest.ftrace.layou
 payloads and columns: :mod:`analysis.ingest.ftrace.tokenizer`), plain or gz/zst/xz/bz2.
 
 Streaming: the decompressed text is cut into blocks of whole lines (``BLOCK_BYTES``),
-parsed by two worker threads (the compiled passes and the Parquet writer release the GIL)
-and written as lz4 Parquet part files ``event=<name>/part-<block>.parquet``, so memory stays bounded
-by a few blocks whatever the input size. The dataset is cached in
+parsed by two worker threads (the compiled passes and the Parquet writer release the
+GIL) and written as lz4 Parquet part files ``event=<name>/part-<block>.parquet``, so
+memory stays bounded by a few blocks whatever the input size. The dataset is cached in
 ``build/ingest/<blake3>-v<N>/``, keyed by the BLAKE3 digest of the input's raw bytes
 (hashed by the reading thread as it reads); a small stat index (size, mtime) finds it
 again without re-reading the file.
@@ -280,8 +280,9 @@ def parse_block(
     lines, ascii = text_shape(data) if shape is None else shape
     data, invalid = _decode(data, ascii)
     buf = _byte_array(data)
-    # Decoding replaces bytes, and so may change the lines: count again.
-    starts, ends, kind, out = scan_lines(buf, lines if not invalid else -1)
+    # Decoding keeps every newline (0x0A is never part of an invalid sequence), so the raw
+    # text's line count holds; scan_lines refuses a count that is not the text's.
+    starts, ends, kind, out = scan_lines(buf, lines)
     # Samples are cut from the undecoded bytes, so invalid UTF-8 shows as \xNN.
     raw_lines = (starts, ends.copy()) if not invalid else find_lines(raw)
     res = _BlockResult(lines=len(starts), invalid_utf8=invalid)
