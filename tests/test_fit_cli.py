@@ -121,3 +121,17 @@ def test_text_estimates_are_rounded_where_their_ci_is(capsys):
     for row in estimates:
         decimals = {len(v.partition(".")[2]) for v in row if v != "inf"}
         assert len(decimals) == 1, row
+
+
+def test_a_long_input_path_is_broken_after_a_slash_not_past_80_columns(seeds_dir, tmp_path, capsys):
+    # The header names the input whole (the checkout's own path is in it): a path longer
+    # than a line is broken after a "/", every character kept.
+    deep = tmp_path / ("a-long-directory-name-" * 3) / ("another-one-" * 4) / SEED
+    deep.parent.mkdir(parents=True)
+    deep.write_bytes((seeds_dir / SEED).read_bytes())
+    args = ["fit", str(deep), "--label", "2=kswapd", "--context", "kswapd", *FAST]
+    assert main(args) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert max(map(len, lines)) <= 80
+    header = lines[0].removeprefix("== ") + "".join(line.strip() for line in lines[1:6])
+    assert header.startswith(str(deep)) and len(str(deep)) > 80

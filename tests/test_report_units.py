@@ -11,6 +11,7 @@ import pytest
 
 from analysis.report import units
 from analysis.report.paper import latex
+from analysis.report.text import path_lines
 from analysis.report.units import (
     Scale,
     change,
@@ -130,3 +131,21 @@ def test_latex_escape_turns_plain_relations_into_one_sign():
     assert latex.escape("p 0.03 <= 0.05") == r"p 0.03 $\leq$ 0.05"
     assert latex.escape("n >= 5, 10% of n_max") == r"n $\geq$ 5, 10\% of n\_max"
     assert latex.escape("a < b") == "a $<$ b"
+
+
+@pytest.mark.parametrize("tail", ["", " -- 0 unparsed lines", " -- " + "x" * 70])
+@pytest.mark.parametrize(
+    "path",
+    ["data/x.zst", "/" + "/".join(["segment"] * 20) + "/file.zst", "/" + "n" * 90 + "/f"],
+)
+def test_path_lines_keep_every_character_within_80_columns(path: str, tail: str) -> None:
+    lines = path_lines(path, "== ", tail)
+    rejoined = lines[0].removeprefix("== ") + "".join(
+        line.removeprefix("    ") for line in lines[1:]
+    )
+    # Every character of the path, in order, nothing added; the tail whole after it (on a
+    # line of its own, without its leading blank, when the last line has no room).
+    assert rejoined in (path + tail, path + tail.lstrip())
+    # Only a single name longer than a line may pass 80 columns.
+    assert all(len(line) <= 80 or "/" not in line.strip()[:-1] for line in lines)
+    assert len(lines) == 1 or len(lines[0]) + len(lines[1].split("/")[0]) + 1 > 80

@@ -86,3 +86,14 @@ def test_bad_input(tmp_path, capsys):
 
 def test_model_help_does_not_import_numba():
     assert _probe(["model", "shrinker", "--help"]) == ["False", "False"]
+
+
+def test_a_long_trace_path_stays_whole_within_80_columns(tmp_path, capsys):
+    deep = tmp_path / ("a-long-directory-name-" * 3) / ("another-one-" * 4) / TRACE.name
+    deep.parent.mkdir(parents=True)
+    deep.write_bytes(TRACE.read_bytes())
+    assert main(["model", "shrinker", str(deep)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert max(map(len, lines)) <= 80
+    end = next(i for i, line in enumerate(lines) if line.startswith("capturing rule"))
+    assert "".join(line.strip() for line in lines[1:end]) == str(deep)

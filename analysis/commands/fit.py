@@ -69,6 +69,7 @@ def _check_selection(source: Path, events, args: argparse.Namespace) -> None:
 def run(args: argparse.Namespace) -> int:
     from analysis.report.fit import format_fits, group_json
     from analysis.report.json_output import dumps
+    from analysis.report.text import path_lines
     from analysis.report.trace_analysis import unparsed_note
     from analysis.stats.families import FAMILIES
     from analysis.stats.fit import fit_throttle_groups
@@ -109,7 +110,8 @@ def run(args: argparse.Namespace) -> int:
         print(dumps(records))
         return 0
     for analysis, groups in out:
-        print(f"== {analysis.source}{unparsed_note(analysis).replace(';', ' --', 1)}")
+        note = unparsed_note(analysis).replace(";", " --", 1)
+        print("\n".join(path_lines(str(analysis.source), "== ", note)))
         print(format_fits(groups))
         print()
     return 0

@@ -14,7 +14,7 @@ from analysis.models.shrinker import ContextWork, ModelRun, Variant, outputs
 from analysis.models.shrinker_validation import ShrinkerScore
 from analysis.report.json_output import undefined_as_null
 from analysis.report.table import Column, Table
-from analysis.report.text import fit
+from analysis.report.text import fit, path_lines
 from analysis.report.units import PLAIN, interval, plus_minus, sig
 from analysis.stats.describe import mean_sd
 
@@ -98,7 +98,7 @@ def format_model_run(run: ModelRun) -> str:
     values = outputs(result)
     lines = [
         "Shrinker deferral model of",
-        f"  {run.source}",
+        *path_lines(str(run.source), "  "),
         f"capturing rule: {run.capturing_generation} (from {run.generation_source})",
         f"replay_agreement: {_share(run.replay_agreement)} (total_scan from each call's own nr)",
         f"chain agreement:  {_share(run.capture_chain_agreement)} (nr from the replayed counter)",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import textwrap
 
-__all__ = ["WIDTH", "fit", "shorten_middle"]
+__all__ = ["WIDTH", "fit", "path_lines", "shorten_middle"]
 
 WIDTH = 80
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -17,6 +17,25 @@ def shorten_middle(token: str, width: int) -> str:
         return token
     keep = width - 3
     return f"{token[: keep // 2]}...{token[-(keep - keep // 2) :]}"
+
+
+def path_lines(path: str, first: str, tail: str = "", indent: str = "    ") -> list[str]:
+    """``first + path + tail`` as lines of at most :data:`WIDTH` columns, where a path that
+    names the input must stay whole (:func:`shorten_middle` would drop its middle): broken
+    after a ``/``, every character kept and none added, continuation lines indented; a
+    single name longer than a line stays whole, and ``tail`` goes on a line of its own
+    when the last one has no room for it."""
+    lines, start = [first], len(first)
+    for part in re.findall(r"[^/]*/|[^/]+$", path):
+        if len(lines[-1]) + len(part) > WIDTH and len(lines[-1]) > start:
+            lines.append(indent)
+            start = len(indent)
+        lines[-1] += part
+    if tail and len(lines[-1]) + len(tail) > WIDTH:
+        lines.append(indent + tail.lstrip())
+    else:
+        lines[-1] += tail
+    return lines
 
 
 def fit(text: str, width: int = WIDTH) -> str:
