@@ -829,7 +829,7 @@ static PyObject *py_lines(PyObject *self, PyObject *arg)
     const u8 *buf = b.buf;
     int ascii;
     i64 size = b.len, n = text_shape(buf, size, &ascii);
-    i64 *starts, *ends;
+    i64 *starts = NULL, *ends = NULL;
     PyObject *s = new_bytes(8 * n, 0, (void **)&starts);
     PyObject *e = new_bytes(8 * n, 0, (void **)&ends);
     if (s == NULL || e == NULL) {
@@ -859,8 +859,8 @@ static PyObject *py_scan(PyObject *self, PyObject *args)
     const u8 *buf = b.buf;
     int ascii;
     i64 size = b.len, n = lines >= 0 ? lines : text_shape(buf, size, &ascii);
-    i64 *starts, *ends, *out;
-    u8 *kind;
+    i64 *starts = NULL, *ends = NULL, *out = NULL;
+    u8 *kind = NULL;
     PyObject *s = new_bytes(8 * n, 0, (void **)&starts);
     PyObject *e = new_bytes(8 * n, 0, (void **)&ends);
     PyObject *k = new_bytes(n, 0, (void **)&kind);
@@ -1224,9 +1224,9 @@ static PyObject *py_emit(PyObject *self, PyObject *args)
     int nomem = 0;
     Py_BEGIN_ALLOW_THREADS for (i64 e = 0; e < n_ev; e++) planned[e] = plan_off[e + 1] > plan_off[e];
     for (i64 k = 0; k < n && !nomem; k++) {
-        i64 e = ids[k], r = rows[k], at = filled[e]++, g = ev_start[e] + at;
-        const i64 *o = out + r * SCAN_COLUMNS;
-        line[g] = line_base + r + 1;
+        i64 e = ids[k], row = rows[k], at = filled[e]++, g = ev_start[e] + at;
+        const i64 *o = out + row * SCAN_COLUMNS;
+        line[g] = line_base + row + 1;
         pid[g] = (int32_t)o[PID];
         tgid[g] = (int32_t)o[TGID];
         cpu[g] = (int32_t)o[CPU];
@@ -1258,7 +1258,7 @@ static PyObject *py_emit(PyObject *self, PyObject *args)
         i64 c0 = col_off[e];
         memset(seen + c0, 0, (size_t)(col_off[e + 1] - c0));
         u64 sig;
-        i64 count = tokenize_line(buf, o[PAYLOAD_START], ends[r], mode[e] == 1, &T, 0, &sig);
+        i64 count = tokenize_line(buf, o[PAYLOAD_START], ends[row], mode[e] == 1, &T, 0, &sig);
         i64 j = 0;
         for (i64 t = 0; t < count; t++) {
             /* Keys come in printed order: look just after the previous key's spelling. */
