@@ -14,7 +14,7 @@ Everything that names an event reads it here: the ftrace tokenizer and column em
 
 Adding an event: append an :class:`Event` to ``EVENTS`` with every field's kind; the
 ingest, the schema of absent events and the capture follow. This module imports no
-numba, so the capture, the histogram reader and ``mmlab --help`` stay light. It sits in
+compiled reader, so the capture, the histogram reader and ``mmlab --help`` stay light. It sits in
 :mod:`analysis.ingest`, not in :mod:`.ftrace`, because readers of other formats (the mail
 histograms) and the capture share it: ``ftrace`` imports ``ingest``'s modules, never the reverse.
 """

@@ -295,7 +295,8 @@ def vmscan_summary(
 def _in_iteration(
     trace: Path, iteration: mmtests.Iteration, test: str, config_hz: int | None
 ) -> TraceAnalysis:
-    # Imported here: the trace reader pulls in numba, which `mmlab --help` should not pay for.
+    # Imported here: the trace reader pulls in NumPy, Polars and PyArrow, which `mmlab --help`
+    # should not pay for.
     from analysis.ingest import ftrace
 
     try:

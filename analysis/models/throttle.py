@@ -477,7 +477,8 @@ def observe_iteration(
 ) -> list[Observation]:
     """One :class:`Observation` per trace of an mmtests/``mmlab capture`` iteration, or per
     trace and phase with ``workers`` workers (``mmlab capture --workers 4,8,16``)."""
-    # Imported here: the trace reader pulls in numba, which `mmlab --help` must not pay for.
+    # Imported here: the trace reader pulls in NumPy, Polars and PyArrow, which `mmlab --help`
+    # must not pay for.
     from analysis.ingest import ftrace
 
     out = []

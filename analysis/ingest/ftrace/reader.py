@@ -698,7 +698,7 @@ def map_in_processes(
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
-    # spawn, not fork: forking a process whose Polars/numba thread pools are live deadlocks.
+    # spawn, not fork: forking a process whose Polars/Arrow thread pools are live deadlocks.
     context = multiprocessing.get_context("spawn")
     results: dict[int, dict] = {}
     with ProcessPoolExecutor(workers, mp_context=context) as pool:
