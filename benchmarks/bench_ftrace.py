@@ -489,8 +489,8 @@ Median of the {len(r["ingest_runs"])} runs: {r["ingest_median_wall_s"]:.2f} s,
 **{r["ratio_ingest_to_perl"]:.2f}** (goal ≤ 1.5); Perl matched {p["matched"]:,} header lines.
 
 Start-up (fresh interpreter, imports, parse of a 1 MB sample): {s["as_installed"]:.2f} s;
-{s["numba_cache_empty"]:.2f} s with an empty `NUMBA_CACHE_DIR` (the reader has no JIT; the
-numba reader, the last record took 15.69 s).
+{s["numba_cache_empty"]:.2f} s with an empty `NUMBA_CACHE_DIR` (the reader has no JIT; with
+the numba reader the last record was 15.69 s).
 
 Before issue 4's optimisation (commit {b["commit"]}, on an earlier 639 MB capture of the same
 kind, since replaced): {b["wall_s"]:.2f} s,
