@@ -1390,9 +1390,6 @@ PyMODINIT_FUNC PyInit__parse(void)
         {"LOST", LOST},
         {"STACK", STACK},
         {"UNPARSED", UNPARSED},
-        {"R_LAYOUT", R_LAYOUT},
-        {"R_TIMESTAMP", R_TIMESTAMP},
-        {"R_EVENT", R_EVENT},
         {"COMM_START", COMM_START},
         {"COMM_END", COMM_END},
         {"PID", PID},
@@ -1412,7 +1409,6 @@ PyMODINIT_FUNC PyInit__parse(void)
         {"K_INT", K_INT},
         {"K_STR", K_STR},
         {"K_FLAGS", K_FLAGS},
-        {"VIEW_INLINE", VIEW_INLINE},
         {"N_COMMON_VALID", N_COMMON_VALID},
     };
     for (size_t i = 0; i < sizeof(constants) / sizeof(constants[0]); i++)

@@ -55,9 +55,9 @@ def write_tables(directory: Path, block: int, tables: dict[str, pa.Table | pl.Da
     names); integers are not (their dictionary attempt costs time for no smaller file),
     and the line number and timestamp, which only grow, are stored as deltas: a third of
     the bytes and less to compress (benchmarks/ftrace.md). No statistics: parts are read
-    whole. The general
-    path's Polars frames are written by Polars (their extra columns are named by whatever
-    key the text held, which Arrow's C interface cannot always carry: a NUL byte).
+    whole. The general path's Polars frames are written by Polars (their extra columns are
+    named by whatever key the text held, which Arrow's C interface cannot always carry: a
+    NUL byte).
     """
     import pyarrow.parquet as pq
 

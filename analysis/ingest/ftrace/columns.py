@@ -123,12 +123,13 @@ class BlockColumns:
             self.fcol_off,
             line_base,
         )
-        self._r = {name: pa.py_buffer(r) for name, r in zip(_RESULTS, results, strict=True)}
-        self.common_present = np.frombuffer(results[9], np.int64).reshape(n_ev, -1)
-        self.present = np.frombuffer(results[18], np.int64)
-        self.piece_off = np.frombuffer(results[17], np.int64)
-        self.planned = np.frombuffer(results[20], np.bool_)
-        self.bad = np.frombuffer(results[21], np.bool_)
+        raw = dict(zip(_RESULTS, results, strict=True))
+        self._r = {name: pa.py_buffer(r) for name, r in raw.items()}
+        self.common_present = np.frombuffer(raw["common_present"], np.int64).reshape(n_ev, -1)
+        self.present = np.frombuffer(raw["present"], np.int64)
+        self.piece_off = np.frombuffer(raw["piece_off"], np.int64)
+        self.planned = np.frombuffer(raw["planned"], np.bool_)
+        self.bad = np.frombuffer(raw["bad"], np.bool_)
         self._tokens: dict[int, tuple] = {}
 
     def tokens(self, e: int) -> tuple:
@@ -154,11 +155,20 @@ class BlockColumns:
                 bad[self.ids == e] = field_failures(plan, count, kh, vs, iok)
         return bad
 
-    def _array(self, type_, n: int, valid: str | None, nulls: int, values: tuple, offset: int):
-        """One Arrow array over the emitted buffers ``values`` from element ``offset``."""
-        mask = self._r[valid] if valid is not None and nulls else None
-        buffers = [mask, *(self._r[name] for name in values)]
-        return pa.Array.from_buffers(type_, n, buffers, nulls, offset)
+    def _array(
+        self,
+        type_: pa.DataType,
+        n: int,
+        values: tuple[str, ...],
+        offset: int,
+        mask: pa.Buffer | None = None,
+        nulls: int = 0,
+        children: list[pa.Array] | None = None,
+    ) -> pa.Array:
+        """``n`` values of ``type_`` over the emitted buffers ``values`` from element
+        ``offset``, null where ``mask`` (a validity bitmap indexed like them) is clear."""
+        buffers = [mask if nulls else None, *(self._r[name] for name in values)]
+        return pa.Array.from_buffers(type_, n, buffers, nulls, offset, children)
 
     def common(self, e: int) -> list[pa.Array]:
         """Common columns of event ``e`` (line, comm, pid, tgid, cpu, irq_flags, ts_ns,
@@ -167,21 +177,17 @@ class BlockColumns:
         tgid, cpu, irq, inst = (n - self.common_present[e]).tolist()
         stride = (int(self.ev_start[-1]) + 7) // 8  # bytes per common validity bitmap
         valid = self._r["common_valid"]
-        masks = [valid.slice(i * stride, stride) for i in range(4)]
-
-        def nullable(type_, values: tuple, mask: int, nulls: int) -> pa.Array:
-            buffers = [masks[mask] if nulls else None, *(self._r[v] for v in values)]
-            return pa.Array.from_buffers(type_, n, buffers, nulls, a)
-
+        masks = [valid.slice(i * stride, stride) for i in range(_parse.N_COMMON_VALID)]
+        t = COMMON_TYPES
         return [
-            self._array(pa.int64(), n, None, 0, ("line",), a),
-            self._array(pa.string_view(), n, None, 0, ("comm", "data"), a),
-            self._array(pa.int32(), n, None, 0, ("pid",), a),
-            nullable(pa.int32(), ("tgid",), 0, tgid),
-            nullable(pa.int32(), ("cpu",), 1, cpu),
-            nullable(pa.string_view(), ("irq", "data"), 2, irq),
-            self._array(pa.int64(), n, None, 0, ("ts",), a),
-            nullable(pa.string_view(), ("inst", "data"), 3, inst),
+            self._array(t["line"], n, ("line",), a),
+            self._array(t["comm"], n, ("comm", "data"), a),
+            self._array(t["pid"], n, ("pid",), a),
+            self._array(t["tgid"], n, ("tgid",), a, masks[0], tgid),
+            self._array(t["cpu"], n, ("cpu",), a, masks[1], cpu),
+            self._array(t["irq_flags"], n, ("irq", "data"), a, masks[2], irq),
+            self._array(t["ts_ns"], n, ("ts",), a),
+            self._array(t["instance"], n, ("inst", "data"), a, masks[3], inst),
         ]
 
     def fields(self, e: int) -> list[pa.Array] | None:
@@ -197,28 +203,17 @@ class BlockColumns:
             nulls = n - int(self.present[c0 + c])
             if kind == _INT:
                 at = int(self.base_int[e]) + slot * n
-                columns.append(self._array(pa.int64(), n, "ivalid", nulls, ("vals",), at))
+                values, mask, children = ("vals",), self._r["ivalid"], None
             elif kind == _STR:
                 at = int(self.base_str[e]) + slot * n
-                columns.append(
-                    self._array(pa.string_view(), n, "svalid", nulls, ("views", "data"), at)
-                )
-            else:
+                values, mask, children = ("views", "data"), self._r["svalid"], None
+            else:  # list offsets into this column's split pieces
                 f = int(self.fcol_off[e]) + slot
                 lo, hi = int(self.piece_off[f]), int(self.piece_off[f + 1])
-                pieces = self._array(pa.string_view(), hi - lo, None, 0, ("pieces", "data"), lo)
+                pieces = self._array(_FIELD_TYPES[_STR], hi - lo, ("pieces", "data"), lo)
                 at = int(self.base_flag[e]) + slot * (n + 1)
-                mask = self._r["fvalid"] if nulls else None
-                columns.append(
-                    pa.Array.from_buffers(
-                        _FIELD_TYPES[_FLAGS],
-                        n,
-                        [mask, self._r["loff"]],
-                        nulls,
-                        at,
-                        children=[pieces],
-                    )
-                )
+                values, mask, children = ("loff",), self._r["fvalid"], [pieces]
+            columns.append(self._array(_FIELD_TYPES[kind], n, values, at, mask, nulls, children))
         return columns
 
     def table(self, e: int) -> pa.Table | pl.DataFrame:
