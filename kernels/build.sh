@@ -15,7 +15,7 @@ FRAGMENT=$REPO/kernels/mmlab.config
 # What the build and the guest need from Debian (qemu for the guest, busybox for virtme-ng's
 # initramfs when it needs one).
 DEBS=(linux-source-6.12 build-essential flex bison bc libelf-dev libssl-dev dwarves cpio
-	zstd xz-utils qemu-system-x86 busybox-static e2fsprogs)
+	zstd xz-utils qemu-system-x86 busybox-static e2fsprogs xfsprogs)
 
 die() { echo "make kernels: $*" >&2; exit 2; }
 
@@ -69,7 +69,7 @@ if [ ! -f .config ] || [ "$FRAGMENT" -nt .config ]; then
 		--disable DEBUG_INFO
 	make olddefconfig >/dev/null
 	for opt in MEMCG MEMCG_V1 SWAP TRANSPARENT_HUGEPAGE COMPACTION FTRACE VIRTIO_BLK EXT4_FS \
-		OVERLAY_FS 9P_FS IKCONFIG_PROC; do
+		XFS_FS OVERLAY_FS 9P_FS IKCONFIG_PROC; do
 		grep -q "^CONFIG_$opt=y" .config || die ".config lacks CONFIG_$opt=y after olddefconfig"
 	done
 fi

@@ -24,6 +24,19 @@ from analysis.capture.run import CaptureConfig
 from analysis.commands import capture as capture_command
 from analysis.errors import InputError
 
+@pytest.fixture(autouse=True)
+def private_capture_lock(tmp_path, monkeypatch):
+    """A guest capture holds the host capture lock: here a private one, so that a real
+    capture on the machine (or another test) neither blocks these nor is blocked."""
+    from analysis.capture import run
+
+    lock = tmp_path / "capture.lock"
+    real = run.machine_lock
+    monkeypatch.setattr(run, "machine_lock", lambda: real(lock))
+    monkeypatch.setenv("MMLAB_CAPTURE_LOCK", str(lock))
+    return lock
+
+
 RECORD = {
     "kernel_release": "6.12.117",
     "source_package": "linux-source-6.12 6.12.117-1~deb12u1",
@@ -246,7 +259,11 @@ def test_a_failed_guest_capture_is_an_error_and_leaves_nothing(tmp_path, monkeyp
     guest = vm.GuestConfig(kernel=kernel_image(tmp_path))
     with pytest.raises(InputError, match="guest says no"):
         vm.run_guest_capture(cfg, guest)
-    assert list(out.iterdir()) == []
+    assert not out.exists()  # the OUT this capture created is gone again
+    (out / "keep" / "iter-0").mkdir(parents=True)  # an OUT it did not create stays as it was
+    with pytest.raises(InputError, match="guest says no"):
+        vm.run_guest_capture(cfg, guest)
+    assert [p.name for p in out.iterdir()] == ["keep"]
 
 
 def test_guest_finds_exactly_one_virtio_disk(tmp_path):
@@ -300,4 +317,4 @@ def test_sigterm_stops_the_guest_and_leaves_nothing(tmp_path):
     assert proc.wait(timeout=30) == 128 + signal.SIGTERM  # 143, as a host capture
     assert "interrupted by SIGTERM" in proc.stderr.read()
     assert not Path(f"/proc/{pid_file.read_text().strip()}").exists()
-    assert list(out.iterdir()) == []
+    assert not out.exists()

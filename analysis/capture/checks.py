@@ -16,6 +16,7 @@ from analysis.capture.plan import MIB, PhasePlan, PlanParams, max_limit_bytes, p
 from analysis.errors import InputError
 
 __all__ = [
+    "cgroup_limit_bytes",
     "check_arguments",
     "check_machine",
     "check_out",
@@ -36,6 +37,7 @@ _POSITIVE = (
     ("--buffer-kb", "buffer_kb", 1, True),
     ("--limit-mb", "limit_mb", 1, True),
     ("--slab-files", "slab_files", 0, True),
+    ("--negative-dentries", "negative_dentries", 0, True),
 )
 
 
@@ -54,6 +56,9 @@ def check_arguments(cfg, mem_available_bytes: int, dirty_ratio: int) -> list[Pha
             f"each worker count must be >= {MIN_WORKERS} (the latency probe, a file writer "
             f"and an anon hog), got {too_few[0]}",
         )
+    if cfg.pressure == "global":
+        check_global_pressure(cfg, mem_available_bytes)
+        return plans_for(cfg, dirty_ratio)
     cap = max_limit_bytes(mem_available_bytes)
     if cfg.limit_mb * MIB > cap:
         raise InputError(
@@ -62,6 +67,39 @@ def check_arguments(cfg, mem_available_bytes: int, dirty_ratio: int) -> list[Pha
             "to risk pressure outside the cgroup",
         )
     return plans_for(cfg, dirty_ratio)
+
+
+# What global pressure leaves the guest's kernel, page tables and the capture itself.
+GLOBAL_RESERVE_BYTES = 96 * MIB
+
+
+def check_global_pressure(cfg, mem_available_bytes: int) -> None:
+    """``--pressure global`` only in a guest (:data:`~analysis.capture.guest.IN_GUEST`, set
+    by the guest side of ``--kernel``): the workload then outgrows the machine's memory, and
+    on a host that machine is shared. ``--limit-mb`` is then the working set's budget, which
+    must leave :data:`GLOBAL_RESERVE_BYTES` of MemAvailable."""
+    if os.environ.get("MMLAB_IN_GUEST") != "1":
+        raise InputError(
+            "--pressure global",
+            "only inside a guest (give --kernel): it puts the whole machine under pressure",
+        )
+    room = mem_available_bytes - GLOBAL_RESERVE_BYTES
+    if cfg.limit_mb * MIB > room:
+        raise InputError(
+            "--limit-mb",
+            f"{cfg.limit_mb} MiB budget under global pressure leaves less than "
+            f"{GLOBAL_RESERVE_BYTES // MIB} MiB of MemAvailable ({mem_available_bytes // MIB} "
+            "MiB) to the kernel",
+        )
+
+
+def cgroup_limit_bytes(cfg, meminfo: Path = Path("/proc/meminfo")) -> int:
+    """The capture cgroup's hard limit: ``--limit-mb``, or under global pressure the
+    machine's MemTotal (a limit that never binds: the workload's cgroup still holds and
+    accounts it, while reclaim is the whole guest's)."""
+    if cfg.pressure == "global":
+        return memory_info(meminfo.read_text())["mem_total_kib"] * 1024
+    return cfg.limit_mb * MIB
 
 
 def plans_for(cfg, dirty_ratio: int) -> list[PhasePlan]:

@@ -2,7 +2,7 @@
 
 ``python -m analysis.capture.guest SPEC.json`` (the host's :mod:`analysis.capture.vm`
 writes the spec into the shared directory). In order: note the guest's uptime (the boot
-time), format the one virtio-blk disk as ext4 and mount it, mount the memory cgroup
+time) and boot id, format the one virtio-blk disk (ext4 or XFS) and mount it, mount the memory cgroup
 hierarchy asked for, set the knobs and read every ``vm.*`` sysctl back, run the ordinary
 ``mmlab capture`` with its output on the disk, and copy the finished tree into the shared
 directory. ``result.json`` there says what happened; the host reads it after the guest
@@ -23,9 +23,15 @@ from pathlib import Path
 from analysis.capture import sysctl
 from analysis.errors import InputError
 
-__all__ = ["find_virtio_disk", "main", "mount_memory_cgroup", "set_knobs"]
+__all__ = ["IN_GUEST", "find_virtio_disk", "main", "mount_memory_cgroup", "set_knobs"]
+
+# Set for the capture the guest side runs: only there may it let the workload outgrow the
+# machine's memory (``--pressure global``: the guest's RAM is the limit).
+IN_GUEST = "MMLAB_IN_GUEST"
 
 SYS_BLOCK = Path("/sys/block")
+# mkfs per file system: quiet, and forced over whatever an image held before.
+MKFS = {"ext4": ["mkfs.ext4", "-q", "-F"], "xfs": ["mkfs.xfs", "-q", "-f"]}
 
 
 def find_virtio_disk(sys_block: Path = SYS_BLOCK) -> str:
@@ -73,15 +79,20 @@ def main(argv: list[str]) -> int:
     spec_path = Path(argv[0])
     spec = json.loads(spec_path.read_text())
     share = Path(spec["share"])
-    result: dict[str, object] = {"boot_s": _uptime_s(), "uname": platform.uname()._asdict()}
+    result: dict[str, object] = {
+        "boot_s": _uptime_s(),
+        "boot_id": Path("/proc/sys/kernel/random/boot_id").read_text().strip(),
+        "uname": platform.uname()._asdict(),
+    }
     rc = 1
     try:
         disk = find_virtio_disk()
         mount = Path(spec["disk_mount"])
         mount.mkdir(parents=True, exist_ok=True)
-        subprocess.run(["mkfs.ext4", "-q", "-F", disk], check=True)
-        subprocess.run(["mount", "-t", "ext4", disk, str(mount)], check=True)
-        result["disk"] = {"device": disk, "fs": "ext4", "mount": str(mount)}
+        fs = spec.get("filesystem", "ext4")
+        subprocess.run([*MKFS[fs], disk], check=True)
+        subprocess.run(["mount", "-t", fs, disk, str(mount)], check=True)
+        result["disk"] = {"device": disk, "fs": fs, "mount": str(mount)}
         point = mount_memory_cgroup(spec["cgroup"], Path("/proc/mounts").read_text())
         result["cgroup"] = {"version": spec["cgroup"], "mount": point}
         result["sysctls_read_back"] = set_knobs(spec["sysctls"])
@@ -91,6 +102,7 @@ def main(argv: list[str]) -> int:
             [sys.executable, "-m", "analysis.cli", "capture", str(out), *spec["capture_argv"]],
             capture_output=True,
             text=True,
+            env={**os.environ, IN_GUEST: "1"},
         )
         result["capture_s"] = time.monotonic() - t0
         result["capture_rc"] = rc = proc.returncode

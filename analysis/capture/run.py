@@ -29,7 +29,7 @@ import zstandard
 from analysis import __version__
 from analysis.capture import PACKAGE_PARENT, journal, metadata, sysctl, tracefs
 from analysis.capture.cgroup import MemCgroup, find_memory_hierarchy
-from analysis.capture.checks import check_machine, make_out, plans_for
+from analysis.capture.checks import cgroup_limit_bytes, check_machine, make_out, plans_for
 from analysis.capture.monitor import Monitor
 from analysis.capture.plan import MIB, PhasePlan
 from analysis.errors import InputError
@@ -59,7 +59,9 @@ TEST = "stutterp"
 # Filesystems whose pages are not written back (shmem) cannot produce dirty/writeback pages.
 NO_WRITEBACK_FS = {"tmpfs", "ramfs"}
 # One capture per machine: see machine_lock.
-LOCK_PATH = Path("/run/lock/mmlab-capture.lock")
+# One capture (host or guest) at a time per machine; tests that run mmlab as a subprocess
+# point it elsewhere.
+LOCK_PATH = Path(os.environ.get("MMLAB_CAPTURE_LOCK", "/run/lock/mmlab-capture.lock"))
 # Signals that end a capture with its state restored: Ctrl-C, kill, a dropped ssh session
 # (SIGHUP) and Ctrl-\ (SIGQUIT). SIGKILL cannot be caught: the journal covers it.
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
@@ -182,6 +184,8 @@ class CaptureConfig:
     command_line: tuple[str, ...] = ()
     system_wide: bool = False
     slab_files: int = 0
+    negative_dentries: int = 0
+    pressure: str = "cgroup"
 
 
 @dataclass
@@ -337,6 +341,7 @@ class Session:
             "warmup_s": self.cfg.warmup_s,
             "seed": plan.workers * 1000,
             "slab_files": self.cfg.slab_files,
+            "negative_dentries": self.cfg.negative_dentries,
         }
 
     def run_launcher(self, spec: dict, duration_s: float) -> tuple[dict, float, float]:
@@ -716,7 +721,9 @@ def _capture(cfg, pre, restorer, progress, tick, jr, stale) -> list[dict]:
     name = f"mmlab-{os.getpid()}"
     with signals_deferred():
         jr.cgroup(pre["cgroup_version"], pre["cgroup_root"] / name)
-        cg = MemCgroup.create(pre["cgroup_version"], pre["cgroup_root"], name, cfg.limit_mb * MIB)
+        cg = MemCgroup.create(
+            pre["cgroup_version"], pre["cgroup_root"], name, cgroup_limit_bytes(cfg)
+        )
         restorer.push("cgroup", cg.remove)
     with signals_deferred():
         jr.instance(pre["tracefs"] / "instances" / name)
@@ -766,6 +773,7 @@ def _capture(cfg, pre, restorer, progress, tick, jr, stale) -> list[dict]:
         "sysctl_changes": {n: {"from": changer.saved.get(n), "to": v} for n, v in cfg.sets},
         "dirty_ratio_used": dirty_ratio,
         "cgroup": cg.settings(),
+        "pressure": cfg.pressure,
         "trace_state_before": trace_state_before,
         "trace_pid_filter": "system-wide"
         if cfg.system_wide

@@ -54,6 +54,7 @@ REQUIRED_RECORD_KEYS = ("kernel_release", "source_package", "patch_series_sha256
 GUEST_SHARE = "/run/mmlab-share"
 # The guest's mount point of the virtio disk, and the capture's output directory on it.
 GUEST_DISK_MOUNT = "/run/mmlab-disk"
+MIB_BYTES = 1 << 20
 # vm_dirty_ratio's built-in value (mm/page-writeback.c): the guest's unless --sysctl sets it.
 DEFAULT_DIRTY_RATIO = 20
 
@@ -65,7 +66,11 @@ class GuestConfig:
     ``memory_mb`` is the guest's RAM (qemu ``-m``), ``disk_mb`` the size of the sparse
     virtio disk image, ``cgroup`` the memory cgroup version the guest mounts (1: the
     ``memory`` controller on its own hierarchy, where reclaim throttles memcg reclaimers on
-    writeback; 2: the unified hierarchy). ``accel`` is ``kvm`` or ``tcg``.
+    writeback; 2: the unified hierarchy). ``accel`` is ``kvm`` or ``tcg``. ``pressure``
+    ``global`` lets the workload outgrow the guest's memory instead of a cgroup limit
+    (kswapd and direct reclaim, as the seed threads ran it); ``filesystem`` is what the disk
+    is formatted with; ``write_mb_s``/``read_mb_s`` throttle the disk in qemu (the storage
+    speed sets each run's writeback rate, and with it reclaim velocity).
     """
 
     kernel: Path
@@ -77,6 +82,10 @@ class GuestConfig:
     disk_mb: int = 4096
     cgroup: int = 1
     timeout_s: float = 3600.0
+    pressure: str = "cgroup"
+    filesystem: str = "ext4"
+    write_mb_s: float | None = None
+    read_mb_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -165,6 +174,8 @@ def capture_argv(cfg) -> list[str]:
         "--warmup", repr(cfg.warmup_s),
         "--probe-seconds", repr(cfg.probe_s),
         "--slab-files", str(cfg.slab_files),
+        "--negative-dentries", str(cfg.negative_dentries),
+        "--pressure", cfg.pressure,
     ]  # fmt: skip
     if cfg.events_include:
         argv += ["--events", ",".join(cfg.events_include)]
@@ -181,19 +192,44 @@ def guest_spec(guest: GuestConfig, inner_argv: list[str]) -> dict:
         "disk_mount": GUEST_DISK_MOUNT,
         "share": GUEST_SHARE,
         "cgroup": guest.cgroup,
+        "filesystem": guest.filesystem,
         "sysctls": [list(kv) for kv in guest.sysctls],
         "capture_argv": inner_argv,
     }
 
 
-def vng_command(guest: GuestConfig, share: Path, disk: Path, python: str) -> list[str]:
+def vng_path() -> str:
+    """``vng`` on PATH, else the one beside this Python (where ``make setup`` installs it:
+    ``.venv/bin/mmlab`` is often run without the venv on PATH)."""
+    found = shutil.which("vng")
+    beside = Path(sys.executable).parent / "vng"
+    if found is None and beside.is_file() and os.access(beside, os.X_OK):
+        found = str(beside)
+    if found is None:
+        raise InputError(
+            "vng", "not on PATH nor beside this Python: `make setup` installs virtme-ng"
+        )
+    return found
+
+
+def _throttle_opts(guest: GuestConfig) -> list[str]:
+    """qemu ``-set`` options throttling the guest's disk (virtme-ng names its first virtio-blk
+    drive ``blk-disk0``; ``--qemu-opts`` come after it on qemu's command line)."""
+    opts = []
+    for direction, rate in (("write", guest.write_mb_s), ("read", guest.read_mb_s)):
+        if rate is not None:
+            opts.append(f"-set drive.blk-disk0.throttling.bps-{direction}={int(rate * MIB_BYTES)}")
+    return opts
+
+
+def vng_command(guest: GuestConfig, share: Path, disk: Path, python: str, vng: str = "vng") -> list[str]:
     """The ``vng`` command that boots ``guest.kernel`` and runs the guest side.
 
     ``--force-9p``: the root is the host's filesystem over 9p (virtiofs needs a host
     daemon); ``--disable-kvm`` under TCG; the disk image is attached as virtio-blk.
     """
     inner = shlex.join([python, "-m", "analysis.capture.guest", f"{GUEST_SHARE}/spec.json"])
-    cmd = ["vng", "--run", str(guest.kernel), "--force-9p"]
+    cmd = [vng, "--run", str(guest.kernel), "--force-9p"]
     if guest.accel == "tcg":
         cmd.append("--disable-kvm")
     cmd += [
@@ -204,6 +240,8 @@ def vng_command(guest: GuestConfig, share: Path, disk: Path, python: str) -> lis
         "--cwd", str(PACKAGE_PARENT),
         "--exec", inner,
     ]  # fmt: skip
+    if throttle := _throttle_opts(guest):
+        cmd += ["--qemu-opts", " ".join(throttle)]
     return cmd
 
 
@@ -215,10 +253,34 @@ def _tool_version(argv: list[str]) -> str:
     return (out.stdout or out.stderr).strip().splitlines()[0] if out.stdout or out.stderr else ""
 
 
+def host_identity(proc: Path = Path("/proc")) -> dict:
+    """The host a guest ran on, as a blocking factor of an experiment: name, CPU model,
+    kernel, boot, memory, and the load averages when it was read."""
+    from analysis.capture.journal import boot_id
+    from analysis.capture.metadata import cpu_info, memory_info
+
+    load = (proc / "loadavg").read_text().split()
+    return {
+        "hostname": platform.node(),
+        "machine": platform.machine(),
+        "kernel_release": platform.release(),
+        "boot_id": boot_id(proc / "sys/kernel/random/boot_id"),
+        "cpu": cpu_info((proc / "cpuinfo").read_text()),
+        "memory": memory_info((proc / "meminfo").read_text()),
+        "loadavg_1_5_15": [float(v) for v in load[:3]],
+    }
+
+
 def provenance(
-    guest: GuestConfig, record: dict, command: list[str], guest_result: dict, timings: dict
+    guest: GuestConfig,
+    record: dict,
+    command: list[str],
+    guest_result: dict,
+    timings: dict,
+    host: dict | None = None,
 ) -> dict:
-    """The run's ``vm.json``: kernel build, knobs requested and read back, guest, accelerator."""
+    """The run's ``vm.json``: kernel build, knobs requested and read back, guest, accelerator,
+    the guest's boot id (one boot per capture) and the host it ran on."""
     return {
         "tool": "mmlab capture --kernel",
         "kernel_image": str(guest.kernel),
@@ -232,15 +294,16 @@ def provenance(
             else "KVM: hardware-virtualised guest"
         ),
         "guest": {k: v for k, v in asdict(guest).items() if k not in ("kernel", "sysctls")},
+        "guest_boot_id": guest_result.get("boot_id"),
         "sysctls_requested": dict(guest.sysctls),
         "sysctls_read_back": guest_result.get("sysctls_read_back", {}),
         "guest_uname": guest_result.get("uname"),
         "guest_cgroup": guest_result.get("cgroup"),
         "guest_disk": guest_result.get("disk"),
         "vng_command": command,
-        "vng_version": _tool_version(["vng", "--version"]),
+        "vng_version": _tool_version([command[0], "--version"]),
         "qemu_version": _tool_version(["qemu-system-x86_64", "--version"]),
-        "host": {"kernel_release": platform.release(), "machine": platform.machine()},
+        "host": host or {"kernel_release": platform.release(), "machine": platform.machine()},
         "timings_s": timings,
     }
 
@@ -265,13 +328,88 @@ def _kill_group(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
+# In the shared directory while the guest runs: the pid (and process group) of vng, so
+# that whoever finds the directory after a SIGKILLed host side can stop the guest.
+VNG_PID = "vng.pid"
+SHARE_PREFIX = ".mmlab-vm-"
+
+
+def kill_orphan_guest(share: Path) -> bool:
+    """Kill the guest a SIGKILLed host side left running in ``share`` (its ``vng.pid`` names
+    vng's process group; only a process that still runs vng or qemu is killed, not one that
+    reused the pid). True when one was killed."""
+    try:
+        pid = int((share / VNG_PID).read_text().split()[0])
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except (OSError, ValueError, IndexError):
+        return False
+    if b"vng" not in cmdline and b"qemu" not in cmdline and b"virtme" not in cmdline:
+        return False
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return True
+
+
+def _boot(guest: GuestConfig, command: list[str], share: Path) -> subprocess.Popen:
+    """Run ``command`` (vng) to its end with its console in the share; returns the process."""
+    from analysis.capture.run import signals_deferred
+
+    with open(share / "console.log", "wb") as console:
+        proc = None
+        try:
+            # A signal while vng starts is held until ``proc`` is known, so the guest it
+            # started is killed too (it used to outlive a SIGTERM sent in that window).
+            with signals_deferred():
+                proc = subprocess.Popen(
+                    command, stdin=subprocess.DEVNULL, stdout=console,
+                    stderr=subprocess.STDOUT, cwd=PACKAGE_PARENT, start_new_session=True,
+                )  # fmt: skip
+                (share / VNG_PID).write_text(f"{proc.pid}\n")
+            proc.wait(timeout=guest.timeout_s)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            raise InputError(
+                "--guest-timeout", f"the guest ran longer than {guest.timeout_s:.0f} s"
+            ) from None
+        except BaseException:
+            if proc is not None:
+                _kill_group(proc)
+            raise
+    return proc
+
+
+def _guest_result(guest: GuestConfig, share: Path, proc: subprocess.Popen) -> dict:
+    """``result.json`` of a guest whose capture succeeded; InputError with the guest's
+    message or the console's last lines otherwise."""
+    result_path = share / "result.json"
+    console_tail = "\n".join((share / "console.log").read_text(errors="replace")
+                             .splitlines()[-15:])  # fmt: skip
+    if not result_path.is_file():
+        raise InputError(
+            guest.kernel,
+            f"the guest wrote no result (vng exit {proc.returncode}); console:\n{console_tail}",
+        )
+    result = json.loads(result_path.read_text())
+    if result.get("error") or result.get("capture_rc") != 0:
+        raise InputError(
+            guest.kernel,
+            f"the capture in the guest failed: {result.get('error') or result.get('stderr')}",
+        )
+    return result
+
+
 def run_guest_capture(cfg, guest: GuestConfig) -> GuestResult:
     """Boot the guest, run ``cfg`` (a CaptureConfig) inside it, move its tree to
     ``cfg.out/cfg.run`` and write ``vm.json`` there. InputError when the guest's capture
-    failed (its message and the console's last lines)."""
+    failed (its message and the console's last lines); an OUT this call created is removed
+    again then. One guest at a time per host: the host capture lock is held while it runs
+    (two emulated guests would change each other's timing unrecorded)."""
     from analysis.capture.checks import check_arguments, check_out
     from analysis.capture.plan import MIB
-    from analysis.capture.run import signals_deferred
+    from analysis.capture.run import machine_lock
 
     record = read_build_record(guest.kernel)
     # The guest checks against its own MemAvailable; here, before booting, the limit must at
@@ -280,68 +418,41 @@ def run_guest_capture(cfg, guest: GuestConfig) -> GuestResult:
     if not dirty_ratio.isdigit():
         raise InputError("--sysctl", f"vm.dirty_ratio must be an integer, got {dirty_ratio!r}")
     check_arguments(cfg, guest.memory_mb * MIB, int(dirty_ratio))
-    if shutil.which("vng") is None:
-        raise InputError(
-            "vng", "not on PATH: `make setup` installs virtme-ng (dependency group kernels)"
-        )
+    vng = vng_path()
     check_out(cfg.out, cfg.run)
     inner = capture_argv(cfg)
-    cfg.out.mkdir(parents=True, exist_ok=True)
-    share = cfg.out / f".mmlab-vm-{os.getpid()}"
-    share.mkdir()
-    try:
-        disk = share / "disk.img"
-        with open(disk, "wb") as f:
-            f.truncate(guest.disk_mb << 20)
-        (share / "spec.json").write_text(json.dumps(guest_spec(guest, inner), indent=2))
-        command = vng_command(guest, share, disk, sys.executable)
-        t0 = time.monotonic()
-        with open(share / "console.log", "wb") as console:
-            proc = None
-            try:
-                # A signal while vng starts is held until ``proc`` is known, so the guest it
-                # started is killed too (it used to outlive a SIGTERM sent in that window).
-                with signals_deferred():
-                    proc = subprocess.Popen(
-                        command, stdin=subprocess.DEVNULL, stdout=console,
-                        stderr=subprocess.STDOUT, cwd=PACKAGE_PARENT, start_new_session=True,
-                    )  # fmt: skip
-                proc.wait(timeout=guest.timeout_s)
-            except subprocess.TimeoutExpired:
-                _kill_group(proc)
-                raise InputError(
-                    "--guest-timeout", f"the guest ran longer than {guest.timeout_s:.0f} s"
-                ) from None
-            except BaseException:
-                if proc is not None:
-                    _kill_group(proc)
-                raise
-        wall = time.monotonic() - t0
-        result_path = share / "result.json"
-        console_tail = "\n".join((share / "console.log").read_text(errors="replace")
-                                 .splitlines()[-15:])  # fmt: skip
-        if not result_path.is_file():
-            raise InputError(
-                guest.kernel,
-                f"the guest wrote no result (vng exit {proc.returncode}); console:\n{console_tail}",
-            )
-        result = json.loads(result_path.read_text())
-        if result.get("error") or result.get("capture_rc") != 0:
-            raise InputError(
-                guest.kernel,
-                f"the capture in the guest failed: {result.get('error') or result.get('stderr')}",
-            )
-        run_dir = cfg.out / cfg.run
-        shutil.move(share / "out" / cfg.run, run_dir)
-        timings = {
-            "vng_wall": wall,
-            "guest_boot": result["boot_s"],
-            "guest_capture": result["capture_s"],
-        }
-        prov = {"command_line": list(cfg.command_line)}
-        prov |= provenance(guest, record, command, result, timings)
-        prov["knob_check"] = _knob_check(run_dir, prov)
-        (run_dir / "vm.json").write_text(json.dumps(prov, indent=2) + "\n")
-        return GuestResult(run_dir, wall, result["boot_s"], result["capture_s"], prov)
-    finally:
+    created = not cfg.out.exists()
+    with machine_lock():
+        cfg.out.mkdir(parents=True, exist_ok=True)
+        share = cfg.out / f"{SHARE_PREFIX}{os.getpid()}"
+        share.mkdir()
+        try:
+            disk = share / "disk.img"
+            with open(disk, "wb") as f:
+                f.truncate(guest.disk_mb << 20)
+            (share / "spec.json").write_text(json.dumps(guest_spec(guest, inner), indent=2))
+            command = vng_command(guest, share, disk, sys.executable, vng)
+            host = host_identity()
+            t0 = time.monotonic()
+            proc = _boot(guest, command, share)
+            wall = time.monotonic() - t0
+            result = _guest_result(guest, share, proc)
+            run_dir = cfg.out / cfg.run
+            shutil.move(share / "out" / cfg.run, run_dir)
+        except BaseException:
+            shutil.rmtree(share, ignore_errors=True)
+            if created and not any(cfg.out.iterdir()):
+                cfg.out.rmdir()
+            raise
         shutil.rmtree(share, ignore_errors=True)
+    host["loadavg_1_5_15_after"] = host_identity()["loadavg_1_5_15"]
+    timings = {
+        "vng_wall": wall,
+        "guest_boot": result["boot_s"],
+        "guest_capture": result["capture_s"],
+    }
+    prov = {"command_line": list(cfg.command_line)}
+    prov |= provenance(guest, record, command, result, timings, host)
+    prov["knob_check"] = _knob_check(run_dir, prov)
+    (run_dir / "vm.json").write_text(json.dumps(prov, indent=2) + "\n")
+    return GuestResult(run_dir, wall, result["boot_s"], result["capture_s"], prov)

@@ -137,6 +137,24 @@ def run_filer(directory: Path, files: int) -> None:
                 os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
 
 
+def run_dentry_filler(directory: Path, names: int) -> None:
+    """Look up ``names`` names that do not exist, round and round.
+
+    Each miss leaves a negative dentry (``dentry`` slab, charged to the cgroup) on the
+    superblock's LRU, so the dcache grows to millions of objects cheaply — a cache as large
+    as seed 001's — for ``super_cache_scan`` to scan, while the filer's file creations
+    (ext4 and XFS allocate inodes without ``__GFP_FS``) enter reclaim in contexts where that
+    shrinker must defer its work.
+    """
+    directory.mkdir(exist_ok=True)
+    while not _stop:
+        for i in range(names):
+            if _stop:
+                break
+            with contextlib.suppress(FileNotFoundError):
+                os.stat(directory / f"n{i}")
+
+
 def touch_pages(region: mmap.mmap, value: int) -> None:
     """Write ``value`` into the first byte of every 4 KiB page of ``region`` (one pass).
 
@@ -236,6 +254,10 @@ def run_phase(spec: dict) -> dict:
         )
     if spec.get("slab_files", 0) > 0:
         children[_fork(run_filer, work_dir / "slab", spec["slab_files"])] = "filer"
+    if spec.get("negative_dentries", 0) > 0:
+        children[_fork(run_dentry_filler, work_dir / "negative", spec["negative_dentries"])] = (
+            "dentries"
+        )
     time.sleep(spec["warmup_s"])
     for _ in range(spec["hogs"]):
         children[_fork(run_hog, spec["anon_bytes_per_hog"])] = "hog"

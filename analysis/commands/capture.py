@@ -84,6 +84,21 @@ def register(subparsers) -> None:
         help="empty files a filer worker keeps looking up (dentry and inode slab for the "
         "shrinkers; 0: no filer)",
     )
+    p.add_argument(
+        "--negative-dentries",
+        type=int,
+        default=0,
+        help="names that do not exist a second filer keeps looking up: a dcache of that many "
+        "negative dentries for the superblock shrinker (0: none)",
+    )
+    p.add_argument(
+        "--pressure",
+        choices=("cgroup", "global"),
+        default="cgroup",
+        help="cgroup: reclaim at the cgroup's --limit-mb; global (only with --kernel): the "
+        "guest's memory is the limit, --limit-mb the working set's budget (kswapd and direct "
+        "reclaim)",
+    )
     vm = p.add_argument_group(
         "patched kernel in a guest",
         "with --kernel the capture runs inside a virtme-ng guest booted with BZIMAGE (from "
@@ -104,6 +119,9 @@ def register(subparsers) -> None:
     vm.add_argument("--guest-disk-mb", type=int, default=4096, help="sparse virtio disk")
     vm.add_argument("--guest-cgroup", type=int, choices=(1, 2), default=1)
     vm.add_argument("--guest-timeout", type=float, default=3600.0, help="seconds")
+    vm.add_argument("--guest-fs", choices=("ext4", "xfs"), default="ext4", help="the disk's")
+    vm.add_argument("--guest-write-mb-s", type=float, help="throttle the disk's writes (qemu)")
+    vm.add_argument("--guest-read-mb-s", type=float, help="throttle the disk's reads (qemu)")
     p.set_defaults(func=run)
 
 
@@ -153,6 +171,8 @@ def run(args: argparse.Namespace) -> int:
         command_line=tuple(sys.argv),
         system_wide=args.system_wide,
         slab_files=args.slab_files,
+        negative_dentries=args.negative_dentries,
+        pressure=args.pressure,
     )
     if args.kernel is not None:
         return _run_in_guest(cfg, args)
@@ -187,6 +207,10 @@ def _run_in_guest(cfg, args: argparse.Namespace) -> int:
         disk_mb=args.guest_disk_mb,
         cgroup=args.guest_cgroup,
         timeout_s=args.guest_timeout,
+        pressure=args.pressure,
+        filesystem=args.guest_fs,
+        write_mb_s=args.guest_write_mb_s,
+        read_mb_s=args.guest_read_mb_s,
     )
     try:
         # SIGTERM as SIGINT: the host side's cleanup kills the VM and removes the shared dir.
