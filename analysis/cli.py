@@ -22,6 +22,7 @@ __all__ = ["COMMAND_MODULES", "build_parser", "main"]
 COMMAND_MODULES = (
     "analysis.commands.vmstat",
     "analysis.commands.capture",
+    "analysis.commands.experiment",
     "analysis.commands.stalls",
     "analysis.commands.ingest",
     "analysis.commands.report",

@@ -24,6 +24,7 @@ from analysis.capture.run import CaptureConfig
 from analysis.commands import capture as capture_command
 from analysis.errors import InputError
 
+
 @pytest.fixture(autouse=True)
 def private_capture_lock(tmp_path, monkeypatch):
     """A guest capture holds the host capture lock: here a private one, so that a real

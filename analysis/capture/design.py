@@ -234,7 +234,9 @@ def parse_plan(text: str, path: Path) -> Plan:
     if not isinstance(doc, dict):
         raise InputError(path, "not a plan: expected a YAML mapping")
     if unknown := sorted(set(doc) - _TOP_KEYS):
-        raise InputError(path, f"unknown key {unknown[0]!r} (known: {', '.join(sorted(_TOP_KEYS))})")
+        raise InputError(
+            path, f"unknown key {unknown[0]!r} (known: {', '.join(sorted(_TOP_KEYS))})"
+        )
     for key in ("name", "kernel", "seed", "boots_per_setting", "primary_endpoint", "factors"):
         if key not in doc:
             raise InputError(path, f"missing {key!r}" + (

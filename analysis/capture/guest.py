@@ -2,9 +2,9 @@
 
 ``python -m analysis.capture.guest SPEC.json`` (the host's :mod:`analysis.capture.vm`
 writes the spec into the shared directory). In order: note the guest's uptime (the boot
-time) and boot id, format the one virtio-blk disk (ext4 or XFS) and mount it, mount the memory cgroup
-hierarchy asked for, set the knobs and read every ``vm.*`` sysctl back, run the ordinary
-``mmlab capture`` with its output on the disk, and copy the finished tree into the shared
+time) and boot id, format the one virtio-blk disk (ext4 or XFS) and mount it, mount the
+memory cgroup hierarchy asked for, set the knobs and read every ``vm.*`` sysctl back, run
+the ordinary ``mmlab capture`` with its output on the disk, and copy the finished tree into the shared
 directory. ``result.json`` there says what happened; the host reads it after the guest
 powers off. The guest is discarded afterwards, so nothing set here is restored.
 """

@@ -38,13 +38,17 @@ __all__ = [
     "GUEST_SHARE",
     "GuestConfig",
     "GuestResult",
+    "SHARE_PREFIX",
     "capture_argv",
     "choose_accel",
     "guest_spec",
+    "host_identity",
+    "kill_orphan_guest",
     "provenance",
     "read_build_record",
     "run_guest_capture",
     "vng_command",
+    "vng_path",
 ]
 
 # Written by `make kernels` (kernels/build.sh) beside the bzImage.
@@ -222,7 +226,9 @@ def _throttle_opts(guest: GuestConfig) -> list[str]:
     return opts
 
 
-def vng_command(guest: GuestConfig, share: Path, disk: Path, python: str, vng: str = "vng") -> list[str]:
+def vng_command(
+    guest: GuestConfig, share: Path, disk: Path, python: str, vng: str = "vng"
+) -> list[str]:
     """The ``vng`` command that boots ``guest.kernel`` and runs the guest side.
 
     ``--force-9p``: the root is the host's filesystem over 9p (virtiofs needs a host
