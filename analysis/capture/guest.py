@@ -4,8 +4,8 @@
 writes the spec into the shared directory). In order: note the guest's uptime (the boot
 time) and boot id, format the one virtio-blk disk (ext4 or XFS) and mount it, mount the
 memory cgroup hierarchy asked for, set the knobs and read every ``vm.*`` sysctl back, run
-the ordinary ``mmlab capture`` with its output on the disk, and copy the finished tree into the shared
-directory. ``result.json`` there says what happened; the host reads it after the guest
+the ordinary ``mmlab capture`` with its output on the disk, and copy the finished tree into
+the shared directory. ``result.json`` there says what happened; the host reads it after the guest
 powers off. The guest is discarded afterwards, so nothing set here is restored.
 """
 

@@ -36,9 +36,9 @@ from analysis.errors import InputError
 __all__ = [
     "BUILD_RECORD",
     "GUEST_SHARE",
+    "SHARE_PREFIX",
     "GuestConfig",
     "GuestResult",
-    "SHARE_PREFIX",
     "capture_argv",
     "choose_accel",
     "guest_spec",
