@@ -332,8 +332,10 @@ it = share / "out" / run / "iter-0"
 it.mkdir(parents=True)
 (it / "kernel.version").write_text("Linux version 6.12.117-fake\n")
 trace = (
+    "" if os.environ.get("FAKE_VNG_NO_RECLAIM") else
     "python-7 [001] ..... 100.000100: mm_vmscan_memcg_reclaim_begin: order=0 "
     "gfp_flags=GFP_HIGHUSER_MOVABLE\n"
+) + (
     f"python-7 [001] ..... 100.000200: mm_vmscan_throttled: nid=0 usec_timeout={{timeout}} "
     "usect_delayed=8000 reason=VMSCAN_THROTTLE_WRITEBACK\n"
 )
@@ -366,6 +368,7 @@ def fake_lab(tmp_path):
         **os.environ,
         "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
         "MMLAB_CAPTURE_LOCK": str(tmp_path / "capture.lock"),
+        "MMLAB_TEST_CWD": str(tmp_path),
     }
     return plan_file(tmp_path), env
 
@@ -373,7 +376,7 @@ def fake_lab(tmp_path):
 def _mmlab(args, env):
     # cwd: the ingest cache (build/ingest) of the knob check goes under the test's directory
     return subprocess.Popen([sys.executable, "-m", "analysis.cli", *args], env=env,
-                            cwd=Path(args[2]).parent, stdout=subprocess.PIPE,
+                            cwd=env["MMLAB_TEST_CWD"], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)  # fmt: skip
 
 
@@ -433,3 +436,25 @@ def test_a_signalled_plan_resumes_to_the_same_finished_tree(fake_lab, tmp_path, 
     status = _mmlab(["experiment", "status", str(out), "--json"], env)
     assert status.wait(timeout=60) == 0
     assert len(json.loads(status.stdout.read())["done"]) == 4
+
+
+def test_a_guest_capture_that_did_not_reclaim_fails_and_is_left_out(fake_lab, tmp_path):
+    """The README's --kernel example on a busy host: the cgroup never reached its limit.
+    The capture says so, exits 1, and analyses leave the iteration out with the reason."""
+    from analysis.ingest import mmtests
+
+    plan, env = fake_lab
+    out = tmp_path / "cap"
+    image = plan.parent / "kernels" / "bzImage"
+    argv = ["capture", str(out), "--run", "x", "--limit-mb", "128", "--workers", "4",
+            "--iterations", "1", "--accel", "tcg", "--kernel", str(image)]  # fmt: skip
+    proc = _mmlab(argv, {**env, "FAKE_VNG_NO_RECLAIM": "1"})
+    assert proc.wait(timeout=120) == 1
+    err = proc.stderr.read()
+    assert "iter-0 FAILED (left out of analyses): no reclaim in the trace" in err
+    assert "no reclaim" in (out / "x" / "iter-0" / "mmlab-failed").read_text()
+    with pytest.raises(InputError, match="every iteration"):
+        mmtests.find_runs(out)
+    ok = _mmlab([*argv[:1], str(tmp_path / "cap2"), *argv[2:]], env)
+    assert ok.wait(timeout=120) == 0, ok.stderr.read()
+    assert not (tmp_path / "cap2" / "x" / "iter-0" / "mmlab-failed").exists()

@@ -12,11 +12,10 @@ from pathlib import Path
 
 import polars as pl
 
-__all__ = ["FAILED", "EventCounts", "event_counts", "problems", "trace_problems"]
+from analysis.ingest.mmtests import FAILED
 
-# A file in an iteration directory that its capture wrote when the iteration ran but did
-# not exercise what it was for; its text is the reason. Analyses leave such iterations out.
-FAILED = "mmlab-failed"
+__all__ = ["FAILED", "EventCounts", "event_counts", "mark_failed", "problems", "trace_problems"]
+
 
 # Events whose presence shows that reclaim ran, of any kind.
 RECLAIM_EVENTS = (
@@ -90,3 +89,17 @@ def problems(iteration: Path, knob_check: dict | str, pressure: str) -> list[str
     if isinstance(knob_check, dict):
         found += _knob_problems(knob_check)
     return found
+
+
+def mark_failed(run_dir: Path, knob_checks: list[dict] | str, pressure: str) -> dict[str, str]:
+    """Judge every iteration of a guest capture's ``run_dir`` (:func:`problems`, with its
+    ``vm.json`` knob checks) and write :data:`FAILED` with the reason into each one that did
+    not exercise its setting, so that analyses leave it out. Returns iteration -> reason."""
+    checks = {c.get("iteration"): c for c in knob_checks} if isinstance(knob_checks, list) else {}
+    failed = {}
+    for iteration in sorted(p for p in run_dir.glob("iter-*") if p.is_dir()):
+        reasons = problems(iteration, checks.get(iteration.name, {}), pressure)
+        if reasons:
+            failed[iteration.name] = "; ".join(reasons)
+            (iteration / FAILED).write_text(failed[iteration.name] + "\n")
+    return failed

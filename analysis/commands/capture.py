@@ -192,6 +192,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _run_in_guest(cfg, args: argparse.Namespace) -> int:
     from analysis.capture import sysctl
+    from analysis.capture.exercised import mark_failed
     from analysis.capture.run import Interrupted, raise_on_signals
     from analysis.capture.vm import GuestConfig, choose_accel, run_guest_capture
     from analysis.report.json_output import dumps
@@ -219,6 +220,9 @@ def _run_in_guest(cfg, args: argparse.Namespace) -> int:
     except Interrupted as exc:
         print(f"mmlab capture: interrupted by {exc}; guest stopped", file=sys.stderr)
         return 128 + exc.signum
+    failed = mark_failed(result.run_dir, result.provenance["knob_check"], guest.pressure)
+    for iteration, why in failed.items():
+        print(f"mmlab capture: {iteration} FAILED (left out of analyses): {why}", file=sys.stderr)
     summary = {
         "run_dir": result.run_dir,
         "accelerator": accel,
@@ -226,6 +230,7 @@ def _run_in_guest(cfg, args: argparse.Namespace) -> int:
         "guest_boot_s": result.boot_s,
         "guest_capture_s": result.capture_s,
         "sysctls_read_back": result.provenance["sysctls_read_back"],
+        "failed_iterations": failed,
     }
     if args.json:
         print(dumps(summary))
@@ -234,8 +239,9 @@ def _run_in_guest(cfg, args: argparse.Namespace) -> int:
             f"{result.run_dir}: {accel.upper()} guest, boot {result.boot_s:.1f} s, capture "
             f"{result.capture_s:.1f} s, wall {result.wall_s:.1f} s; provenance in "
             f"{result.run_dir / 'vm.json'}"
+            + (f"; {len(failed)} iteration(s) FAILED" if failed else "")
         )
-    return 0
+    return 1 if failed else 0
 
 
 class _Display:

@@ -41,6 +41,7 @@ from analysis.ingest.kconfig import config_hz, page_size
 from analysis.ingest.textfile import read_text
 
 __all__ = [
+    "FAILED",
     "INCLUDE_INCOMPLETE",
     "INCOMPLETE",
     "Iteration",
@@ -57,6 +58,9 @@ __all__ = [
 _ITER = re.compile(r"iter-(\d+)")
 # Written by mmlab capture when it begins an iteration, removed when the iteration is done.
 INCOMPLETE = "mmlab-incomplete"
+# Written by mmlab capture --kernel into an iteration that ran but did not exercise its
+# setting (no reclaim, a trace contradicting the knobs); holds the reason.
+FAILED = "mmlab-failed"
 # Environment variable: "1" makes incomplete iterations count (set by --include-incomplete).
 INCLUDE_INCOMPLETE = "MMLAB_INCLUDE_INCOMPLETE"
 _BEGIN = re.compile(r"test begin :: (\S+) (\d+(?:\.\d+)?)")
@@ -302,9 +306,12 @@ def _checked(iteration: Path) -> Path:
 
 
 def _incomplete(iteration: Path, run_has_metadata: bool) -> str | None:
-    """Why ``iteration`` was not finished by its capture, or None if it was."""
+    """Why ``iteration`` was not finished by its capture, or did not exercise what it was
+    run for (``mmlab-failed``, with the reason), or None if it was and did."""
     if (iteration / INCOMPLETE).exists():
         return "its capture was interrupted (mmlab-incomplete)"
+    if (failed := iteration / FAILED).exists():
+        return f"its run failed: {read_text(failed).strip()} (mmlab-failed)"
     if run_has_metadata and not (iteration / "mmlab.json").exists():
         return "no mmlab.json where the run's other iterations have one (capture killed)"
     return None
