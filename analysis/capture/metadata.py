@@ -97,6 +97,8 @@ def system_metadata(root: Path = Path("/")) -> dict[str, object]:
     return {
         "kernel_release": platform.release(),
         "kernel_version": (proc / "version").read_text().strip(),
+        # Iterations of one boot are not independent runs (analysis.ingest.boots).
+        "boot_id": (proc / "sys/kernel/random/boot_id").read_text().strip(),
         "config_hz": config_hz(kconfig),
         "kconfig_available": kconfig is not None,
         "hostname": platform.node(),

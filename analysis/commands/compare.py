@@ -81,7 +81,9 @@ def run_compare(args: argparse.Namespace) -> int:
     from analysis.metrics.sample_rows import FAMILIES
     from analysis.report.compare import format_markdown, format_mmtests, to_json
     from analysis.report.json_output import dumps
+    from analysis.report.levels import level_notes
     from analysis.report.text import fit
+    from analysis.stats.levels import replication, warmups
     from analysis.stats.significance import DEFAULT_EFFECT, compare_table
 
     if not 0 < args.level < 0.5:
@@ -108,6 +110,11 @@ def run_compare(args: argparse.Namespace) -> int:
     if not others:
         raise InputError(source, f"only one kernel ({base}): nothing to compare with")
     effect = DEFAULT_EFFECT if args.effect is None else args.effect
+    # The boot, not the iteration, is the unit where the tree says which boot each ran in.
+    boots = loaded.boots if loaded else {}
+    warm = warmups(table, boots)
+    units = replication(table, boots)
+    table = units.table
     results = compare_table(
         table, base, others, args.metric, args.level, args.delta, args.resamples, args.seed,
         families=families, effect=effect,
@@ -125,10 +132,16 @@ def run_compare(args: argparse.Namespace) -> int:
             row["platform"] = [
                 p for p in platforms if p.split(" ", 1)[0] in (row["base"], row["kernel"])
             ]
+            row["unit_of_replication"] = {
+                k: units.unit.get(k) for k in (row["base"], row["kernel"])
+            }
+            row["warmup"] = [w for w in warm if w.kernel in (row["base"], row["kernel"])
+                             and row["row"] in w.rows]  # fmt: skip
         print(dumps(rows))
         return 0
     # Emulated captures are labelled above the table a reader pastes, not only on stderr.
     print("".join(f"{fit(f'NOTE: {p}')}\n" for p in platforms), end="")
+    print(level_notes(units.notes, warm), end="")
     if fmt == "markdown":
         print(format_markdown(results), end="")
     else:

@@ -32,6 +32,7 @@ import polars as pl
 
 from analysis.errors import InputError
 from analysis.ingest import mmtests, mmtests_shellpack
+from analysis.ingest.boots import boots_of_run
 from analysis.ingest.long_table import SCHEMA
 from analysis.ingest.mmtests_logs import READERS, LogRead, read_logs, stutterp_log, usemem_log
 
@@ -80,6 +81,8 @@ class Loaded:
     families: dict[str, str] = field(default_factory=dict)
     # One sentence per run captured on an emulated platform (Run.emulated).
     platforms: tuple[str, ...] = ()
+    # (kernel, run) -> (boot key, how it is known): the unit of replication (ingest.boots).
+    boots: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)
 
     def unit_source(self, row: str) -> str | None:
         """Where ``row``'s unit comes from; None for rows mmlab computes itself (traces,
@@ -169,6 +172,9 @@ def load_runs(
     # share the run directory name).
     runs = mmtests.unique_runs(tuple(run for p in paths for run in mmtests.find_runs(p)))
     platforms = tuple(note for run in runs if (note := run.emulated))
+    boot_of = {
+        (run.name, it): (b.key, b.source) for run in runs for it, b in boots_of_run(run).items()
+    }
     for run in runs:
         for it in run.iterations:
             rows, bad, sources = _rows(it, extra or {}, checkout)
@@ -181,4 +187,4 @@ def load_runs(
     _one_unit_per_row(table)
     lines = tuple(UnitSource(b, fam, u, src) for (b, fam, u), src in units.items())
     # The same note from every run of a benchmark (a checkout's yaml) is said once.
-    return Loaded(table, tuple(dict.fromkeys(skipped)), lines, families, platforms)
+    return Loaded(table, tuple(dict.fromkeys(skipped)), lines, families, platforms, boot_of)

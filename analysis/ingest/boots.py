@@ -1,0 +1,70 @@
+"""Which boot of which kernel each iteration ran in: the unit of independent replication.
+
+Iterations of one boot share page cache, slab, LRU and fragmentation state, so they are not
+independent runs (Kalibera & Jones, "Rigorous benchmarking in reasonable time", 2013: the
+level that varies most between repetitions, here the boot, is the one to replicate). Where
+the tree says which boot an iteration ran in, in order of trust:
+
+1. ``boot.json`` of ``mmlab experiment`` (one guest boot per iteration, its boot id);
+2. ``vm.json`` beside the iterations of ``mmlab capture --kernel``: every iteration ran in
+   that one guest boot (its ``guest_boot_id`` where recorded);
+3. ``mmlab.json``'s ``system.boot_id`` (``/proc/sys/kernel/random/boot_id`` at capture);
+4. otherwise a capture's or an mmtests run's iterations ran back to back in one boot of
+   the machine (neither tool reboots between iterations).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from analysis.errors import InputError
+from analysis.ingest import mmtests
+from analysis.ingest.textfile import read_text
+
+__all__ = ["Boot", "boot_of", "boots_of_run"]
+
+
+@dataclass(frozen=True)
+class Boot:
+    """One boot: ``key`` is unique across the runs compared; ``source`` says how it is known."""
+
+    key: str
+    source: str
+
+
+def _json(path: Path) -> dict:
+    try:
+        found = json.loads(read_text(path))
+    except json.JSONDecodeError as exc:
+        raise InputError(path, f"not JSON: {exc.msg}", line=exc.lineno) from None
+    if not isinstance(found, dict):
+        raise InputError(path, "not a JSON object")
+    return found
+
+
+def boot_of(run: mmtests.Run, iteration: mmtests.Iteration) -> Boot:
+    """The boot ``iteration`` of ``run`` ran in (module docstring for the sources)."""
+    record = iteration.path / "boot.json"
+    if record.is_file():
+        boot_id = _json(record).get("vm", {}).get("guest_boot_id")
+        if boot_id:
+            return Boot(f"guest boot {boot_id}", "boot.json: one guest boot per iteration")
+    vm = run.path / "vm.json"
+    if vm.is_file():
+        boot_id = _json(vm).get("guest_boot_id")
+        key = f"guest boot {boot_id}" if boot_id else f"the one guest boot of {run.path}"
+        return Boot(key, "vm.json: every iteration ran in one guest boot")
+    boot_id = iteration.metadata.get("system", {}).get("boot_id")
+    if boot_id:
+        return Boot(f"host boot {boot_id}", "mmlab.json: the capturing machine's boot id")
+    return Boot(
+        f"the one boot of {run.path}",
+        "no boot id recorded: the run's iterations ran back to back in one boot",
+    )
+
+
+def boots_of_run(run: mmtests.Run) -> dict[str, Boot]:
+    """iteration index (as a string, the long table's ``run``) -> its :class:`Boot`."""
+    return {str(it.index): boot_of(run, it) for it in run.iterations}
