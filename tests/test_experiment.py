@@ -458,3 +458,36 @@ def test_a_guest_capture_that_did_not_reclaim_fails_and_is_left_out(fake_lab, tm
     ok = _mmlab([*argv[:1], str(tmp_path / "cap2"), *argv[2:]], env)
     assert ok.wait(timeout=120) == 0, ok.stderr.read()
     assert not (tmp_path / "cap2" / "x" / "iter-0" / "mmlab-failed").exists()
+
+
+def test_a_dask_cluster_boots_the_runs_and_the_coordinator_installs_them(
+    fake_lab, tmp_path, monkeypatch
+):
+    """One single-threaded worker (as on a test machine): every run comes back and is
+    installed in the plan's order of positions, each with the worker's host recorded."""
+    from distributed import Client, LocalCluster
+
+    from analysis.capture import run as capture_run
+
+    plan_path, env = fake_lab
+    monkeypatch.setenv("PATH", env["PATH"])
+    monkeypatch.chdir(tmp_path)
+    real = capture_run.machine_lock
+    monkeypatch.setattr(capture_run, "machine_lock", lambda: real(tmp_path / "capture.lock"))
+    plan = design.load_plan(plan_path)
+    out = tmp_path / "out"
+    with (
+        LocalCluster(
+            n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None
+        ) as cluster,
+        Client(cluster) as client,
+    ):
+        status = experiment.execute(plan, out, client=client)
+    assert len(status.done) == 4 and not status.failed
+    assert status.hosts == {os.uname().nodename: 4}
+    positions = [
+        json.loads(p.read_text())["position"] for p in sorted(out.glob("*/iter-*/boot.json"))
+    ]
+    assert sorted(positions) == [0, 1, 2, 3]
+    events = [json.loads(line) for line in (out / "journal.jsonl").read_text().splitlines()]
+    assert [e["event"] for e in events].count("done") == 4
