@@ -120,3 +120,33 @@ def test_compare_says_aa1_iterations_share_a_boot_and_start_in_a_warmup():
     assert stall["unit_of_replication"] == {"aa1": "iteration", "aa2": "iteration"}
     (warm,) = stall["warmup"]
     assert warm["kernel"] == "aa1" and warm["iterations"] == [0, 1]
+
+
+def test_pilot_spread_sizes_a_design_from_boot_to_boot_sd(tmp_path):
+    """An experiment tree made of bundled iterations (real data, arranged as boots): the
+    sizing follows the normal-approximation formula n = 2 (z_.975 + z_.8)^2 sd^2 / ln(1.2)^2
+    within the t test's small-sample correction."""
+    import shutil
+
+    from scipy import stats as st
+
+    from analysis.study.pilot import pilot_spread
+
+    (run,) = mmtests.find_runs(DATA / "vm-6.12" / "wb20")
+    for it in run.iterations:
+        shutil.copytree(it.path, tmp_path / "wb20" / f"iter-{it.index}")
+    order = {"primary_endpoint": "reclaim_velocity",
+             "settings": [{"name": "wb20", "params": {"pressure": "cgroup"}},
+                          {"name": "never-ran", "params": {}}]}  # fmt: skip
+    (tmp_path / "order.json").write_text(json.dumps(order))
+    spread, empty = pilot_spread(tmp_path, effect_pct=20)
+    assert empty.sd_log is None and empty.values == ()
+    assert len(spread.values) == 5 and spread.left_out == 0
+    logs = np.log(spread.values)
+    assert spread.sd_log == pytest.approx(logs.std(ddof=1))
+    lo, hi = spread.sd_log_ci
+    assert lo < spread.sd_log < hi
+    z = st.norm.ppf(0.975) + st.norm.ppf(0.8)
+    approx = 2 * z**2 * spread.sd_log**2 / np.log(1.2) ** 2
+    assert approx <= spread.runs_needed <= approx + 3
+    assert spread.runs_needed_at_upper_sd > spread.runs_needed

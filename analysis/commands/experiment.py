@@ -36,6 +36,15 @@ def register(subparsers) -> None:
     )
     run.add_argument("--json", action="store_true", help="print the final status as JSON")
     run.set_defaults(func=_run)
+    size = sub.add_parser("size", help="a pilot's boot-to-boot spread and the boots a design needs")
+    size.add_argument("out", type=Path, help="the pilot's OUT (mmlab experiment run)")
+    size.add_argument("--endpoint", help="default: the plan's primary endpoint")
+    size.add_argument(
+        "--effect", type=float, default=20.0, help="change to detect, %% (default 20)"
+    )
+    size.add_argument("--level", type=float, default=0.05)
+    size.add_argument("--json", action="store_true")
+    size.set_defaults(func=_size)
     status = sub.add_parser("status", help="where an executed plan stands")
     status.add_argument("out", type=Path)
     status.add_argument("--json", action="store_true")
@@ -52,6 +61,18 @@ def _order(args: argparse.Namespace) -> int:
     print(
         dumps(order_document(plan)) if args.json else format_order(plan),
         end="" if not args.json else "\n",
+    )
+    return 0
+
+
+def _size(args: argparse.Namespace) -> int:
+    from analysis.report.experiment import format_spread
+    from analysis.report.json_output import dumps
+    from analysis.study.pilot import pilot_spread
+
+    spreads = pilot_spread(args.out, args.endpoint, args.effect, args.level)
+    print(
+        dumps(spreads) if args.json else format_spread(spreads), end="" if not args.json else "\n"
     )
     return 0
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from analysis.capture.design import ENDPOINTS, Plan, planned_runs
 from analysis.capture.experiment import ExperimentStatus
+from analysis.study.pilot import SettingSpread
 
-__all__ = ["format_order", "format_status", "status_line"]
+__all__ = ["format_order", "format_spread", "format_status", "status_line"]
 
 
 def format_order(plan: Plan) -> str:
@@ -57,4 +58,31 @@ def format_status(status: ExperimentStatus) -> str:
     if status.failed:
         lines.append("failed (left out; `mmlab experiment run --retry-failed` runs them again):")
         lines += [f"  {run}: {why}" for run, why in status.failed.items()]
+    return "\n".join(lines) + "\n"
+
+
+def format_spread(spreads: list[SettingSpread]) -> str:
+    """Per setting: boots, geometric mean, sd of log values [95 % CI], boots needed."""
+    if not spreads:
+        return "no settings\n"
+    first = spreads[0]
+    lines = [
+        f"{first.endpoint}: boot-to-boot spread per setting, and the boots per setting a "
+        f"±{first.effect_pct:g} % change needs (80 % power, two-sided, design_runs)",
+    ]
+    for s in spreads:
+        if s.sd_log is None:
+            lines.append(f"  {s.setting}: {len(s.values)} boot(s): too few for a spread")
+            continue
+        lo, hi = s.sd_log_ci
+        needed = "unreachable" if s.runs_needed is None else str(s.runs_needed)
+        upper = (
+            "unreachable" if s.runs_needed_at_upper_sd is None else str(s.runs_needed_at_upper_sd)
+        )
+        left = f", {s.left_out} left out (no value)" if s.left_out else ""
+        lines.append(
+            f"  {s.setting} ({s.pressure}): {len(s.values)} boots{left}, geometric mean "
+            f"{s.geometric_mean:.4g}, sd of log {s.sd_log:.2f} [{lo:.2f}, {hi:.2f}]: "
+            f"{needed} boots ({upper} at the upper sd)"
+        )
     return "\n".join(lines) + "\n"
