@@ -491,3 +491,26 @@ def test_a_dask_cluster_boots_the_runs_and_the_coordinator_installs_them(
     assert sorted(positions) == [0, 1, 2, 3]
     events = [json.loads(line) for line in (out / "journal.jsonl").read_text().splitlines()]
     assert [e["event"] for e in events].count("done") == 4
+
+
+def test_the_committed_sweep_plans_cover_what_the_question_needs():
+    """kernels/plans/: WRITEBACK at >= 5 timeouts from one jiffy to 500 ms, NOPROGRESS at
+    >= 3, the divisor at >= 3 with the shrinker workload, each under a cgroup limit and
+    global pressure, >= 10 boots per setting; the defaults count as one value each."""
+    plans = Path(__file__).parent.parent / "kernels" / "plans"
+    throttle = design.load_plan(plans / "sweep-throttle-6.12.yaml")
+    divisor = design.load_plan(plans / "sweep-divisor-6.12.yaml")
+    design.load_plan(plans / "pilot-6.12.yaml")
+
+    def values(plan, knob, default):
+        return {int(s.params.get("sysctl", {}).get(knob, default)) if default.isdigit()
+                else s.params.get("sysctl", {}).get(knob, default) for s in plan.settings}  # fmt: skip
+
+    wb = values(throttle, "vm.reclaim_throttle_writeback_ms", "100")
+    assert len(wb) >= 5 and min(wb) == 4 and max(wb) == 500  # 4 ms: one jiffy at HZ=250
+    assert len(values(throttle, "vm.reclaim_throttle_noprogress_ms", "4")) >= 3
+    assert len(values(divisor, "vm.shrinker_deferred_divisor", "2^priority")) >= 3
+    assert {s.params["workload"] for s in divisor.settings} == {"shrinker"}
+    for plan in (throttle, divisor):
+        assert {s.params["pressure"] for s in plan.settings} == {"cgroup", "global"}
+        assert plan.boots_per_setting >= 10 and plan.sizing["power"] == 0.8
