@@ -503,8 +503,8 @@ def test_the_committed_sweep_plans_cover_what_the_question_needs():
     design.load_plan(plans / "pilot-6.12.yaml")
 
     def values(plan, knob, default):
-        return {int(s.params.get("sysctl", {}).get(knob, default)) if default.isdigit()
-                else s.params.get("sysctl", {}).get(knob, default) for s in plan.settings}  # fmt: skip
+        found = {s.params.get("sysctl", {}).get(knob, default) for s in plan.settings}
+        return {int(v) for v in found} if default.isdigit() else found
 
     wb = values(throttle, "vm.reclaim_throttle_writeback_ms", "100")
     assert len(wb) >= 5 and min(wb) == 4 and max(wb) == 500  # 4 ms: one jiffy at HZ=250
