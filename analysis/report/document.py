@@ -64,12 +64,14 @@ def latency_section(data: Study) -> str:
     significance (as ``mmlab compare``: Harrell–Davis median decides, permutation test
     over iterations, Benjamini–Hochberg q-values)."""
     from analysis.report.compare import format_mmtests
+    from analysis.report.levels import level_notes
 
     if isinstance(data.latency, str):
         return data.latency
     # One unit per row block and three significant digits, not mmtests' 4 decimals
     # beside a ±5299 sd.
-    return format_mmtests(data.latency.table, decided(data.latency), scaled=True)
+    notes = level_notes(data.latency.replication_notes, list(data.latency.warmups))
+    return notes + format_mmtests(data.latency.table, decided(data.latency), scaled=True)
 
 
 def vmstat_section(data: Study) -> str:

@@ -27,6 +27,9 @@ __all__ = ["Replication", "Warmup", "replication", "warmups"]
 # shift of 8 sd in the first two of five is found in 55 % of boots, of 20 sd in 99 %
 # (simulation, tests/test_levels.py).
 WARMUP_ALPHA = 0.01
+# ...and only a regime, not a detectable nuance: the first iterations' mean must differ from
+# the rest's by this factor at least (1 % of elapsed time is no warm-up).
+WARMUP_MIN_RATIO = 1.25
 
 
 @dataclass(frozen=True)
@@ -110,9 +113,10 @@ def _scale(values: list[float]) -> list[float]:
 
 def _warm(medians: list[float]) -> int:
     """How many first iterations (2 or 1; 0 for none) stand apart from the rest: all beyond
-    the rest's range on one side, and a Student t of their mean against the rest's
-    (the rest's sd, as a prediction of new iterations) above the two-sided
-    :data:`WARMUP_ALPHA` quantile."""
+    the rest's range on one side, apart by :data:`WARMUP_MIN_RATIO` at least, and a
+    Student t of their mean against the rest's (the rest's sd, as a prediction of new
+    iterations) above the two-sided :data:`WARMUP_ALPHA` quantile."""
+    logged = all(v > 0 for v in medians)
     t = _scale(medians)
     for k in (2, 1):
         m = len(t) - k
@@ -121,11 +125,13 @@ def _warm(medians: list[float]) -> int:
         first, rest = t[:k], t[k:]
         if not (all(v > max(rest) for v in first) or all(v < min(rest) for v in first)):
             continue
-        sd = max(statistics.stdev(rest), 1e-12 * max(1.0, abs(statistics.fmean(rest))))
-        score = abs(statistics.fmean(first) - statistics.fmean(rest)) / (
-            sd * math.sqrt(1 / k + 1 / m)
-        )
-        if score > scipy_stats.t.ppf(1 - WARMUP_ALPHA / 2, m - 1):
+        centre = statistics.fmean(rest)
+        gap = abs(statistics.fmean(first) - centre)
+        floor = math.log(WARMUP_MIN_RATIO) if logged else (WARMUP_MIN_RATIO - 1) * abs(centre)
+        if gap < floor:
+            continue
+        sd = max(statistics.stdev(rest), 1e-12 * max(1.0, abs(centre)))
+        if gap / (sd * math.sqrt(1 / k + 1 / m)) > scipy_stats.t.ppf(1 - WARMUP_ALPHA / 2, m - 1):
             return k
     return 0
 

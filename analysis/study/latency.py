@@ -19,6 +19,7 @@ from statsmodels.stats.multitest import multipletests
 
 from analysis.ingest import benchmarks
 from analysis.ingest.mmtests import Run
+from analysis.stats.levels import Warmup, replication, warmups
 from analysis.stats.significance import METRICS, RowComparison, compare_table
 
 __all__ = ["LEVEL", "LatencyComparison", "latency_comparison", "row_metrics"]
@@ -48,6 +49,9 @@ class LatencyComparison:
     base: str
     kernels: tuple[str, ...]
     by_metric: Mapping[str, tuple[RowComparison, ...]]
+    # Runs that share a boot and warm-up regimes (analysis.stats.levels), said above the table.
+    replication_notes: tuple[str, ...] = ()
+    warmups: tuple[Warmup, ...] = ()
 
     @property
     def new(self) -> str:
@@ -84,7 +88,10 @@ def latency_comparison(runs: Sequence[Run], resamples: int = 2000) -> LatencyCom
 
     if len(runs) < 2:
         return "One run: no latency comparison (give BASE and NEW).\n"
-    table = benchmarks.load_runs([run.path for run in runs]).table
+    loaded = benchmarks.load_runs([run.path for run in runs])
+    warm = tuple(warmups(loaded.table, loaded.boots))
+    units = replication(loaded.table, loaded.boots)
+    table = units.table
     kernels = list(dict.fromkeys(table["kernel"]))
     if len(kernels) < 2:
         return "No workload latency logs in at least two runs.\n"
@@ -96,4 +103,4 @@ def latency_comparison(runs: Sequence[Run], resamples: int = 2000) -> LatencyCom
             metric: tuple(compare_table(table, base, others, metric, LEVEL, None, resamples))
             for metric in METRICS
         }
-    return LatencyComparison(table, base, tuple(others), by_metric)
+    return LatencyComparison(table, base, tuple(others), by_metric, units.notes, warm)
