@@ -91,6 +91,21 @@ def test_kaplan_meier_against_hand_worked_example():
     assert wait.quantile_us(0.8) == math.inf  # beyond 5/7 only censored sleepers remain
 
 
+def test_p_timeout_counts_what_the_trace_counts():
+    """One definition of "timed out": usect_delayed >= usec_timeout. Hand-worked: delays
+    0, 0, 4, 8, 8 ms and two at the 12 ms timeout (HZ=250, whole jiffies). Under a timeout
+    of 8 ms the trace would count 2 (at 8) + 2 (censored at 12) = 4 of 7 as timed out; the
+    old P(T > 8 ms) said 2 of 7, one jiffy off."""
+    wait = km_wait()
+    assert wait.timed_out(8_000) == pytest.approx(4 / 7)
+    assert wait.timed_out(12_000) == pytest.approx(2 / 7)  # the calibration: 2 of 7 hit it
+    assert wait.timed_out(4_000) == pytest.approx(5 / 7)
+    assert m.predict_timeout(wait, 8_000).p_timeout.value == pytest.approx(4 / 7)
+    delays = np.array([0, 0, 4_000, 8_000, 8_000, 12_000, 12_000])
+    for tau in (4_000, 8_000, 12_000):  # the observed share under each timeout, by hand
+        assert wait.timed_out(tau) == pytest.approx(np.mean(delays >= tau))
+
+
 def test_all_censored_sleepers_are_all_beyond_the_timeout():
     wait = m.EmpiricalWait.from_delays("WB", [100_000, 104_000], 100_000)
     assert wait.survival(np.array([0.0, 100_000.0, 1e6])) == pytest.approx([1, 1, 1])
@@ -256,9 +271,10 @@ def test_cycle_model_by_hand():
         m.predict_cycle(model, {"CONGESTED": 4_000})
     curve = m.timeout_curve(model, "WB", [4_000, 12_000])
     assert curve["velocity_pps"].to_list() == pytest.approx([short.velocity_pps.value, 400])
-    # S(τ) = P(T > τ): the 8 ms and the censored sleeper outlast 4 ms (2/4); only the
-    # censored one outlasts 12 ms (1/4).
-    assert curve["p_timeout"].to_list() == pytest.approx([2 / 4, 1 / 4])
+    # P(T ≥ τ), as the trace counts a timeout (usect_delayed ≥ usec_timeout): the 4 ms,
+    # the 8 ms and the censored sleeper reach 4 ms (3/4); only the censored one reaches
+    # 12 ms (1/4).
+    assert curve["p_timeout"].to_list() == pytest.approx([3 / 4, 1 / 4])
     # Twice the throttles per page at τ = 4 ms: s/page = 0.976/400 + 0.02·0.003.
     doubled = m.predict_cycle(model, {"WB": 4_000}, throttles_per_page={"WB": 0.02})
     assert doubled.velocity_pps.value == pytest.approx(1 / (0.976 / 400 + 0.02 * 0.003))

@@ -119,6 +119,10 @@ class ParametricWait:
         s = self._body * self.dist.sf(t) + self.cure_fraction
         return np.where(t < 0, 1.0, s)
 
+    def timed_out(self, tau_us: float) -> float:
+        # Continuous between the atoms at 0 and never: P(T >= tau) = S(tau) for tau > 0.
+        return float(self.survival(np.array([tau_us]))[0])
+
     def restricted_mean_us(self, tau_us: float) -> float:
         if tau_us <= 0:
             return 0.0
@@ -204,6 +208,12 @@ class EmpiricalWait:
         steps = np.concatenate(([1.0], self.surv))
         idx = np.searchsorted(self.times_us, np.asarray(t_us, dtype=float), side="right")
         return steps[idx]
+
+    def timed_out(self, tau_us: float) -> float:
+        # S(tau-): the KM steps strictly before tau, so delays recorded at exactly tau count
+        # as ended by the timeout, as the trace counts them (usect_delayed >= usec_timeout).
+        steps = np.concatenate(([1.0], self.surv))
+        return float(steps[np.searchsorted(self.times_us, float(tau_us), side="left")])
 
     def restricted_mean_us(self, tau_us: float) -> float:
         # The integral of the KM step function from 0 to tau.
@@ -298,7 +308,7 @@ class TimeoutPrediction:
 
 def _timeout_values(wait: LatentWait, tau: float, probs: Sequence[float]) -> list[float]:
     stall_q = [min(wait.quantile_us(p), tau) for p in probs]
-    return [float(wait.survival(np.array([tau]))[0]), wait.restricted_mean_us(tau), *stall_q]
+    return [wait.timed_out(tau), wait.restricted_mean_us(tau), *stall_q]
 
 
 def predict_timeout(
@@ -309,7 +319,8 @@ def predict_timeout(
     probs: Sequence[float] = (0.5, 0.9, 0.99),
     level: float = 0.95,
 ) -> TimeoutPrediction:
-    """P(timeout) = S(τ), E[min(T, τ)] (µs) and stall quantiles under timeout ``tau_us``.
+    """P(timeout) = P(T ≥ τ) (:meth:`LatentWait.timed_out`, as the trace counts it),
+    E[min(T, τ)] (µs) and stall quantiles under timeout ``tau_us``.
 
     Intervals are percentiles of the same quantities over ``replicates`` (bootstrap
     replicates of ``wait``: :meth:`EmpiricalWait.resample`, or a fit's bootstrap).

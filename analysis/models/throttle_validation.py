@@ -187,7 +187,7 @@ def identification_bounds(wait: LatentWait, tau0_us: float, tau_us: float) -> di
     """What the data at timeout ``tau0_us`` says of P(timeout) and E[min(T, τ)] (µs) at a
     longer ``tau_us`` whatever T does beyond τ₀: every sleeper still asleep at τ₀ wakes
     at once (lower) or never (upper)."""
-    s0 = float(wait.survival(np.array([tau0_us]))[0])
+    s0 = wait.timed_out(tau0_us)
     r0 = wait.restricted_mean_us(tau0_us)
     return {"p_timeout": (0.0, s0), "mean_stall_us": (r0, r0 + s0 * (tau_us - tau0_us))}
 

@@ -78,7 +78,7 @@ def format_report(report: ThrottleReport) -> str:
     ]
     for r in m.reasons:
         choice = report.wait_choice(r.reason)
-        asleep = float(r.wait.survival([r.timeout_us])[0])
+        asleep = r.wait.timed_out(r.timeout_us)
         lines += [
             f"{r.reason}: timeout {r.timeout_us:.0f} us, "
             f"{r.throttles_per_page * 1000:.3f} throttles per 1000 pages scanned",

@@ -228,6 +228,10 @@ class FittedWait:
         s = self.continuous_mass * inner + self.cure_fraction
         return np.where(t < 0, 1.0, s)
 
+    def timed_out(self, tau_us: float) -> float:
+        # Continuous between the atoms at 0 and never: P(T >= tau) = S(tau) for tau > 0.
+        return float(self.survival(np.array([tau_us]))[0])
+
     def restricted_mean_us(self, tau_us: float) -> float:
         return float(self._restricted_means(np.array([tau_us]))[0])
 

@@ -36,6 +36,13 @@ class LatentWait(Protocol):
         """P(T > t) for each t (µs), zero mass and cure fraction included."""
         ...
 
+    def timed_out(self, tau_us: float) -> float:
+        """P(T ≥ tau): the share of sleepers a timeout of tau ends — what a trace counts as
+        timed out (``usect_delayed >= usec_timeout``), so prediction and observation count
+        the same thing. S(tau) for a continuous wait; a step estimate includes its step at
+        tau (a sleeper recorded at exactly tau is one the timeout ends)."""
+        ...
+
     def restricted_mean_us(self, tau_us: float) -> float:
         """E[min(T, tau)] in µs: the mean stall under a timeout of tau."""
         ...
