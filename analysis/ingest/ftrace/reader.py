@@ -95,7 +95,7 @@ from analysis.ingest.ftrace.layout import (
     text_shape,
 )
 from analysis.ingest.ftrace.malloc import reuse_freed_memory
-from analysis.ingest.ftrace.raw import printed_form, unmappable
+from analysis.ingest.raw_text import printed_form, unmappable
 from analysis.ingest.ftrace.tokenizer import event_schema
 from analysis.ingest.textfile import read_text
 
@@ -492,7 +492,7 @@ class Trace:
         Columns: line, comm, pid, tgid, cpu, irq_flags, ts_ns, epoch_ns, instance (the
         trace-cmd buffer, else null), then the event's fields (:data:`.events.EVENTS`),
         then any extra fields a newer kernel adds. ``trace-cmd report -R`` rows are given
-        their printed form (:func:`.raw.printed_form`).
+        their printed form (:func:`analysis.ingest.raw_text.printed_form`).
         """
         frame = self._stored(name)
         frame = printed_form(name, frame)
@@ -527,7 +527,7 @@ def _load(path: Path, directory: Path) -> Trace:
 
 def _check_raw(trace: Trace) -> None:
     """InputError at the first ``trace-cmd report -R`` field that cannot be given its printed
-    name (:func:`.raw.unmappable`): analysed as it stands it would be silently wrong."""
+    name (:func:`analysis.ingest.raw_text.unmappable`): analysed as it stands it would be silently wrong."""
     for name in trace.event_names:
         found = unmappable(name, trace._stored(name))
         if found is not None:

@@ -1,4 +1,4 @@
-"""``trace-cmd report -R`` (raw) text → the frames of the default, printed text.
+"""``trace-cmd report -R`` (raw) text and hist-trigger keys → the printed form of each field.
 
 Raw output prints each event's ``TP_STRUCT__entry`` fields with their stored values instead
 of its ``TP_printk`` format (docs/trace-formats.md "Raw trace-cmd text"): other key names
@@ -9,7 +9,9 @@ unmapped, the throttle rows lose their reason and delays and LRU activations rea
 
 :func:`printed_form` renames the raw keys and decodes the values whose encoding is fixed by
 include/trace/events/vmscan.h and enum lru_list since the events exist, row by row (a file
-may mix both forms). What differs between kernels or configurations is never guessed:
+may mix both forms). ftrace hist triggers key on the same stored values
+(:mod:`analysis.ingest.histogram`). It sits in :mod:`analysis.ingest`, not in
+:mod:`.ftrace`, because both readers use it. What differs between kernels or configurations is never guessed:
 
 - gfp masks stay hex (``0x100cca``), as the kernel prints bits it has no name for: the
   ``___GFP_*`` bit numbers move between releases;
