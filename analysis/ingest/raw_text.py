@@ -11,7 +11,8 @@ unmapped, the throttle rows lose their reason and delays and LRU activations rea
 include/trace/events/vmscan.h and enum lru_list since the events exist, row by row (a file
 may mix both forms). ftrace hist triggers key on the same stored values
 (:mod:`analysis.ingest.histogram`). It sits in :mod:`analysis.ingest`, not in
-:mod:`.ftrace`, because both readers use it. What differs between kernels or configurations is never guessed:
+:mod:`.ftrace`, because both readers use it. What differs between kernels or
+configurations is never guessed:
 
 - gfp masks stay hex (``0x100cca``), as the kernel prints bits it has no name for: the
   ``___GFP_*`` bit numbers move between releases;

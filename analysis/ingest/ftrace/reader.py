@@ -95,8 +95,8 @@ from analysis.ingest.ftrace.layout import (
     text_shape,
 )
 from analysis.ingest.ftrace.malloc import reuse_freed_memory
-from analysis.ingest.raw_text import printed_form, unmappable
 from analysis.ingest.ftrace.tokenizer import event_schema
+from analysis.ingest.raw_text import printed_form, unmappable
 from analysis.ingest.textfile import read_text
 
 __all__ = [
@@ -527,7 +527,8 @@ def _load(path: Path, directory: Path) -> Trace:
 
 def _check_raw(trace: Trace) -> None:
     """InputError at the first ``trace-cmd report -R`` field that cannot be given its printed
-    name (:func:`analysis.ingest.raw_text.unmappable`): analysed as it stands it would be silently wrong."""
+    name (:func:`analysis.ingest.raw_text.unmappable`): read as it stands it would be
+    silently wrong."""
     for name in trace.event_names:
         found = unmappable(name, trace._stored(name))
         if found is not None:
