@@ -33,6 +33,7 @@ from pathlib import Path
 import polars as pl
 
 from analysis.errors import InputError, input_file
+from analysis.ingest.mmtests import Run
 from analysis.ingest.textfile import read_text
 
 __all__ = [
@@ -40,7 +41,9 @@ __all__ = [
     "Monitor",
     "iteration_monitors",
     "monitor_file",
+    "monitor_tests",
     "read_monitor",
+    "runs_monitor",
     "time_blocks",
 ]
 
@@ -315,3 +318,38 @@ def iteration_monitors(iteration: str | Path, test: str) -> dict[str, Monitor]:
     (an mmtests tree's or a capture's), by name; absent monitors are left out."""
     found = {name: monitor_file(iteration, name, test) for name in MONITORS}
     return {name: read_monitor(path, name) for name, path in found.items() if path is not None}
+
+
+def monitor_tests(iteration: str | Path) -> list[str]:
+    """Tests with a monitor log of :data:`MONITORS` in an iteration directory (from the
+    file names ``<monitor>-<test>[.gz]``), sorted."""
+    found = set()
+    for path in Path(iteration).iterdir():
+        stem = path.name.removesuffix(".gz")
+        for name in MONITORS:
+            if stem.startswith(name + "-") and not stem.endswith(".start"):
+                found.add(stem.removeprefix(name + "-"))
+    return sorted(found)
+
+
+def runs_monitor(runs: tuple[Run, ...], name: str) -> pl.DataFrame:
+    """Monitor ``name`` of every iteration and test of ``runs`` in one frame: ``run``,
+    ``iteration``, ``test``, ``t_s`` (seconds since the log's first sample) and the
+    monitor's columns; empty when no iteration recorded it."""
+    frames = []
+    for run in runs:
+        for iteration in run.iterations:
+            for test in iteration.tests or monitor_tests(iteration.path):
+                path = monitor_file(iteration.path, name, test)
+                if path is None:
+                    continue
+                frame = read_monitor(path, name).frame
+                frames.append(
+                    frame.with_columns(
+                        run=pl.lit(run.name),
+                        iteration=pl.lit(iteration.index),
+                        test=pl.lit(test),
+                        t_s=pl.col("epoch_s") - pl.col("epoch_s").min(),
+                    )
+                )
+    return pl.concat(frames, how="diagonal_relaxed") if frames else pl.DataFrame()
