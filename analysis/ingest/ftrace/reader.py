@@ -95,6 +95,8 @@ from analysis.ingest.ftrace.layout import (
     text_shape,
 )
 from analysis.ingest.ftrace.malloc import reuse_freed_memory
+from analysis.ingest.ftrace.perf_trace import convert as convert_perf_trace
+from analysis.ingest.ftrace.perf_trace import looks_like_perf_trace
 from analysis.ingest.ftrace.tokenizer import event_schema
 from analysis.ingest.raw_text import printed_form, unmappable
 from analysis.ingest.textfile import read_text
@@ -579,6 +581,13 @@ def _binary_trace(path: Path) -> str | None:
     return "perf.data" if head[:8] in _PERF_MAGICS else None
 
 
+def _head_text(path: Path) -> str:
+    """The first bytes of a plain-text file (empty for compressed input)."""
+    with path.open("rb") as fh:
+        head = fh.read(4096)
+    return "" if detect_compression(head[:8]) != "plain" else head.decode("utf-8", "replace")
+
+
 def trace_cmd_report(path: Path, out: Path) -> None:
     """Write ``trace-cmd report`` of the binary ``path`` to ``out`` (docs/trace-formats.md
     "Binary traces"); InputError saying what to do when trace-cmd is missing or fails."""
@@ -622,8 +631,20 @@ def read(
             f"`perf script -i {path} > {path.name}.txt` and read the text",
         )
 
+    perf_trace = binary is None and looks_like_perf_trace(_head_text(path))
+
     def build(tmp: Path) -> tuple[str, dict]:
-        if binary == "trace.dat":
+        if perf_trace:
+            # Parsed as the converted text (line for line, so line numbers hold), cached
+            # under the digest of the perf trace text itself.
+            with tempfile.TemporaryDirectory(dir=tmp) as text_dir:
+                text = Path(text_dir) / "perf-trace.txt"
+                convert_perf_trace(path, text)
+                accounting, _, results = _ingest_into(text, tmp, progress)
+            with path.open("rb") as fh:
+                digest = hashlib.file_digest(fh, blake3).hexdigest()
+            accounting = replace(accounting, source=str(path))
+        elif binary == "trace.dat":
             # Parsed as its `trace-cmd report` text (line numbers are that text's), cached
             # under the digest of the trace.dat itself.
             with tempfile.TemporaryDirectory(dir=tmp) as text_dir:
