@@ -3,7 +3,7 @@
 
 ``perf trace -e vmscan:... -- CMD`` prints one line per event::
 
-       17.620 dd/25377 vmscan:mm_vmscan_throttled(usec_timeout: 100000, usec_delayed: 12000, reason: 1)
+    17.620 dd/25377 vmscan:mm_vmscan_throttled(usec_timeout: 100000, usec_delayed: 12000, reason: 1)
 
 milliseconds since the start (absolute with ``-T``), ``comm/tid``, the event and its
 stored fields (raw values and names, as ``trace-cmd report -R`` prints them: mapped to the
