@@ -31,9 +31,10 @@ def _lines() -> list[bytes]:
     for path in captures:
         with zstandard.ZstdDecompressor().stream_reader(path.open("rb")) as stream:
             lines += stream.read(400_000).splitlines(keepends=True)[1:-1]
-    for path in sorted((REPO / "tests" / "data").rglob("*")):
-        if path.is_file() and path.suffix in (".txt", ".trace", ""):
-            lines += path.read_bytes().splitlines(keepends=True)[:300]
+    # The text files tests/data held when the digest was taken (samples added since would
+    # change the corpus, not the parser).
+    for path in sorted((REPO / "tests" / "data" / "mmtests-perl").glob("*.txt")):
+        lines += path.read_bytes().splitlines(keepends=True)[:300]
     return lines
 
 

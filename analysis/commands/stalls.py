@@ -67,7 +67,10 @@ def analyse_path(path: Path, args: argparse.Namespace) -> TraceAnalysis:
     from analysis.metrics.trace_analysis import analyse_file, analyse_trace
 
     labels = dict(args.label)
-    if histogram.looks_like_histogram(_head(path)):
+    head = _head(path)
+    if histogram.is_hist_trigger(head):
+        return analyse_trace(histogram.read_hist_trigger_events(path), config_hz=args.hz)
+    if histogram.looks_like_histogram(head):
         return analyse_trace(histogram.read(path, labels=labels), config_hz=args.hz)
     if labels:
         raise InputError(path, "--label applies to histogram text, and this is a trace")

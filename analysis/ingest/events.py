@@ -1,6 +1,7 @@
 """The reclaim trace events mmlab knows: names, fields, per-event field types, history.
 
-One :class:`Event` per tracepoint of ``include/trace/events/{vmscan,compaction,writeback}.h``.
+One :class:`Event` per tracepoint of ``include/trace/events/{vmscan,compaction,writeback}.h``
+that mmlab analyses (and kmem's ``mm_page_alloc_extfrag``).
 Its ``fields`` are the union over kernel versions, in printed order, named after the
 ``TP_STRUCT__entry`` members (= the printed keys), each with its own type, so an event's
 ``mode`` or ``zone`` is typed where that event is declared and never by the field's name
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 import polars as pl
 
 __all__ = [
+    "BALANCE_DIRTY_PAGES",
     "EVENTS",
     "FLAGS",
     "INT",
@@ -275,6 +277,42 @@ EVENTS: dict[str, Event] = {
         _compaction("mm_compaction_isolate_freepages", _ISOLATE, *_ISOLATE_HISTORY),
         _compaction("mm_compaction_fast_isolate_freepages", _ISOLATE, *_ISOLATE_HISTORY),
         _compaction("mm_compaction_migratepages", _ints("nr_migrated", "nr_failed")),
+        Event(
+            "writeback",
+            "balance_dirty_pages",
+            (
+                # "bdi %s:" opens the payload: the device name, read by the tokenizer
+                Field("bdi", STR),
+                *_ints("limit", "setpoint", "dirty", "bdi_setpoint", "bdi_dirty"),
+                *_ints("wb_setpoint", "wb_dirty"),
+                *_ints("dirty_ratelimit", "task_ratelimit", "dirtied", "dirtied_pause"),
+                *_ints("paused", "pause", "period", "think", "cgroup_ino"),
+            ),
+            (
+                "3.2+: 'bdi %s: limit= setpoint= dirty= bdi_setpoint= bdi_dirty= "
+                "dirty_ratelimit= task_ratelimit= dirtied= dirtied_pause= paused= pause= "
+                "period= think='; limits in pages, ratelimits in KB/s, times in ms",
+                "~4.x (cgroup writeback): cgroup_ino appended",
+                "~6.13-6.18: bdi_setpoint, bdi_dirty printed as wb_setpoint, wb_dirty (6.12 "
+                "prints bdi_*, 6.18 wb_*)",
+            ),
+        ),
+        Event(
+            "kmem",
+            "mm_page_alloc_extfrag",
+            (
+                Field("page", STR),
+                *_ints("pfn", "alloc_order", "fallback_order", "pageblock_order"),
+                *_ints("alloc_migratetype", "fallback_migratetype", "fragmenting"),
+                Field("change_ownership"),
+            ),
+            (
+                "page=%p pfn= alloc_order= fallback_order= pageblock_order= "
+                "alloc_migratetype= fallback_migratetype= fragmenting= change_ownership=",
+                "pfn printed as hex in current kernels (both read)",
+            ),
+            noisy=True,
+        ),
     )
 }
 
@@ -283,7 +321,8 @@ SHRINK_SLAB = frozenset(n for n, e in EVENTS.items() if e.free_text)
 NOISY = tuple(n for n, e in EVENTS.items() if e.noisy)
 THROTTLED = "mm_vmscan_throttled"
 # The throttle waits before mm_vmscan_throttled (removed 5.16 / ~5.18).
-LEGACY_THROTTLE = tuple(n for n, e in EVENTS.items() if e.system == "writeback")
+LEGACY_THROTTLE = ("writeback_congestion_wait", "writeback_wait_iff_congested")
+BALANCE_DIRTY_PAGES = "balance_dirty_pages"
 
 
 def field_type(event: str, key: str) -> str:

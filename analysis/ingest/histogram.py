@@ -30,6 +30,8 @@ line in the text where the histogram line starts.
 
 from __future__ import annotations
 
+import json
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -38,15 +40,26 @@ from pathlib import Path
 import polars as pl
 
 from analysis.errors import InputError, input_file
-from analysis.ingest.events import LEGACY_THROTTLE, THROTTLED, polars_fields
+from analysis.ingest.events import EVENTS, THROTTLED, polars_fields
+from analysis.ingest.raw_text import printed_form
+from analysis.ingest.textfile import read_text
 
 __all__ = [
+    "BINNED_SCHEMA",
+    "Binned",
     "Histogram",
     "HistogramAccounting",
     "HistogramGroup",
+    "is_hist_trigger",
+    "looks_like_binned",
     "looks_like_histogram",
+    "parse_binned",
     "parse_histogram",
+    "quantile_bins",
     "read",
+    "read_binned",
+    "read_hist_trigger_events",
+    "to_us",
     "totals_consistency",
 ]
 
@@ -67,9 +80,7 @@ HISTOGRAM_SCHEMA: dict[str, pl.DataType] = {
 }
 # Field schemas of the events mails carry, so an absent event still yields a frame the
 # metrics can select from.
-KNOWN_FIELDS: dict[str, dict[str, pl.DataType]] = {
-    name: polars_fields(name) for name in (THROTTLED, *LEGACY_THROTTLE)
-}
+KNOWN_FIELDS: dict[str, dict[str, pl.DataType]] = {name: polars_fields(name) for name in EVENTS}
 
 _SPACES = re.compile(r"[\u00a0\u2000-\u200b\u202f\u205f\u3000\t]")
 _QUOTE = re.compile(r"^\s*(?:>\s?)+")
@@ -395,3 +406,297 @@ def totals_consistency(
         .agg(matching_groups=pl.col("group_right").drop_nulls().sort())
         .sort("group", key)
     )
+
+
+# --- Binned latency histograms: bpftrace hist()/lhist() (text and -f json), ftrace hist
+# triggers (docs/inputs.md "Binned histograms"). Each bin [lo, hi) holds integer values
+# lo <= v < hi; an open end is ±inf.
+
+BINNED_SCHEMA: dict[str, pl.DataType] = {
+    "series": pl.String(),
+    "lo": pl.Float64(),
+    "hi": pl.Float64(),
+    "count": pl.Int64(),
+    "unit": pl.String(),
+    "line": pl.Int64(),
+}
+# bpftrace prints log2 bounds with binary suffixes (src/output.cpp hist_index_label).
+_SUFFIX = {
+    "": 1,
+    "K": 1 << 10,
+    "M": 1 << 20,
+    "G": 1 << 30,
+    "T": 1 << 40,
+    "P": 1 << 50,
+    "E": 1 << 60,
+}
+_BT_NAME = re.compile(r"^(@[A-Za-z0-9_]*(?:\[.*\])?):\s*$")
+_BT_NUM = r"-?\d+[KMGTPE]?"
+_BT_BIN = re.compile(
+    rf"^(?:\[({_BT_NUM}), ({_BT_NUM}|\.\.\.)\)|\[({_BT_NUM})\]|\(\.\.\., ({_BT_NUM})\))"
+    r"\s+(\d+)\s+\|[@ ]*\|$"
+)
+# A unit is read only from a series name that states it (vmscan.bt-style ``@..._ns``).
+_UNIT_SUFFIX = re.compile(r"(?:_|\b)(ns|us|usecs|ms|msecs)(?:\[.*\])?$")
+_UNIT_NAMES = {"ns": "ns", "us": "us", "usecs": "us", "ms": "ms", "msecs": "ms"}
+_TO_US = {"ns": 1e-3, "us": 1.0, "ms": 1e3}
+_HIST_KEY = re.compile(r"^\{\s*(.*?)\s*\}\s+hitcount:\s+(\d+)(.*)$")
+
+
+@dataclass(frozen=True)
+class Binned:
+    """Binned histograms of one file: a row per bin (:data:`BINNED_SCHEMA`).
+
+    ``producer``: ``bpftrace``, ``bpftrace-json`` or ``ftrace-hist``; ``unit`` per series
+    from its name (``_ns``, ``_us``, ``_ms``) or null when the name does not say it.
+    """
+
+    source: Path
+    producer: str
+    frame: pl.DataFrame = field(repr=False)
+    skipped_lines: int
+
+    @property
+    def series(self) -> list[str]:
+        return self.frame["series"].unique(maintain_order=True).to_list()
+
+
+def _bt_number(text: str) -> float:
+    """``8K`` → 8192: bpftrace's binary suffixes."""
+    suffix = text[-1] if text[-1] in "KMGTPE" else ""
+    return float(int(text[: len(text) - len(suffix)]) * _SUFFIX[suffix])
+
+
+def _unit(series: str) -> str | None:
+    match = _UNIT_SUFFIX.search(series.lstrip("@"))
+    return _UNIT_NAMES[match.group(1)] if match else None
+
+
+def _bpftrace_text(lines: list[str], source: Path) -> tuple[list[dict], int]:
+    rows: list[dict] = []
+    series: str | None = None
+    skipped = 0
+    for number, raw in enumerate(lines, start=1):
+        line = raw.strip()
+        if match := _BT_NAME.match(line):
+            series = match.group(1)
+            continue
+        match = _BT_BIN.match(line)
+        if match is None:
+            # Probe banners ("Attaching 8 probes..."), count maps, blank lines: not bins.
+            series = series if not line else None
+            skipped += 1
+            continue
+        if series is None:
+            raise InputError(source, "a histogram bin without its '@name:' line", line=number)
+        lo_text, hi_text, single, below, count = match.groups()
+        if single is not None:
+            lo = _bt_number(single)
+            hi = lo + 1
+        elif below is not None:
+            lo, hi = -math.inf, _bt_number(below)
+        else:
+            lo = _bt_number(lo_text)
+            hi = math.inf if hi_text == "..." else _bt_number(hi_text)
+        rows.append(_bin(series, lo, hi, int(count), number))
+    return rows, skipped
+
+
+def _bin(series: str, lo: float, hi: float, count: int, line: int) -> dict:
+    return {
+        "series": series,
+        "lo": lo,
+        "hi": hi,
+        "count": count,
+        "unit": _unit(series),
+        "line": line,
+    }
+
+
+def _bpftrace_json(lines: list[str], source: Path) -> tuple[list[dict], int]:
+    rows: list[dict] = []
+    skipped = 0
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(source, f"not bpftrace JSON: {exc.msg}", line=number) from None
+        if record.get("type") != "hist":
+            skipped += 1
+            continue
+        for name, value in record["data"].items():
+            entries = value.items() if isinstance(value, dict) else [("", value)]
+            for key, bins in entries:
+                series = f"{name}[{key}]" if key else name
+                for b in bins:
+                    lo = float(b["min"]) if "min" in b else -math.inf
+                    hi = float(b["max"]) + 1 if "max" in b else math.inf
+                    rows.append(_bin(series, lo, hi, int(b["count"]), number))
+    return rows, skipped
+
+
+def _log2_or_bucket(value: str) -> tuple[float, float] | None:
+    """A hist-trigger key printed as ``~ 2^k`` (``.log2``: roundup_pow_of_two(v) = 2^k) or
+    ``~ a-b`` (``.buckets``): the bin [lo, hi) of the values it stands for."""
+    value = value.strip()
+    if match := re.fullmatch(r"~ 2\^(\d+)", value):
+        k = int(match.group(1))
+        return (2.0 ** (k - 1) + 1, 2.0**k + 1) if k else (0.0, 2.0)
+    if match := re.fullmatch(r"~ (\d+)-(\d+)", value):
+        return float(match.group(1)), float(match.group(2)) + 1
+    return None
+
+
+def _ftrace_hist(
+    lines: list[str], source: Path, event: str | None
+) -> tuple[list[dict], list[dict], int]:
+    """(binned rows, exact-key rows as ``COUNT key=value`` fields, skipped lines)."""
+    binned: list[dict] = []
+    exact: list[dict] = []
+    skipped = 0
+    for number, raw in enumerate(lines, start=1):
+        match = _HIST_KEY.match(raw.strip())
+        if match is None:
+            skipped += 1  # '#' headers, 'Totals:', 'Hits:', 'Entries:', 'Dropped:'
+            continue
+        keys = [part.split(":", 1) for part in match.group(1).split(",")]
+        if any(len(k) != 2 for k in keys):
+            raise InputError(source, "a hist-trigger key that is not 'name: value'", line=number)
+        count = int(match.group(2))
+        ranges = [(name.strip(), _log2_or_bucket(value)) for name, value in keys]
+        ranged = [(name, r) for name, r in ranges if r is not None]
+        if ranged:
+            if len(ranged) != 1:
+                raise InputError(source, "more than one log2/bucket key in one entry", line=number)
+            name, (lo, hi) = ranged[0]
+            others = ",".join(f"{k.strip()}={v.strip()}" for k, v in keys if k.strip() != name)
+            series = f"{event or 'hist'}.{name}" + (f"[{others}]" if others else "")
+            binned.append(_bin(series, lo, hi, count, number))
+        else:
+            fields = {k.strip(): " ".join(v.split()) for k, v in keys}
+            exact.append({"line": number, "count": count, "fields": fields})
+    return binned, exact, skipped
+
+
+def is_hist_trigger(text: str) -> bool:
+    """True for an ftrace hist-trigger file (``events/<system>/<event>/hist``)."""
+    return text.lstrip().startswith("# event histogram")
+
+
+def looks_like_binned(text: str) -> bool:
+    """True for bpftrace hist output (text or JSON) or an ftrace hist-trigger file."""
+    head = text[:4096]
+    return (
+        is_hist_trigger(head)
+        or '"type": "hist"' in head
+        or any(_BT_BIN.match(line.strip()) for line in head.splitlines())
+    )
+
+
+def parse_binned(text: str, source: str | Path = "<text>", event: str | None = None) -> Binned:
+    """Parse bpftrace hist text or JSON, or an ftrace hist-trigger file, into bins.
+
+    ``event``: the tracepoint of a hist-trigger file (by default its directory's name,
+    ``events/<system>/<event>/hist``). A hist trigger keyed on exact values of a known
+    event (``hist:keys=reason,usec_timeout,usec_delayed``) is not binned data but counted
+    events: :func:`read_hist_trigger_events` gives them. InputError when nothing is read.
+    """
+    source = Path(source)
+    lines = text.splitlines()
+    if is_hist_trigger(text):
+        rows, _, skipped = _ftrace_hist(lines, source, event)
+        producer = "ftrace-hist"
+    elif text.lstrip().startswith("{"):
+        rows, skipped = _bpftrace_json(lines, source)
+        producer = "bpftrace-json"
+    else:
+        rows, skipped = _bpftrace_text(lines, source)
+        producer = "bpftrace"
+    if not rows:
+        raise InputError(source, f"no histogram bins ({producer} output)")
+    return Binned(source, producer, pl.DataFrame(rows, schema=BINNED_SCHEMA), skipped)
+
+
+def _hist_event(path: Path, event: str | None) -> str | None:
+    return event or (path.parent.name if path.name == "hist" else None)
+
+
+def read_binned(path: str | Path, *, event: str | None = None) -> Binned:
+    """:func:`parse_binned` of a file (plain or compressed)."""
+    path = input_file(path)
+    return parse_binned(read_text(path), source=path, event=_hist_event(path, event))
+
+
+def read_hist_trigger_events(path: str | Path, *, event: str | None = None) -> Histogram:
+    """The exact-key entries of an ftrace hist-trigger file as weighted events of ``event``
+    (a :class:`Histogram`, one group), the keys' stored values given their printed form
+    (:func:`analysis.ingest.raw_text.printed_form`: ``reason: 1`` is
+    ``VMSCAN_THROTTLE_WRITEBACK``), so ``mmlab stalls`` and ``mmlab fit`` take them as
+    they take a mail histogram."""
+    path = input_file(path)
+    name = _hist_event(path, event)
+    if name is None:
+        raise InputError(path, "which event's hist file this is is not known: pass event=")
+    text = read_text(path)
+    _, exact, skipped = _ftrace_hist(text.splitlines(), path, name)
+    if not exact:
+        raise InputError(path, "no exact-key hist-trigger entries ('{ key: value } hitcount: N')")
+    rows = [
+        {"line": e["line"], "group": 0, "context": None, "count": e["count"], **e["fields"]}
+        for e in exact
+    ]
+    frame = printed_form(name, _frame(name, rows).lazy()).collect()
+    group = HistogramGroup(
+        0,
+        rows[0]["line"],
+        rows[-1]["line"],
+        "",
+        None,
+        len(rows),
+        int(frame["count"].sum()),
+        (name,),
+    )
+    accounting = HistogramAccounting(
+        lines=len(text.splitlines()),
+        histogram_lines=len(rows),
+        continuation_lines=0,
+        skipped_lines=skipped,
+        unidentified_lines=(),
+        respelt_keys=0,
+        soft_breaks=0,
+    )
+    return Histogram(path, (group,), accounting, {name: frame})
+
+
+def to_us(binned: Binned, series: str, unit: str | None = None) -> pl.DataFrame:
+    """One series' bins in µs (``lo_us``, ``hi_us``, ``count``); ``unit`` overrides the one
+    its name states. InputError when neither says the unit: it is never guessed."""
+    rows = binned.frame.filter(pl.col("series") == series)
+    if rows.is_empty():
+        raise InputError(binned.source, f"no series {series!r} (have {binned.series})")
+    unit = unit or rows["unit"][0]
+    if unit not in _TO_US:
+        raise InputError(
+            binned.source,
+            f"the unit of {series} is not known: its name does not end in _ns/_us/_ms; "
+            "give the unit",
+        )
+    scale = _TO_US[unit]
+    return rows.select(
+        lo_us=pl.col("lo") * scale, hi_us=pl.col("hi") * scale, count=pl.col("count")
+    )
+
+
+def quantile_bins(bins: pl.DataFrame, quantiles: tuple[float, ...] = (0.5, 0.9, 0.99)) -> dict:
+    """The bin [lo, hi) holding each quantile of a series (:func:`to_us` rows): what binned
+    data says exactly; where inside the bin the data cannot tell."""
+    ordered = bins.filter(pl.col("count") > 0).sort("lo_us")
+    cumulative = ordered["count"].cum_sum().to_list()
+    total = cumulative[-1] if cumulative else 0
+    out = {}
+    for q in quantiles:
+        at = next(i for i, c in enumerate(cumulative) if c >= q * total) if total else None
+        out[q] = None if at is None else (ordered["lo_us"][at], ordered["hi_us"][at])
+    return out

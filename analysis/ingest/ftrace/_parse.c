@@ -137,6 +137,17 @@ static int parse_event(const u8 *buf, i64 i, i64 e, i64 *o)
         i++;
     if (i < e && buf[i] == '<') /* "<stack trace>", "<user stack trace>" */
         return STACK;
+    if (i + 2 < e && buf[i] == '(' && buf[i + 1] == '+') {
+        /* trace-cmd report --ts-diff: "(+N)", ns since the previous event, is dropped */
+        i64 j = i + 2;
+        while (j < e && isdig(buf[j]))
+            j++;
+        if (j > i + 2 && j < e && buf[j] == ')') {
+            i = j + 1;
+            while (i < e && buf[i] == ' ')
+                i++;
+        }
+    }
     i64 ns = i;
     u64 h = FNV_OFFSET;
     while (i < e && (isname(buf[i]) || buf[i] == ':')) {
@@ -322,6 +333,63 @@ static int try_ts_first(const u8 *buf, i64 s, i64 e, i64 *o)
     return parse_event(buf, w + 1, e, o);
 }
 
+/* perf script of a per-thread record (no sample cpu, e.g. `perf record -- CMD`):
+ * "<comm> <tid> <ts>: <event>: payload", tid also "pid/tid": kind or -1. The timestamp is
+ * the first word ending in ':' that follows a pid word; the comm (spaces allowed) precedes. */
+static int try_no_cpu(const u8 *buf, i64 s, i64 e, i64 *o)
+{
+    i64 i = s, ps = -1, pe = -1;
+    while (i < e) {
+        while (i < e && buf[i] == ' ')
+            i++;
+        i64 ws = i;
+        while (i < e && buf[i] != ' ')
+            i++;
+        if (i - ws >= 2 && buf[i - 1] == ':' && ps > s && isdig(buf[ws])) {
+            i64 ts;
+            int counter;
+            /* A "[" before it is a cpu column that failed to parse (a damaged ftrace
+             * line): never read as this layout. */
+            if (memchr(buf + s, '[', (size_t)(ws - s)) != NULL)
+                return -1;
+            if (!parse_ts(buf, ws, i - 1, &ts, &counter) || counter)
+                return -1;
+            i64 first, tgid = -1;
+            i64 pid = parse_int_back(buf, ps, pe - 1, &first);
+            if (pid < 0)
+                return -1;
+            if (first > ps && buf[first - 1] == '/') {
+                tgid = parse_int_back(buf, ps, first - 2, &first);
+                if (tgid < 0)
+                    return -1;
+            }
+            if (first != ps)
+                return -1;
+            i64 ce = ps;
+            while (ce > s && buf[ce - 1] == ' ')
+                ce--;
+            o[COMM_START] = s;
+            o[COMM_END] = ce;
+            o[PID] = pid;
+            o[TGID] = tgid;
+            o[CPU] = -1;
+            o[IRQ_START] = -1;
+            o[IRQ_END] = -1;
+            o[TS] = ts;
+            o[COUNTER_CLOCK] = 0;
+            /* Without an event name this weak layout did not match: the reason stays. */
+            i64 reason = o[REASON];
+            int kind = parse_event(buf, i, e, o);
+            if (kind == UNPARSED)
+                o[REASON] = reason;
+            return kind == UNPARSED ? -1 : kind;
+        }
+        ps = ws;
+        pe = i;
+    }
+    return -1;
+}
+
 /* trace-cmd report -l: "<comm>-<pid> <cpu><flags> <ts>: <event>: payload" (the cpu
  * digits run into the 4-5 latency flags, which never start with a digit): kind or -1. */
 static int try_latency(const u8 *buf, i64 s, i64 e, i64 *o)
@@ -460,6 +528,8 @@ static int classify(const u8 *buf, i64 s, i64 e, i64 *o)
         res = try_latency(buf, s, e, o);
     if (res < 0 && isdig(c))
         res = try_ts_first(buf, s, e, o);
+    if (res < 0)
+        res = try_no_cpu(buf, s, e, o);
     return res < 0 ? UNPARSED : res;
 }
 
@@ -639,6 +709,7 @@ static i64 tokenize_line(const u8 *buf, i64 i, i64 e, int shrink, Tokens *T, i64
 {
     u64 h = FNV_OFFSET;
     i64 word = 0, ps = -1, pe = -1;
+    int raw_shrink = 0;
     for (;;) {
         while (i < e && buf[i] == ' ')
             i++;
@@ -676,7 +747,11 @@ static i64 tokenize_line(const u8 *buf, i64 i, i64 e, int shrink, Tokens *T, i64
         }
         i64 we = i;
         word++;
-        if (shrink && word <= 2) {
+        /* `trace-cmd report -R` prints "shr=%p shrink=%p ..." where the text has the %pS
+         * symbol and %p pointer: its line is key=value throughout. */
+        if (word == 1 && eq == ws + 3 && memcmp(buf + ws, "shr", 3) == 0)
+            raw_shrink = 1;
+        if (shrink && word <= 2 && !raw_shrink) {
             i64 ve = (word == 2 && buf[we - 1] == ':') ? we - 1 : we;
             put_token(T, t, -1 - word, -1 - word, (u64)word, ws, ve, 0, 0);
             h = (h ^ (u64)word) * FNV_PRIME;

@@ -95,7 +95,10 @@ from analysis.ingest.ftrace.layout import (
     text_shape,
 )
 from analysis.ingest.ftrace.malloc import reuse_freed_memory
+from analysis.ingest.ftrace.perf_trace import convert as convert_perf_trace
+from analysis.ingest.ftrace.perf_trace import looks_like_perf_trace
 from analysis.ingest.ftrace.tokenizer import event_schema
+from analysis.ingest.raw_text import printed_form, unmappable
 from analysis.ingest.textfile import read_text
 
 __all__ = [
@@ -341,7 +344,10 @@ def parse_text(text: str | bytes) -> tuple[Accounting, dict[str, pl.DataFrame]]:
     """Parse a whole trace held in memory (tests, pasted snippets): accounting and frames."""
     data = text.encode("utf-8", "surrogateescape") if isinstance(text, str) else text
     res, tables = parse_block(data, 0, final=True)
-    frames = {n: t if isinstance(t, pl.DataFrame) else frame(t) for n, t in tables.items()}
+    frames = {
+        n: printed_form(n, (t if isinstance(t, pl.DataFrame) else frame(t)).lazy()).collect()
+        for n, t in tables.items()
+    }
     return _accounting("<text>", len(data), [res]), frames
 
 
@@ -487,13 +493,11 @@ class Trace:
 
         Columns: line, comm, pid, tgid, cpu, irq_flags, ts_ns, epoch_ns, instance (the
         trace-cmd buffer, else null), then the event's fields (:data:`.events.EVENTS`),
-        then any extra fields a newer kernel adds.
+        then any extra fields a newer kernel adds. ``trace-cmd report -R`` rows are given
+        their printed form (:func:`analysis.ingest.raw_text.printed_form`).
         """
-        parts = event_parts(self.directory, name)
-        if parts:
-            frame = pl.concat([pl.scan_parquet(p) for p in parts], how="diagonal_relaxed")
-        else:
-            frame = pl.LazyFrame(schema=event_schema(name))
+        frame = self._stored(name)
+        frame = printed_form(name, frame)
         offset = self.epoch_offset_ns
         epoch = pl.lit(None, pl.Int64) if offset is None else pl.col("ts_ns") + offset
         columns = frame.collect_schema().names()
@@ -505,13 +509,38 @@ class Trace:
         """Frame of one event (see :meth:`lazy`)."""
         return self.lazy(name).collect()
 
+    def _stored(self, name: str) -> pl.LazyFrame:
+        """One event's rows as parsed (empty with the event's schema when absent)."""
+        parts = event_parts(self.directory, name)
+        if parts:
+            return pl.concat([pl.scan_parquet(p) for p in parts], how="diagonal_relaxed")
+        return pl.LazyFrame(schema=event_schema(name))
+
 
 def _load(path: Path, directory: Path) -> Trace:
     meta = load_meta(directory)
     # The dataset is shared by every file with these bytes: name the one asked for.
     accounting = replace(Accounting.from_json(meta["accounting"]), source=str(path))
     _check_is_trace(path, accounting)
-    return Trace(path, directory, accounting, meta["epoch_offset_ns"])
+    trace = Trace(path, directory, accounting, meta["epoch_offset_ns"])
+    _check_raw(trace)
+    return trace
+
+
+def _check_raw(trace: Trace) -> None:
+    """InputError at the first ``trace-cmd report -R`` field that cannot be given its printed
+    name (:func:`analysis.ingest.raw_text.unmappable`): read as it stands it would be
+    silently wrong."""
+    for name in trace.event_names:
+        found = unmappable(name, trace._stored(name))
+        if found is not None:
+            key, line = found
+            raise InputError(
+                trace.source,
+                f"is `trace-cmd report -R` (raw) text: {name}'s {key} is a number whose "
+                "name depends on the capturing kernel; use `trace-cmd report` without -R",
+                line=line,
+            )
 
 
 def _check_is_trace(path: Path, accounting: Accounting) -> None:
@@ -550,6 +579,13 @@ def _binary_trace(path: Path) -> str | None:
     if head.startswith(_TRACE_DAT_MAGIC):
         return "trace.dat"
     return "perf.data" if head[:8] in _PERF_MAGICS else None
+
+
+def _head_text(path: Path) -> str:
+    """The first bytes of a plain-text file (empty for compressed input)."""
+    with path.open("rb") as fh:
+        head = fh.read(4096)
+    return "" if detect_compression(head[:8]) != "plain" else head.decode("utf-8", "replace")
 
 
 def trace_cmd_report(path: Path, out: Path) -> None:
@@ -595,8 +631,20 @@ def read(
             f"`perf script -i {path} > {path.name}.txt` and read the text",
         )
 
+    perf_trace = binary is None and looks_like_perf_trace(_head_text(path))
+
     def build(tmp: Path) -> tuple[str, dict]:
-        if binary == "trace.dat":
+        if perf_trace:
+            # Parsed as the converted text (line for line, so line numbers hold), cached
+            # under the digest of the perf trace text itself.
+            with tempfile.TemporaryDirectory(dir=tmp) as text_dir:
+                text = Path(text_dir) / "perf-trace.txt"
+                convert_perf_trace(path, text)
+                accounting, _, results = _ingest_into(text, tmp, progress)
+            with path.open("rb") as fh:
+                digest = hashlib.file_digest(fh, blake3).hexdigest()
+            accounting = replace(accounting, source=str(path))
+        elif binary == "trace.dat":
             # Parsed as its `trace-cmd report` text (line numbers are that text's), cached
             # under the digest of the trace.dat itself.
             with tempfile.TemporaryDirectory(dir=tmp) as text_dir:

@@ -211,6 +211,28 @@ def _fields_column(buf, rows_first, rows_count, toks) -> pl.Series:
     return pl.Series("fields", lists).cast(FIELDS_DTYPE)
 
 
+def _bdi_prefix(buf: np.ndarray, toks: list) -> list:
+    """``bdi 254:0: limit=...`` (balance_dirty_pages): the phrase ``bdi NAME:`` becomes
+    the field ``bdi`` with value ``NAME`` (a device name, so never a column name)."""
+    ks, ke, kh, vs, ve, ival, iok = toks
+    ok = (vs < 0) & (ke - ks > 5)
+    at = np.where(ok, ks, 0)
+    for i, byte in enumerate(b"bdi "):
+        ok &= buf[np.minimum(at + i, buf.size - 1)] == byte
+    if not ok.any():
+        return toks
+    ends = np.where(buf[np.maximum(ke - 1, 0)] == ord(":"), ke - 1, ke)
+    return [
+        ks,
+        np.where(ok, ks + 3, ke),
+        kh,
+        np.where(ok, ks + 4, vs),
+        np.where(ok, ends, ve),
+        ival,
+        np.where(ok, False, iok),
+    ]
+
+
 def event_frame(event: str, buf: np.ndarray, common: pl.DataFrame, tokens: tuple) -> pl.DataFrame:
     """Typed frame of one event: ``common`` columns plus one column per payload field.
 
@@ -225,6 +247,9 @@ def event_frame(event: str, buf: np.ndarray, common: pl.DataFrame, tokens: tuple
     _, ufirst, uinv = np.unique(sig, return_index=True, return_inverse=True)
     keys: list[str] = []
     table: list[dict[str, int]] = []
+    if "bdi" in KNOWN_EVENTS[event]:
+        toks = _bdi_prefix(buf, toks)
+        ks, ke = toks[0], toks[1]
     for row in ufirst:
         names = [key_name(buf, ks[t], ke[t]) for t in range(first[row], first[row] + count[row])]
         positions: dict[str, int] = {}

@@ -1,0 +1,85 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # The /proc monitors of an mmtests tree
+#
+# mmtests records /proc files beside each test (docs/inputs.md "mmtests monitors"):
+# vmstat(8) every interval, and on request buddyinfo, pagetypeinfo, zoneinfo, slabinfo
+# and meminfo. This notebook charts whichever of them a tree holds. The bundled mmtests CI
+# trees recorded vmstat(8) only; `tests/data/mmtests-monitors` (recorded on this
+# project's machine) has every monitor. Run headless by `make` (papermill).
+
+# %% tags=["parameters"]
+tree = "data/mmtests-ci"
+monitors_tree = "tests/data/mmtests-monitors"
+build_dir = "build"
+
+# %%
+from pathlib import Path
+
+from IPython.display import display
+
+from analysis.ingest.mmtests import find_runs
+from analysis.ingest.proc_monitors import runs_monitor
+from analysis.report import charts
+from analysis.report.monitor_charts import buddy_chart, slab_chart, vmstat8_chart
+
+charts.offline()  # static SVG charts: they show with no network and in any viewer
+
+figures = Path(build_dir) / "figures"
+figures.mkdir(parents=True, exist_ok=True)
+runs = find_runs(Path(tree))
+for run in runs:
+    print(f"{run.name}: {len(run.iterations)} iterations under {run.path}")
+detailed = find_runs(Path(monitors_tree)) if Path(monitors_tree).exists() else ()
+
+# %% [markdown]
+# ## vmstat(8): memory and CPU over time
+# Memory columns are KiB in vmstat's output, drawn in GiB; CPU columns are percentages.
+
+# %%
+vmstat8 = runs_monitor(runs, "vmstat")
+print(f"{vmstat8.height} vmstat samples")
+if vmstat8.height:
+    chart = vmstat8_chart(vmstat8)
+    chart.save(figures / "07-vmstat8.svg")
+    display(chart)
+
+# %% [markdown]
+# ## Free memory by buddy order
+# Where free memory sits by order, summed over nodes and zones: memory moving to low
+# orders while the total stays is fragmentation.
+
+# %%
+buddy = runs_monitor(runs, "proc-buddyinfo")
+if buddy.is_empty():
+    print(f"{tree}: no proc-buddyinfo monitor; charting {monitors_tree}")
+    buddy = runs_monitor(detailed, "proc-buddyinfo")
+if buddy.height:
+    chart = buddy_chart(buddy)
+    chart.save(figures / "07-buddyinfo.svg")
+    display(chart)
+
+# %% [markdown]
+# ## The largest slab caches
+
+# %%
+slabs = runs_monitor(runs, "slabinfo")
+if slabs.is_empty():
+    print(f"{tree}: no slabinfo monitor; charting {monitors_tree}")
+    slabs = runs_monitor(detailed, "slabinfo")
+if slabs.height:
+    chart = slab_chart(slabs)
+    chart.save(figures / "07-slabinfo.svg")
+    display(chart)
