@@ -48,20 +48,26 @@ def check_arguments(cfg, mem_available_bytes: int, dirty_ratio: int) -> list[Pha
         if not math.isfinite(value) or value < low or (value == low and not inclusive):
             bound = f">= {low}" if inclusive else f"> {low}"
             raise InputError(option, f"must be a finite number {bound}, got {value}")
+    if cfg.command:  # the user's command: no worker plan
+        _check_limit(cfg, max_limit_bytes(mem_available_bytes))
+        return []
     if too_few := [n for n in cfg.workers if n < MIN_WORKERS]:
         raise InputError(
             "--workers",
             f"each worker count must be >= {MIN_WORKERS} (the latency probe, a file writer "
             f"and an anon hog), got {too_few[0]}",
         )
-    cap = max_limit_bytes(mem_available_bytes)
+    _check_limit(cfg, max_limit_bytes(mem_available_bytes))
+    return plans_for(cfg, dirty_ratio)
+
+
+def _check_limit(cfg, cap: int) -> None:
     if cfg.limit_mb * MIB > cap:
         raise InputError(
             "--limit-mb",
             f"{cfg.limit_mb} MiB is above half of MemAvailable ({cap // MIB} MiB): refusing "
             "to risk pressure outside the cgroup",
         )
-    return plans_for(cfg, dirty_ratio)
 
 
 def plans_for(cfg, dirty_ratio: int) -> list[PhasePlan]:
@@ -121,19 +127,39 @@ def make_out(out: Path) -> None:
         raise InputError(out, f"cannot be created: {exc.strerror}") from None
 
 
-def dirty_ratio_for(sets: tuple[tuple[str, str], ...], proc_sys: Path = Path("/proc/sys")) -> int:
-    """``vm.dirty_ratio`` the capture will run with: a ``--set`` of it, else the current value."""
-    text = dict(sets).get("vm.dirty_ratio") or (proc_sys / "vm" / "dirty_ratio").read_text()
+def dirty_ratio_for(
+    sets: tuple[tuple[str, str], ...],
+    mem_available_bytes: int,
+    proc_sys: Path = Path("/proc/sys"),
+) -> int:
+    """The ``vm.dirty_ratio`` the plan assumes: a ``--set`` of it, else the current value;
+    when ``vm.dirty_bytes`` is in force instead (``--set``, or the machine's, which reads
+    ``dirty_ratio`` 0: the kernel zeroes the twin), the percentage of MemAvailable those
+    bytes are (the kernel divides by its dirtyable memory, which MemAvailable estimates),
+    rounded up and kept within 1..99."""
+    # The last --set of the pair wins, as in the kernel (writing one zeroes the other).
+    chosen = [(n, v) for n, v in sets if n in ("vm.dirty_ratio", "vm.dirty_bytes")]
+    if chosen:
+        (name, text), option = chosen[-1], "--set"
+    else:
+        name, option = "vm.dirty_ratio", str(proc_sys / "vm")
+        text = (proc_sys / "vm" / "dirty_ratio").read_text().strip()
+        if text == "0":
+            name, text = "vm.dirty_bytes", (proc_sys / "vm" / "dirty_bytes").read_text().strip()
     try:
-        return int(text)
+        value = int(text)
     except ValueError:
-        raise InputError("--set", f"vm.dirty_ratio must be an integer, got {text!r}") from None
+        raise InputError(option, f"{name} must be an integer, got {text!r}") from None
+    if name == "vm.dirty_bytes":
+        return min(99, max(1, math.ceil(value * 100 / mem_available_bytes)))
+    return value
 
 
 def check_machine(cfg) -> list[PhasePlan]:
     """:func:`check_arguments` with this machine's MemAvailable and dirty ratio, then
     :func:`check_out`; returns the plans."""
     meminfo = memory_info(Path("/proc/meminfo").read_text())
-    plans = check_arguments(cfg, meminfo["mem_available_kib"] * 1024, dirty_ratio_for(cfg.sets))
+    available = meminfo["mem_available_kib"] * 1024
+    plans = check_arguments(cfg, available, dirty_ratio_for(cfg.sets, available))
     check_out(cfg.out, cfg.run)
     return plans
