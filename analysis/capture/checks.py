@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import os
+import shutil
 from pathlib import Path
 
 from analysis.capture.metadata import memory_info
@@ -17,6 +18,7 @@ from analysis.errors import InputError
 
 __all__ = [
     "check_arguments",
+    "check_command",
     "check_machine",
     "check_out",
     "dirty_ratio_for",
@@ -50,6 +52,7 @@ def check_arguments(cfg, mem_available_bytes: int, dirty_ratio: int) -> list[Pha
             raise InputError(option, f"must be a finite number {bound}, got {value}")
     if cfg.command:  # the user's command: no worker plan
         _check_limit(cfg, max_limit_bytes(mem_available_bytes))
+        check_command(cfg.command, cfg.command_cwd, cfg.command_timeout_s)
         return []
     if too_few := [n for n in cfg.workers if n < MIN_WORKERS]:
         raise InputError(
@@ -68,6 +71,19 @@ def _check_limit(cfg, cap: int) -> None:
             f"{cfg.limit_mb} MiB is above half of MemAvailable ({cap // MIB} MiB): refusing "
             "to risk pressure outside the cgroup",
         )
+
+
+def check_command(argv: tuple[str, ...], cwd: Path, timeout_s: float | None) -> None:
+    """The command after ``--`` can run: ``cwd`` is a directory, the program is found (on
+    PATH, or as a path from ``cwd``) and executable, ``--timeout`` is positive."""
+    if not cwd.is_dir():
+        raise InputError("--cwd", f"{cwd} is not a directory")
+    program = argv[0]
+    found = cwd / program if "/" in program else shutil.which(program, path=os.environ.get("PATH"))
+    if found is None or not os.access(found, os.X_OK) or Path(found).is_dir():
+        raise InputError(program, "no such executable (the command after '--')")
+    if timeout_s is not None and not (math.isfinite(timeout_s) and timeout_s > 0):
+        raise InputError("--timeout", f"must be a finite number > 0, got {timeout_s}")
 
 
 def plans_for(cfg, dirty_ratio: int) -> list[PhasePlan]:

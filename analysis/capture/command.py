@@ -11,6 +11,7 @@ Its stdout and stderr go to ``<iteration>/command/logs/stdout`` and ``stderr``.
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 import time
@@ -58,17 +59,23 @@ def wait_child(proc: subprocess.Popen, timeout_s: float, tick: Callable[[], None
     ``timeout_s``. Sets ``proc.returncode``."""
     deadline = time.monotonic() + timeout_s
     timed_out = False
-    while True:
-        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-        if pid:
-            break
-        if time.monotonic() > deadline:
-            os.killpg(proc.pid, signal.SIGKILL)
-            pid, status, usage = os.wait4(proc.pid, 0)
-            timed_out = True
-            break
-        tick()
-        time.sleep(0.25)
+    # A pidfd turns readable the moment the child exits: its end time is not rounded up
+    # to the next tick (the command's elapsed time is a result).
+    pidfd = os.pidfd_open(proc.pid)
+    try:
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() > deadline:
+                os.killpg(proc.pid, signal.SIGKILL)
+                pid, status, usage = os.wait4(proc.pid, 0)
+                timed_out = True
+                break
+            tick()
+            select.select([pidfd], [], [], 0.25)
+    finally:
+        os.close(pidfd)
     proc.returncode = os.waitstatus_to_exitcode(status)
     return Ended(proc.returncode, usage.ru_utime, usage.ru_stime, timed_out)
 

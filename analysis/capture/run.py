@@ -855,7 +855,7 @@ def capture(
     metas: list[dict] = []
     with raise_on_signals(), machine_lock():
         stale = recover(pre, [cfg.out.absolute()], report)
-        jr = journal.Journal(journal.JOURNAL_PATH, os.getpid(), journal.boot_id())
+        jr = journal.Journal(journal.JOURNAL_PATH, os.getpid(), journal.boot_id(), sysctl.PROC_SYS)
         jr.start()
         try:
             try:
@@ -905,8 +905,8 @@ def _prepare(cfg, pre, restorer, jr) -> dict[str, object]:
             tracefs.mount_tracefs(pre["tracefs"])
             restorer.push("tracefs mount", lambda: journal.unmount_tracefs(pre["tracefs"]))
         check_events(pre["tracefs"], cfg.events_include)
-    vm_before = sysctl.read_tree("vm")
-    changer = sysctl.SysctlChanger(before_first_change=jr.sysctl)
+    vm_before = sysctl.read_tree("vm", sysctl.PROC_SYS)
+    changer = sysctl.SysctlChanger(root=sysctl.PROC_SYS, before_first_change=jr.sysctl)
     restorer.push("sysctls", changer.restore)
     for name, value in cfg.sets:
         with signals_deferred():

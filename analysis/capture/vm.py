@@ -172,6 +172,11 @@ def capture_argv(cfg) -> list[str]:
         argv.append("--system-wide")
     if cfg.sets:
         raise InputError("--set", "with --kernel, name the guest's knobs with --sysctl")
+    if cfg.command:  # the guest sees the host's root over 9p: same cwd, same program
+        argv += ["--cwd", str(cfg.command_cwd)]
+        if cfg.command_timeout_s is not None:
+            argv += ["--timeout", repr(cfg.command_timeout_s)]
+        argv += ["--", *cfg.command]
     return argv
 
 
