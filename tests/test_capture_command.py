@@ -32,7 +32,7 @@ def config(root: Path, name: str, script: str, **kw) -> CaptureConfig:
     )
 
 
-def test_a_command_run_is_captured_and_compared(tmp_path, monkeypatch):
+def test_a_command_run_is_captured_and_compared(tmp_path, monkeypatch, capsys):
     """Two runs of a command that sleeps 0.2 s and 0.6 s: compare reads their elapsed
     times (within scheduling noise of the sleeps) and the metric each wrote."""
     monkeypatch.setenv(mmtests.INCLUDE_INCOMPLETE, "0")
@@ -54,9 +54,18 @@ def test_a_command_run_is_captured_and_compared(tmp_path, monkeypatch):
     assert got[("slow", "rate")] == ([10.0] * 3, "MB/s")
     # tests-timestamp has two decimals: elapsed agrees with mmlab.json within 0.01 s.
     json_elapsed = sorted(m["phases"][0]["elapsed_s"] for m in slow)
-    assert all(abs(a - b) <= 0.01 for a, b in zip(got[("slow", "elapsed")][0], json_elapsed))
+    assert all(
+        abs(a - b) <= 0.01 for a, b in zip(got[("slow", "elapsed")][0], json_elapsed, strict=True)
+    )
     out = tmp_path / "out"
+    capsys.readouterr()
     assert cli.main(["compare", str(out / "fast"), str(out / "slow"), "--json"]) == 0
+    compared = {r["row"]: r for r in json.loads(capsys.readouterr().out)}
+    assert compared["rate"]["higher_is_better"] and not compared["elapsed"]["higher_is_better"]
+    assert compared["rate"]["change"] == pytest.approx(100 * (10 / 30 - 1))
+    # 3 runs each of 0.2 s against 0.6 s sleeps: the slow run's elapsed is about 3x.
+    elapsed = compared["elapsed"]
+    assert 2 < elapsed["estimate"]["estimate"] / elapsed["base_estimate"]["estimate"] < 3.5
 
 
 def test_a_failing_command_fails_its_iteration_and_the_capture(tmp_path, monkeypatch, capsys):
@@ -124,9 +133,9 @@ def test_a_writer_dying_of_enospc_is_a_failure_with_its_reason():
 
 def test_the_command_after_double_dash_is_parsed_whole(tmp_path, monkeypatch):
     seen = {}
-    monkeypatch.setattr(run, "capture", lambda cfg, *a: seen.setdefault("cfg", cfg) and [])
+    monkeypatch.setattr(run, "capture", lambda cfg, *a: seen.update(cfg=cfg) or [])
     argv = ["capture", str(tmp_path / "o"), "--run", "x", "--limit-mb", "64", "--"]
-    cli.main([*argv, "python3", "-c", "print(1)", "--limit-mb", "5", "--", "-x"])
+    assert cli.main([*argv, "python3", "-c", "print(1)", "--limit-mb", "5", "--", "-x"]) == 0
     cfg = seen["cfg"]
     assert cfg.command == ("python3", "-c", "print(1)", "--limit-mb", "5", "--", "-x")
     assert cfg.limit_mb == 64 and cfg.command_cwd == Path.cwd()
@@ -155,7 +164,10 @@ def test_psi_files_are_copied_verbatim_with_the_monotonic_time(tmp_path):
     from analysis.capture.monitor import Monitor, Stream
 
     src = tmp_path / "memory"
-    text = "some avg10=1.00 avg60=0.50 avg300=0.10 total=123\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=4\n"
+    text = (
+        "some avg10=1.00 avg60=0.50 avg300=0.10 total=123\n"
+        "full avg10=0.00 avg60=0.00 avg300=0.00 total=4\n"
+    )
     src.write_text(text)
     t0 = time.clock_gettime(time.CLOCK_MONOTONIC)
     mon = Monitor([Stream("psi", src, tmp_path / "psi-memory", psi=True)], 0.05).start()

@@ -152,7 +152,7 @@ def test_the_sets_are_checked_in_preflight_before_the_lock(tmp_path, monkeypatch
     (tmp_path / "vm" / "min_free_kbytes").write_text("67584\n")
     (tmp_path / "vm" / "min_free_kbytes").chmod(0o444)
     monkeypatch.setattr(sysctl, "PROC_SYS", tmp_path)
-    with pytest.raises(InputError, match="vm.min_free_kbytes is read-only"):
+    with pytest.raises(InputError, match=r"vm\.min_free_kbytes is read-only"):
         sysctl.check_assignment("vm.min_free_kbytes", "1", sysctl.PROC_SYS)
 
 
