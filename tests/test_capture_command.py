@@ -147,7 +147,7 @@ def test_the_command_after_double_dash_is_parsed_whole(tmp_path, monkeypatch):
         (["--", "no-such-program-mmlab"], "no-such-program-mmlab: no such executable"),
         (["--timeout", "0", "--", "true"], "--timeout: must be a finite number > 0"),
         (["--cwd", "/nonexistent-mmlab", "--", "true"], "--cwd: /nonexistent-mmlab is not"),
-        (["--timeout", "5"], "--cwd/--timeout: apply to a command"),
+        (["--timeout", "5"], "--cwd/--timeout/--beside: apply to a command"),
     ],
 )
 def test_a_bad_command_is_refused_before_anything(tmp_path, capsys, monkeypatch, argv, named):
@@ -194,3 +194,44 @@ def test_command_metrics_file_lines_that_are_not_metrics_are_named(tmp_path):
         f"{tmp_path}/metrics:4",
         f"{tmp_path}/metrics:5",
     ]
+
+
+FAKE_LAUNCHER = 'echo $$ > "$1"; sleep 0.4; echo \'{"children": []}\''
+
+
+def test_beside_runs_the_built_in_phases_while_the_command_runs(tmp_path, monkeypatch):
+    """--beside: the built-in workload's phase (here a stand-in launcher in the fake
+    cgroup: no memory is allocated outside a real limit) runs while the command runs;
+    the phase's cleanup spares the command, and both tests are timed."""
+
+    def launch(cg, spec, spec_path):
+        return subprocess.Popen(
+            ["/bin/sh", "-c", FAKE_LAUNCHER, "sh", str(cg.procs_file)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+
+    monkeypatch.setattr(run, "launch", launch)
+    monkeypatch.setattr(run.Session, "idle_probe", lambda self: {})
+    with fake_machine(tmp_path) as root:
+        cfg = config(
+            root,
+            "x",
+            "sleep 0.8",
+            workers=(3,),
+            duration_s=0.4,
+            probe_s=0.1,
+            beside=True,
+            iterations=1,
+        )
+        (meta,) = run.capture(cfg)
+        assert leftovers(root) == []
+    stutterp, command = meta["phases"]
+    assert command["ended"] == "exit 0" and command["elapsed_s"] >= 0.8
+    assert command["start_epoch_s"] < stutterp["start_epoch_s"] < command["end_epoch_s"]
+    assert stutterp["end_epoch_s"] < command["end_epoch_s"]
+    (found,) = mmtests.find_runs(tmp_path / "out" / "x")
+    (it,) = found.iterations
+    assert it.tests == ["stutterp", "command"]
+    assert it.times["command"].elapsed_s == pytest.approx(command["elapsed_s"], abs=0.01)

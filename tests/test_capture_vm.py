@@ -143,13 +143,14 @@ def test_capture_argv_passes_the_users_command_to_the_guest(tmp_path, monkeypatc
         command=("python3", "-c", "print(1)", "--limit-mb", "5"),
         command_cwd=tmp_path,
         command_timeout_s=90.0,
+        beside=True,
     )
     seen = {}
     monkeypatch.setattr("analysis.capture.run.capture", lambda c, *a: seen.update(c=c) or [])
     assert cli.main(["capture", "/guest/out", *vm.capture_argv(cfg)]) == 0
     inner = seen["c"]
     assert inner.command == cfg.command and inner.limit_mb == cfg.limit_mb
-    assert (inner.command_cwd, inner.command_timeout_s) == (tmp_path, 90.0)
+    assert (inner.command_cwd, inner.command_timeout_s, inner.beside) == (tmp_path, 90.0, True)
 
 
 def test_sysctl_without_kernel_is_refused(tmp_path, capsys):

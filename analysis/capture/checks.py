@@ -50,9 +50,10 @@ def check_arguments(cfg, mem_available_bytes: int, dirty_ratio: int) -> list[Pha
         if not math.isfinite(value) or value < low or (value == low and not inclusive):
             bound = f">= {low}" if inclusive else f"> {low}"
             raise InputError(option, f"must be a finite number {bound}, got {value}")
-    if cfg.command:  # the user's command: no worker plan
-        _check_limit(cfg, max_limit_bytes(mem_available_bytes))
+    if cfg.command:
         check_command(cfg.command, cfg.command_cwd, cfg.command_timeout_s)
+    if cfg.command and not cfg.beside:  # the user's command alone: no worker plan
+        _check_limit(cfg, max_limit_bytes(mem_available_bytes))
         return []
     if too_few := [n for n in cfg.workers if n < MIN_WORKERS]:
         raise InputError(

@@ -223,6 +223,8 @@ class CaptureConfig:
     command: tuple[str, ...] = ()
     command_cwd: Path = Path(".")
     command_timeout_s: float | None = None
+    # Run the built-in workload's phases too, while the command runs (``--beside``).
+    beside: bool = False
 
 
 @dataclass
@@ -325,7 +327,7 @@ def preflight(cfg: CaptureConfig) -> dict[str, object]:
     """
     pre = preflight_machine()
     kind = fs_type(cfg.out, Path("/proc/mounts").read_text())
-    if kind in NO_WRITEBACK_FS and not cfg.command:
+    if kind in NO_WRITEBACK_FS and (cfg.beside or not cfg.command):
         raise InputError(cfg.out, f"is on {kind}: file writers need a disk filesystem")
     for name, value in cfg.sets:
         sysctl.check_assignment(name, value, sysctl.PROC_SYS)
@@ -431,12 +433,19 @@ class Session:
 
         return tick
 
-    def _cleanup(self) -> list[int]:
-        """Kill what is left in the cgroup and remove the writers' files (signals held:
-        a Ctrl-C here must not leave writers running); returns the pids killed."""
+    def _cleanup(self, group: int | None = None) -> list[int]:
+        """Kill what is left in the cgroup, or only process group ``group`` (a launcher's
+        workers beside the user's command), and remove the writers' files (signals held:
+        a Ctrl-C here must not leave writers running); returns the pids of the cgroup
+        that were killed."""
         with signals_deferred():
-            left = self.cg.pids()
-            self.cg.kill_all()
+            if group is None:
+                left = self.cg.pids()
+                self.cg.kill_all()
+            else:
+                left = []
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(group, signal.SIGKILL)
             for f in self.work_dir.glob("writer-*"):
                 f.unlink()
         return left
@@ -447,24 +456,31 @@ class Session:
         try:
             return wait_launcher(proc, duration_s + self.cfg.warmup_s + 30, self._ticker())
         finally:
-            self._cleanup()
+            self._cleanup(proc.pid if self.cfg.beside else None)
 
-    def run_command(self, logs: Path) -> dict:
-        """The user's command, once, in the cgroup: its phase record (exit status, elapsed
-        wall time, CPU seconds, processes it left behind, which are killed)."""
+    def start_command(self, logs: Path) -> tuple[subprocess.Popen, float, float]:
+        """Start the user's command in the cgroup: (process, start epoch s, start mono s)."""
         cfg = self.cfg
-        metrics = logs / METRICS_FILE
         start_epoch, start_mono = clock_pair()
-        proc = start_command(self.cg.procs_file, cfg.command, cfg.command_cwd, logs, metrics)
+        proc = start_command(
+            self.cg.procs_file, cfg.command, cfg.command_cwd, logs, logs / METRICS_FILE
+        )
         self._follow(proc.pid)
+        return proc, start_epoch, start_mono
+
+    def finish_command(self, started: tuple[subprocess.Popen, float, float], logs: Path) -> dict:
+        """Wait for the command :meth:`start_command` started: its phase record (exit
+        status, elapsed wall time, CPU seconds, processes it left behind, which are killed
+        with everything else in the cgroup)."""
+        proc, start_epoch, start_mono = started
         try:
-            ended = wait_child(proc, cfg.command_timeout_s or math.inf, self._ticker())
+            ended = wait_child(proc, self.cfg.command_timeout_s or math.inf, self._ticker())
             end_epoch, end_mono = clock_pair()
         finally:
             left = self._cleanup()
         return {
-            "command": list(cfg.command),
-            "cwd": str(cfg.command_cwd),
+            "command": list(self.cfg.command),
+            "cwd": str(self.cfg.command_cwd),
             "start_epoch_s": start_epoch,
             "end_epoch_s": end_epoch,
             "start_trace_s": start_mono,
@@ -478,7 +494,9 @@ class Session:
             "processes_left_behind_killed": left,
             "stdout": f"{COMMAND_TEST}/logs/stdout",
             "stderr": f"{COMMAND_TEST}/logs/stderr",
-            "metrics_file": f"{COMMAND_TEST}/logs/{METRICS_FILE}" if metrics.exists() else None,
+            "metrics_file": f"{COMMAND_TEST}/logs/{METRICS_FILE}"
+            if (logs / METRICS_FILE).exists()
+            else None,
         }
 
     def idle_probe(self) -> dict:
@@ -522,9 +540,29 @@ def _oom_kills(before: dict[str, int], after: dict[str, int]) -> int:
     return after.get("oom_kill", 0) - before.get("oom_kill", 0)
 
 
-def _status(phase: dict) -> int:
-    """A phase's exit status: the command's, or the built-in workload's launcher's."""
-    return phase["exit_status"] if "command" in phase else phase["launcher_rc"]
+def _by_test(phases: list[dict]) -> list[tuple[str, list[dict]]]:
+    """The phases of each test that ran: stutterp's worker counts, the user's command."""
+    tests = [(TEST, [p for p in phases if "command" not in p])]
+    tests.append((COMMAND_TEST, [p for p in phases if "command" in p]))
+    return [(t, ps) for t, ps in tests if ps]
+
+
+def _timestamps(test: str, phases: list[dict], begin_s: float, end_s: float) -> str:
+    """One test's ``tests-timestamp`` lines: the command over its own span (its elapsed
+    time is what compare reads), stutterp over the iteration's; the first non-zero exit
+    status of its phases; their CPU seconds."""
+    if test == COMMAND_TEST:
+        begin_s, end_s = phases[0]["start_epoch_s"], phases[0]["end_epoch_s"]
+    rc = _exit_status(phases)
+    user, system = sum(p["user_s"] for p in phases), sum(p["system_s"] for p in phases)
+    return metadata.timestamp_lines(test, begin_s, end_s, rc, user, system)
+
+
+def _exit_status(phases: list[dict]) -> int:
+    """The first non-zero exit status of the phases (the command's, or the built-in
+    workload's launcher's), else 0."""
+    statuses = (p["exit_status"] if "command" in p else p["launcher_rc"] for p in phases)
+    return next((st for st in statuses if st), 0)
 
 
 def _measured(session: Session, run: Callable[[], dict]) -> dict:
@@ -597,10 +635,12 @@ def capture_iteration(
     and one set of monitors. An iteration whose workload failed (:func:`workload_failures`)
     keeps its ``mmlab-incomplete`` marker, saying why, so analyses leave it out."""
     cfg = session.cfg
-    test = COMMAND_TEST if cfg.command else TEST
+    # The files' test name: stutterp's when its phases run (alone or beside the command).
+    test = TEST if plans else COMMAND_TEST
     it_dir = cfg.out / cfg.run / f"iter-{iteration}"
-    logs = it_dir / test / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
+    logs, cmd_logs = it_dir / test / "logs", it_dir / COMMAND_TEST / "logs"
+    for d in (logs, cmd_logs) if cfg.command else (logs,):
+        d.mkdir(parents=True, exist_ok=True)
     (it_dir / INCOMPLETE).write_text(
         f"capture pid {os.getpid()} began this iteration at {time.time():.0f} (epoch s) and "
         "has not finished it; analyses leave it out (mmtests.find_runs)\n"
@@ -635,13 +675,14 @@ def capture_iteration(
 
     try:
         tick_trace()
-        if cfg.command:
-            phases.append(_measured(session, lambda: session.run_command(logs)))
+        started = session.start_command(cmd_logs) if cfg.command else None
         for plan in plans:
             phases.append(
                 _measured(session, lambda p=plan: _stutterp_phase(session, p, it_dir, logs))
             )
             tick_trace()
+        if started:
+            phases.append(_measured(session, lambda: session.finish_command(started, cmd_logs)))
     finally:
         # Held: an open trace_pipe keeps the instance busy (its rmdir fails with EBUSY).
         with signals_deferred():
@@ -654,16 +695,9 @@ def capture_iteration(
     after = metadata.snapshot()
     sysstate += [metadata.sysstate_block("end", p, t) for p, t in after.items()]
     (it_dir / "tests-sysstate").write_text("".join(sysstate))
-    user = sum(p["user_s"] for p in phases)
-    sys_s = sum(p["system_s"] for p in phases)
-    rc = next((st for p in phases if (st := _status(p))), 0)
-    # The command's own span is the elapsed time compare reads (tests-timestamp).
-    span = (
-        (phases[0]["start_epoch_s"], phases[0]["end_epoch_s"])
-        if cfg.command
-        else (begin_epoch, end_epoch)
+    (it_dir / "tests-timestamp").write_text(
+        "".join(_timestamps(test, p, begin_epoch, end_epoch) for test, p in _by_test(phases))
     )
-    (it_dir / "tests-timestamp").write_text(metadata.timestamp_lines(test, *span, rc, user, sys_s))
     failed = workload_failures(phases)
     meta = {
         **shared_meta,
@@ -695,9 +729,9 @@ def capture_iteration(
         },
         "phases": phases,
         "oom_kills": sum(p["oom_kills"] for p in phases),
-        "workload_user_s": user,
-        "workload_system_s": sys_s,
-        "workload_rc": rc,
+        "workload_user_s": sum(p["user_s"] for p in phases),
+        "workload_system_s": sum(p["system_s"] for p in phases),
+        "workload_rc": _exit_status(phases),
         "failed": failed,
     }
     (it_dir / "mmlab.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
@@ -917,7 +951,7 @@ def _prepare(cfg, pre, restorer, jr) -> dict[str, object]:
 def _capture(cfg, pre, restorer, progress, tick, jr, stale) -> list[dict]:
     vm_before, changer = pre["sysctls_vm_before"], pre["sysctls"]
     plans, dirty_ratio = [], None
-    if not cfg.command:
+    if cfg.beside or not cfg.command:
         mem_available = metadata.memory_info(Path("/proc/meminfo").read_text())
         dirty_ratio = dirty_ratio_for((), mem_available["mem_available_kib"] * 1024)
         plans = plans_for(cfg, dirty_ratio)
@@ -951,7 +985,7 @@ def _capture(cfg, pre, restorer, progress, tick, jr, stale) -> list[dict]:
         "tool_version": __version__,
         "command_line": list(cfg.command_line),
         "run": cfg.run,
-        "test": COMMAND_TEST if cfg.command else TEST,
+        "test": TEST if plans else COMMAND_TEST,
         "config": {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(cfg).items()},
         "system": metadata.system_metadata(),
         "sysctls_vm_before": vm_before,
@@ -974,8 +1008,9 @@ def _capture(cfg, pre, restorer, progress, tick, jr, stale) -> list[dict]:
             "cwd": str(cfg.command_cwd),
             "metrics_env": METRICS_ENV,
             "metrics_format": "<name> <value> <unit> [higher|lower] per line, '#' comments",
+            "beside_built_in_workload": cfg.beside,
         }
-    else:
+    if plans:
         shared |= _stutterp_setup(session, plans)
     metas: list[dict] = []
     for i in range(cfg.iterations):

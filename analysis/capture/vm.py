@@ -176,7 +176,7 @@ def capture_argv(cfg) -> list[str]:
         argv += ["--cwd", str(cfg.command_cwd)]
         if cfg.command_timeout_s is not None:
             argv += ["--timeout", repr(cfg.command_timeout_s)]
-        argv += ["--", *cfg.command]
+        argv += ["--beside"] * cfg.beside + ["--", *cfg.command]
     return argv
 
 

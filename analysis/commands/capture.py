@@ -89,6 +89,11 @@ def register(subparsers) -> None:
         help="seconds after which CMD is killed (and its iteration failed; default: none)",
     )
     p.add_argument(
+        "--beside",
+        action="store_true",
+        help="run the built-in workload's phases too, while CMD runs (same cgroup and limit)",
+    )
+    p.add_argument(
         "--system-wide",
         action="store_true",
         help="trace every task, not only the workload and kswapd/kcompactd",
@@ -173,9 +178,10 @@ def run(args: argparse.Namespace) -> int:
         command=tuple(args.trailing_command),
         command_cwd=(args.cwd or Path.cwd()).absolute(),
         command_timeout_s=args.timeout,
+        beside=args.beside,
     )
-    if not cfg.command and (args.cwd is not None or args.timeout is not None):
-        raise InputError("--cwd/--timeout", "apply to a command given after '--'")
+    if not cfg.command and (args.cwd is not None or args.timeout is not None or args.beside):
+        raise InputError("--cwd/--timeout/--beside", "apply to a command given after '--'")
     if args.kernel is not None:
         return _run_in_guest(cfg, args)
     if args.sysctl:
