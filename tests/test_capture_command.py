@@ -129,6 +129,10 @@ def test_a_writer_dying_of_enospc_is_a_failure_with_its_reason():
     (reason,) = run.workload_failures([phase])
     assert reason.startswith(f"4 workers: writer pid {pid} ended exit 1 (OSError: [Errno 28]")
     assert run.workload_failures([{**phase, "workers_ended": phase["workers_ended"][1:]}]) == []
+    crashed = {**phase, "workers_ended": [], "launcher_rc": 1, "launcher_stderr": "KeyError: 'x'"}
+    assert run.workload_failures([crashed]) == [
+        "4 workers: the launcher ended exit 1 (KeyError: 'x')"
+    ]
 
 
 def test_the_command_after_double_dash_is_parsed_whole(tmp_path, monkeypatch):

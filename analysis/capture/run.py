@@ -362,6 +362,8 @@ def wait_launcher(
     result = json.loads(out.splitlines()[-1]) if out.strip() else {"children": []}
     result["returncode"] = proc.returncode
     result["errors"] = worker_errors(err)
+    # The launcher's own last words (a traceback's last line), for a launcher that failed.
+    result["stderr_tail"] = (err.strip().splitlines() or [""])[-1]
     return result, ended.user_s, ended.system_s
 
 
@@ -390,7 +392,8 @@ def workload_failures(phases: list[dict]) -> list[str]:
                 )
         if ph["launcher_rc"] != 0:
             out.append(
-                f"{ph['workers']} workers: the launcher ended {describe_status(ph['launcher_rc'])}"
+                f"{ph['workers']} workers: the launcher ended "
+                f"{describe_status(ph['launcher_rc'])} ({ph['launcher_stderr'] or 'no message'})"
             )
     return out
 
@@ -504,7 +507,8 @@ class Session:
         spec = {"mode": "idle-probe", "probe_map_bytes": self.cfg.probe_map_mib * MIB}
         spec["seconds"] = 1.0
         result, _, _ = self.run_launcher(spec, 1.0)
-        result.pop("returncode", None)
+        for key in ("returncode", "errors", "stderr_tail"):
+            result.pop(key, None)
         return result
 
 
@@ -603,6 +607,7 @@ def _stutterp_phase(session: Session, plan: PhasePlan, it_dir: Path, logs: Path)
         "workers_ended": result["children"],
         "worker_errors": result["errors"],
         "launcher_rc": result["returncode"],
+        "launcher_stderr": result["stderr_tail"],
         "user_s": u,
         "system_s": s,
     }
