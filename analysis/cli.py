@@ -53,9 +53,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """``argv`` parsed; for a subcommand that runs a command of the user's (``mmlab capture
+    OUT --run NAME -- CMD ARGS``: it sets ``trailing_command``), everything after the first
+    ``--`` is that command, in ``args.trailing_command`` (argparse alone cannot tell an
+    optional positional before options from a command after them)."""
+    if "--" in argv:
+        cut = argv.index("--")
+        args, rest = parser.parse_known_args(argv[:cut])
+        if getattr(args, "trailing_command", None) is not None and not rest:
+            args.trailing_command = argv[cut + 1 :]
+            return args
+    return parser.parse_args(argv)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = _parse(parser, sys.argv[1:] if argv is None else argv)
     if args.include_incomplete:
         # An environment variable, so notebooks and worker processes see it too.
         from analysis.ingest.mmtests import INCLUDE_INCOMPLETE

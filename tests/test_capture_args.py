@@ -88,10 +88,20 @@ def test_limit_cap_is_half_of_mem_available():
 def test_dirty_ratio_from_set_or_proc(tmp_path):
     (tmp_path / "vm").mkdir()
     (tmp_path / "vm" / "dirty_ratio").write_text("20\n")
-    assert checks.dirty_ratio_for((), tmp_path) == 20
-    assert checks.dirty_ratio_for((("vm.dirty_ratio", "5"),), tmp_path) == 5
+    (tmp_path / "vm" / "dirty_bytes").write_text("0\n")
+    avail = 1000 * MIB
+    assert checks.dirty_ratio_for((), avail, tmp_path) == 20
+    assert checks.dirty_ratio_for((("vm.dirty_ratio", "5"),), avail, tmp_path) == 5
     with pytest.raises(InputError, match="must be an integer"):
-        checks.dirty_ratio_for((("vm.dirty_ratio", "lots"),), tmp_path)
+        checks.dirty_ratio_for((("vm.dirty_ratio", "lots"),), avail, tmp_path)
+    # vm.dirty_bytes in force (the kernel zeroed dirty_ratio): 50 MiB of 1000 MiB is 5 %,
+    # 50 MiB + 1 byte rounds up to 6 %; the last --set of the pair wins, as in the kernel.
+    sets = (("vm.dirty_ratio", "5"), ("vm.dirty_bytes", str(50 * MIB + 1)))
+    assert checks.dirty_ratio_for(sets, avail, tmp_path) == 6
+    assert checks.dirty_ratio_for(sets[::-1], avail, tmp_path) == 5
+    (tmp_path / "vm" / "dirty_ratio").write_text("0\n")
+    (tmp_path / "vm" / "dirty_bytes").write_text(f"{50 * MIB}\n")
+    assert checks.dirty_ratio_for((), avail, tmp_path) == 5
 
 
 def test_out_not_empty(capsys, tmp_path):

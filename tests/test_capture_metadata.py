@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from analysis.capture import metadata
-from analysis.capture.monitor import Monitor, sample_block
+from analysis.capture.monitor import Monitor, Stream, sample_block
 from analysis.capture.run import fs_type
 from analysis.capture.sysctl import SysctlChanger, parse_assignment, read_tree
 from analysis.errors import InputError
@@ -118,14 +118,14 @@ def test_monitor_writes_time_then_dump_records(tmp_path):
     src = tmp_path / "vmstat"
     src.write_text(VMSTAT_A)
     out = tmp_path / "proc-vmstat-t.gz"
-    mon = Monitor([(src, out)], interval_s=0.05).start()
+    mon = Monitor([Stream("vmstat", src, out)], interval_s=0.05).start()
     time.sleep(0.12)
     src.write_text(VMSTAT_B)
     time.sleep(0.12)
     mon.stop()
     text = gzip.decompress(out.read_bytes()).decode()
     records = text.split("time: ")[1:]
-    assert len(records) == mon.samples[0] >= 4
+    assert len(records) == mon.samples["vmstat"] >= 4
     epochs = [float(r.splitlines()[0]) for r in records]
     assert epochs == sorted(epochs)
     assert records[0].splitlines()[1:] == VMSTAT_A.splitlines()

@@ -85,7 +85,8 @@ def test_preflight_rejects_unknown_events_before_any_change(tmp_path, monkeypatc
     monkeypatch.setattr(run.os, "geteuid", lambda: 0)
     monkeypatch.setattr(run, "fs_type", lambda out, mounts: "ext4")
     monkeypatch.setattr(run, "find_memory_hierarchy", lambda mounts: ("v2", tmp_path / "cg"))
-    monkeypatch.setattr(run.tracefs, "ensure_tracefs", lambda: root)
+    monkeypatch.setattr(run.tracefs, "TRACEFS", root)
+    monkeypatch.setattr(run.tracefs, "tracefs_state", lambda: True)
     cfg = CaptureConfig(out=tmp_path / "out", run="x", events_include=("vmscan/mm_nope",))
     with pytest.raises(InputError, match=r"--events.*vmscan/mm_nope"):
         run.preflight(cfg)
@@ -157,15 +158,32 @@ def test_restorer_keeps_going_past_a_failing_action_and_reports_it():
     assert restorer.actions == []
 
 
-def test_restorer_ignores_a_second_signal_while_restoring():
+def test_restorer_holds_a_signal_until_everything_is_restored():
+    """A first signal during the restore interrupts nothing: it is raised once every
+    action ran (the capture then exits 128+signal with its state restored)."""
     done = []
     restorer = Restorer()
     restorer.push("a", lambda: done.append("a"))
     restorer.push("signal", lambda: os.kill(os.getpid(), signal.SIGINT))
     restorer.push("b", lambda: done.append("b"))
-    with raise_on_signals():
+    with pytest.raises(Interrupted) as info, raise_on_signals():
         restorer.run()
-    assert done == ["b", "a"]
+    assert done == ["b", "a"] and info.value.signum == signal.SIGINT
+
+
+def test_a_second_signal_is_only_recorded():
+    """After the first signal's Interrupted, later ones (a second Ctrl-C during the
+    teardown) never raise: no ``finally`` is cut short."""
+    done = []
+    with pytest.raises(Interrupted) as info, raise_on_signals():
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(1)
+        finally:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.2)
+            done.append("teardown finished")
+    assert done == ["teardown finished"] and info.value.signum == signal.SIGTERM
 
 
 def test_exception_mid_capture_restores(tmp_path):

@@ -128,12 +128,16 @@ def test_the_command_exits_128_plus_the_signal_and_names_the_cut_iteration(
 
 
 def fake_pre(tmp_path: Path) -> dict[str, object]:
+    """preflight's answer for fake trees, with what capture's _prepare adds (no --set)."""
     (tmp_path / "tracing" / "instances").mkdir(parents=True)
     (tmp_path / "memory").mkdir()
     return {
         "tracefs": tmp_path / "tracing",
+        "tracefs_mounted": True,
         "cgroup_version": 1,
         "cgroup_root": tmp_path / "memory",
+        "sysctls_vm_before": {},
+        "sysctls": run.sysctl.SysctlChanger(root=tmp_path / "no-sysctls"),
     }
 
 

@@ -148,6 +148,25 @@ def test_capture_argv_repeats_the_config_in_the_guest(tmp_path):
         vm.capture_argv(CaptureConfig(out=tmp_path, run="x", sets=(("vm.dirty_ratio", "5"),)))
 
 
+def test_capture_argv_passes_the_users_command_to_the_guest(tmp_path, monkeypatch):
+    """The command after '--' reaches the guest's capture whole, with its directory (the
+    guest sees the host's root over 9p) and timeout; the guest's mmlab parses it back."""
+    cfg = CaptureConfig(
+        out=tmp_path,
+        run="mine",
+        command=("python3", "-c", "print(1)", "--limit-mb", "5"),
+        command_cwd=tmp_path,
+        command_timeout_s=90.0,
+        beside=True,
+    )
+    seen = {}
+    monkeypatch.setattr("analysis.capture.run.capture", lambda c, *a: seen.update(c=c) or [])
+    assert cli.main(["capture", "/guest/out", *vm.capture_argv(cfg)]) == 0
+    inner = seen["c"]
+    assert inner.command == cfg.command and inner.limit_mb == cfg.limit_mb
+    assert (inner.command_cwd, inner.command_timeout_s, inner.beside) == (tmp_path, 90.0, True)
+
+
 def test_sysctl_without_kernel_is_refused(tmp_path, capsys):
     rc = cli.main(
         ["capture", str(tmp_path / "o"), "--run", "x", "--limit-mb", "64", "--workers", "3",

@@ -514,3 +514,21 @@ def test_the_committed_sweep_plans_cover_what_the_question_needs():
     for plan in (throttle, divisor):
         assert {s.params["pressure"] for s in plan.settings} == {"cgroup", "global"}
         assert plan.boots_per_setting >= 10 and plan.sizing["power"] == 0.8
+
+
+def test_global_pressure_only_in_a_guest_and_within_its_memory(monkeypatch):
+    """The host never runs --pressure global; a guest's budget leaves the kernel room."""
+    from analysis.capture.checks import GLOBAL_RESERVE_BYTES, check_arguments
+    from analysis.capture.plan import MIB
+    from analysis.capture.run import CaptureConfig
+
+    cfg = CaptureConfig(out=Path("/tmp/x"), run="g", workers=(8,), limit_mb=640, pressure="global")
+    monkeypatch.delenv("MMLAB_IN_GUEST", raising=False)
+    with pytest.raises(InputError, match="only inside a guest"):
+        check_arguments(cfg, 20_000 * MIB, 20)
+    assert check_arguments(cfg, 1024 * MIB, 20, for_guest=True)  # the host, for a 1 GiB guest
+    monkeypatch.setenv("MMLAB_IN_GUEST", "1")
+    room = 640 * MIB + GLOBAL_RESERVE_BYTES
+    assert check_arguments(cfg, room, 20)
+    with pytest.raises(InputError, match="leaves less than 96 MiB"):
+        check_arguments(cfg, room - 1, 20)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import os
+import shutil
 from pathlib import Path
 
 from analysis.capture.metadata import memory_info
@@ -16,8 +17,11 @@ from analysis.capture.plan import MIB, PhasePlan, PlanParams, max_limit_bytes, p
 from analysis.errors import InputError
 
 __all__ = [
+    "GLOBAL_RESERVE_BYTES",
     "cgroup_limit_bytes",
     "check_arguments",
+    "check_command",
+    "check_global_pressure",
     "check_machine",
     "check_out",
     "dirty_ratio_for",
@@ -41,24 +45,39 @@ _POSITIVE = (
 )
 
 
-def check_arguments(cfg, mem_available_bytes: int, dirty_ratio: int) -> list[PhasePlan]:
+def check_arguments(
+    cfg, mem_available_bytes: int, dirty_ratio: int, *, for_guest: bool = False
+) -> list[PhasePlan]:
     """Numbers in range, ``--limit-mb`` within half of MemAvailable, a feasible plan per
     worker count (:func:`~analysis.capture.plan.phase_plan`, ``vm.dirty_ratio`` mirrored
-    by ``dirty_ratio``). Returns the plans."""
+    by ``dirty_ratio``). Returns the plans. ``for_guest``: the host checking a guest's
+    capture against the guest's memory before booting it."""
     for option, name, low, inclusive in _POSITIVE:
         value = getattr(cfg, name)
         if not math.isfinite(value) or value < low or (value == low and not inclusive):
             bound = f">= {low}" if inclusive else f"> {low}"
             raise InputError(option, f"must be a finite number {bound}, got {value}")
+    if cfg.command:
+        check_command(cfg.command, cfg.command_cwd, cfg.command_timeout_s)
+    if cfg.command and not cfg.beside:  # the user's command alone: no worker plan
+        _check_limit(cfg, mem_available_bytes, for_guest)
+        return []
     if too_few := [n for n in cfg.workers if n < MIN_WORKERS]:
         raise InputError(
             "--workers",
             f"each worker count must be >= {MIN_WORKERS} (the latency probe, a file writer "
             f"and an anon hog), got {too_few[0]}",
         )
+    _check_limit(cfg, mem_available_bytes, for_guest)
+    return plans_for(cfg, dirty_ratio)
+
+
+def _check_limit(cfg, mem_available_bytes: int, for_guest: bool = False) -> None:
+    """Half of MemAvailable at most, or under global pressure (a guest's only) the budget
+    :func:`check_global_pressure` allows."""
     if cfg.pressure == "global":
-        check_global_pressure(cfg, mem_available_bytes)
-        return plans_for(cfg, dirty_ratio)
+        check_global_pressure(cfg, mem_available_bytes, for_guest)
+        return
     cap = max_limit_bytes(mem_available_bytes)
     if cfg.limit_mb * MIB > cap:
         raise InputError(
@@ -66,19 +85,32 @@ def check_arguments(cfg, mem_available_bytes: int, dirty_ratio: int) -> list[Pha
             f"{cfg.limit_mb} MiB is above half of MemAvailable ({cap // MIB} MiB): refusing "
             "to risk pressure outside the cgroup",
         )
-    return plans_for(cfg, dirty_ratio)
+
+
+def check_command(argv: tuple[str, ...], cwd: Path, timeout_s: float | None) -> None:
+    """The command after ``--`` can run: ``cwd`` is a directory, the program is found (on
+    PATH, or as a path from ``cwd``) and executable, ``--timeout`` is positive."""
+    if not cwd.is_dir():
+        raise InputError("--cwd", f"{cwd} is not a directory")
+    program = argv[0]
+    found = cwd / program if "/" in program else shutil.which(program, path=os.environ.get("PATH"))
+    if found is None or not os.access(found, os.X_OK) or Path(found).is_dir():
+        raise InputError(program, "no such executable (the command after '--')")
+    if timeout_s is not None and not (math.isfinite(timeout_s) and timeout_s > 0):
+        raise InputError("--timeout", f"must be a finite number > 0, got {timeout_s}")
 
 
 # What global pressure leaves the guest's kernel, page tables and the capture itself.
 GLOBAL_RESERVE_BYTES = 96 * MIB
 
 
-def check_global_pressure(cfg, mem_available_bytes: int) -> None:
+def check_global_pressure(cfg, mem_available_bytes: int, for_guest: bool = False) -> None:
     """``--pressure global`` only in a guest (:data:`~analysis.capture.guest.IN_GUEST`, set
     by the guest side of ``--kernel``): the workload then outgrows the machine's memory, and
     on a host that machine is shared. ``--limit-mb`` is then the working set's budget, which
-    must leave :data:`GLOBAL_RESERVE_BYTES` of MemAvailable."""
-    if os.environ.get("MMLAB_IN_GUEST") != "1":
+    must leave :data:`GLOBAL_RESERVE_BYTES` of MemAvailable. ``for_guest``: the host's
+    check of a guest's budget against the guest's memory, before booting it."""
+    if not for_guest and os.environ.get("MMLAB_IN_GUEST") != "1":
         raise InputError(
             "--pressure global",
             "only inside a guest (give --kernel): it puts the whole machine under pressure",
@@ -159,19 +191,39 @@ def make_out(out: Path) -> None:
         raise InputError(out, f"cannot be created: {exc.strerror}") from None
 
 
-def dirty_ratio_for(sets: tuple[tuple[str, str], ...], proc_sys: Path = Path("/proc/sys")) -> int:
-    """``vm.dirty_ratio`` the capture will run with: a ``--set`` of it, else the current value."""
-    text = dict(sets).get("vm.dirty_ratio") or (proc_sys / "vm" / "dirty_ratio").read_text()
+def dirty_ratio_for(
+    sets: tuple[tuple[str, str], ...],
+    mem_available_bytes: int,
+    proc_sys: Path = Path("/proc/sys"),
+) -> int:
+    """The ``vm.dirty_ratio`` the plan assumes: a ``--set`` of it, else the current value;
+    when ``vm.dirty_bytes`` is in force instead (``--set``, or the machine's, which reads
+    ``dirty_ratio`` 0: the kernel zeroes the twin), the percentage of MemAvailable those
+    bytes are (the kernel divides by its dirtyable memory, which MemAvailable estimates),
+    rounded up and kept within 1..99."""
+    # The last --set of the pair wins, as in the kernel (writing one zeroes the other).
+    chosen = [(n, v) for n, v in sets if n in ("vm.dirty_ratio", "vm.dirty_bytes")]
+    if chosen:
+        (name, text), option = chosen[-1], "--set"
+    else:
+        name, option = "vm.dirty_ratio", str(proc_sys / "vm")
+        text = (proc_sys / "vm" / "dirty_ratio").read_text().strip()
+        if text == "0":
+            name, text = "vm.dirty_bytes", (proc_sys / "vm" / "dirty_bytes").read_text().strip()
     try:
-        return int(text)
+        value = int(text)
     except ValueError:
-        raise InputError("--set", f"vm.dirty_ratio must be an integer, got {text!r}") from None
+        raise InputError(option, f"{name} must be an integer, got {text!r}") from None
+    if name == "vm.dirty_bytes":
+        return min(99, max(1, math.ceil(value * 100 / mem_available_bytes)))
+    return value
 
 
 def check_machine(cfg) -> list[PhasePlan]:
     """:func:`check_arguments` with this machine's MemAvailable and dirty ratio, then
     :func:`check_out`; returns the plans."""
     meminfo = memory_info(Path("/proc/meminfo").read_text())
-    plans = check_arguments(cfg, meminfo["mem_available_kib"] * 1024, dirty_ratio_for(cfg.sets))
+    available = meminfo["mem_available_kib"] * 1024
+    plans = check_arguments(cfg, available, dirty_ratio_for(cfg.sets, available))
     check_out(cfg.out, cfg.run)
     return plans

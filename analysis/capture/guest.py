@@ -62,7 +62,7 @@ def mount_memory_cgroup(version: int, mounts_text: str) -> str:
 
 def set_knobs(pairs: list[list[str]], root: Path = sysctl.PROC_SYS) -> dict[str, dict[str, str]]:
     """Set each sysctl and read it back (a millisecond knob reads back rounded to jiffies)."""
-    changer = sysctl.SysctlChanger(root)
+    changer = sysctl.SysctlChanger(root, option="--sysctl")
     out = {}
     for name, value in pairs:
         changer.set(name, value)

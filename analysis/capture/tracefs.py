@@ -26,8 +26,9 @@ __all__ = [
     "TraceInstance",
     "TraceStreamer",
     "count_lost_events",
-    "ensure_tracefs",
+    "mount_tracefs",
     "reclaim_event_set",
+    "tracefs_state",
     "unknown_events",
 ]
 
@@ -35,18 +36,23 @@ TRACEFS = Path("/sys/kernel/tracing")
 TRACE_CLOCK = "mono"
 
 
-def ensure_tracefs(root: Path = TRACEFS, mounts: Path = Path("/proc/mounts")) -> Path:
-    """Return the tracefs root, mounting it if the kernel supports it but it is not mounted."""
+def tracefs_state(root: Path = TRACEFS, mounts: Path = Path("/proc/mounts")) -> bool:
+    """Whether tracefs is mounted at ``root`` (True) or can be (False: the capture mounts
+    it, journalled, and unmounts it at its end); an InputError when the kernel has none."""
     if (root / "instances").is_dir():
-        return root
-    fs = Path("/proc/filesystems").read_text()
-    if "tracefs" not in fs:
+        return True
+    if "tracefs" not in Path("/proc/filesystems").read_text():
         raise InputError("/proc/filesystems", "kernel has no tracefs (CONFIG_TRACING off?)")
-    if str(root) not in mounts.read_text():
-        subprocess.run(["mount", "-t", "tracefs", "nodev", str(root)], check=True)
+    if str(root) in mounts.read_text():
+        raise InputError(root, "tracefs mounted but has no instances directory")
+    return False
+
+
+def mount_tracefs(root: Path = TRACEFS) -> None:
+    """Mount tracefs at ``root`` (:func:`tracefs_state` said it is not mounted)."""
+    subprocess.run(["mount", "-t", "tracefs", "nodev", str(root)], check=True)
     if not (root / "instances").is_dir():
         raise InputError(root, "tracefs mounted but has no instances directory")
-    return root
 
 
 def reclaim_event_set(events_dir: Path, include: tuple[str, ...] = ()) -> list[str]:

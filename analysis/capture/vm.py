@@ -187,6 +187,11 @@ def capture_argv(cfg) -> list[str]:
         argv.append("--system-wide")
     if cfg.sets:
         raise InputError("--set", "with --kernel, name the guest's knobs with --sysctl")
+    if cfg.command:  # the guest sees the host's root over 9p: same cwd, same program
+        argv += ["--cwd", str(cfg.command_cwd)]
+        if cfg.command_timeout_s is not None:
+            argv += ["--timeout", repr(cfg.command_timeout_s)]
+        argv += ["--beside"] * cfg.beside + ["--", *cfg.command]
     return argv
 
 
@@ -423,7 +428,11 @@ def run_guest_capture(cfg, guest: GuestConfig) -> GuestResult:
     dirty_ratio = dict(guest.sysctls).get("vm.dirty_ratio", str(DEFAULT_DIRTY_RATIO))
     if not dirty_ratio.isdigit():
         raise InputError("--sysctl", f"vm.dirty_ratio must be an integer, got {dirty_ratio!r}")
-    check_arguments(cfg, guest.memory_mb * MIB, int(dirty_ratio))
+    check_arguments(cfg, guest.memory_mb * MIB, int(dirty_ratio), for_guest=True)
+    if cfg.pressure != guest.pressure:
+        raise InputError(
+            "--pressure", f"the capture's {cfg.pressure} and the guest's {guest.pressure} differ"
+        )
     vng = vng_path()
     check_out(cfg.out, cfg.run)
     inner = capture_argv(cfg)

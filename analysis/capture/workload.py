@@ -37,6 +37,7 @@ __all__ = [
     "run_probe",
     "run_writer",
     "touch_pages",
+    "worker_errors",
 ]
 
 PAGE_BYTES = 4096
@@ -187,17 +188,34 @@ def run_hog(anon_bytes: int) -> None:
     region.close()
 
 
+# A worker that dies of an exception writes one line "<prefix><pid>: <exception>" on
+# stderr, which the capture reads (worker_errors) to say why the iteration failed.
+ERROR_PREFIX = "mmlab-worker "
+
+
 def _fork(target, *args) -> int:
     pid = os.fork()
     if pid == 0:
         code = 0
         try:
             target(*args)
-        except BaseException:
+        except BaseException as exc:
             code = 1
+            with contextlib.suppress(OSError):
+                os.write(2, f"{ERROR_PREFIX}{os.getpid()}: {type(exc).__name__}: {exc}\n".encode())
         finally:
             os._exit(code)
     return pid
+
+
+def worker_errors(stderr: str) -> dict[str, str]:
+    """pid (text) -> the exception a worker died of, from the launcher's stderr."""
+    out = {}
+    for line in stderr.splitlines():
+        pid, sep, message = line.removeprefix(ERROR_PREFIX).partition(": ")
+        if line.startswith(ERROR_PREFIX) and sep and pid.isdigit():
+            out[pid] = message
+    return out
 
 
 def _describe(status: int) -> str:

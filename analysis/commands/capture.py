@@ -1,4 +1,5 @@
-"""``mmlab capture``: a stutterp-style workload in a memory cgroup, with ftrace and vmstat."""
+"""``mmlab capture``: a stutterp-style workload, or the user's command, in a memory cgroup,
+with ftrace, vmstat and PSI."""
 
 from __future__ import annotations
 
@@ -26,12 +27,17 @@ def _int_list(text: str) -> tuple[int, ...]:
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "capture",
-        help="capture a stutterp-style reclaim workload (root; tracefs; memory cgroup)",
+        usage="mmlab capture OUT --run NAME --limit-mb MIB [options] [-- CMD [ARGS...]]",
+        help="capture a stutterp-style reclaim workload or your command (root; tracefs; "
+        "memory cgroup)",
         description=(
-            "Run a stutterp-style workload (anon-latency probe, random file writers, anon hogs) "
-            "inside a memory cgroup with a mandatory limit, tracing vmscan/compaction events "
-            "in a private tracefs instance and sampling /proc/vmstat and the cgroup's "
-            "memory.stat. Writes an mmtests-style tree OUT/RUN/iter-N/. Every setting changed "
+            "Run a stutterp-style workload (anon-latency probe, random file writers, anon hogs), "
+            "or with '-- CMD [ARGS...]' your command instead, inside a memory cgroup with a "
+            "mandatory limit, tracing vmscan/compaction events in a private tracefs instance "
+            "and sampling /proc/vmstat, the cgroup's memory.stat and PSI. Writes an "
+            "mmtests-style tree OUT/RUN/iter-N/. An iteration whose workload failed (a "
+            "command's non-zero exit, a writer's error) ends the capture with exit 1 and is "
+            "left out of analyses. Every setting changed "
             "is restored on exit, error, SIGINT, SIGTERM, SIGHUP or SIGQUIT (exit 128+signal); "
             "after SIGKILL, the next capture or --recover restores it from the on-disk journal "
             "and removes what the dead capture left, saying so on stderr."
@@ -72,6 +78,21 @@ def register(subparsers) -> None:
     p.add_argument("--compress", choices=("zst", "gz"), default="zst")
     p.add_argument("--warmup", type=float, default=1.0, help="writer warmup per worker count")
     p.add_argument("--probe-seconds", type=float, default=2.0, help="trace-volume probe length")
+    p.add_argument(
+        "--cwd",
+        type=Path,
+        help="directory CMD runs in (default: the current directory)",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        help="seconds after which CMD is killed (and its iteration failed; default: none)",
+    )
+    p.add_argument(
+        "--beside",
+        action="store_true",
+        help="run the built-in workload's phases too, while CMD runs (same cgroup and limit)",
+    )
     p.add_argument(
         "--system-wide",
         action="store_true",
@@ -122,7 +143,8 @@ def register(subparsers) -> None:
     vm.add_argument("--guest-fs", choices=("ext4", "xfs"), default="ext4", help="the disk's")
     vm.add_argument("--guest-write-mb-s", type=float, help="throttle the disk's writes (qemu)")
     vm.add_argument("--guest-read-mb-s", type=float, help="throttle the disk's reads (qemu)")
-    p.set_defaults(func=run)
+    # Filled by analysis.cli with what follows '--': the user's command.
+    p.set_defaults(func=run, trailing_command=[])
 
 
 def _events(text: str) -> tuple[str, ...]:
@@ -144,7 +166,7 @@ def _recover(args: argparse.Namespace) -> int:
 
 def run(args: argparse.Namespace) -> int:
     from analysis.capture import sysctl
-    from analysis.capture.run import CaptureConfig, Interrupted, capture
+    from analysis.capture.run import CaptureConfig, Interrupted, WorkloadFailed, capture
     from analysis.errors import InputError
     from analysis.report.capture import format_capture
     from analysis.report.json_output import dumps
@@ -173,7 +195,13 @@ def run(args: argparse.Namespace) -> int:
         slab_files=args.slab_files,
         negative_dentries=args.negative_dentries,
         pressure=args.pressure,
+        command=tuple(args.trailing_command),
+        command_cwd=(args.cwd or Path.cwd()).absolute(),
+        command_timeout_s=args.timeout,
+        beside=args.beside,
     )
+    if not cfg.command and (args.cwd is not None or args.timeout is not None or args.beside):
+        raise InputError("--cwd/--timeout/--beside", "apply to a command given after '--'")
     if args.kernel is not None:
         return _run_in_guest(cfg, args)
     if args.sysctl:
@@ -186,6 +214,13 @@ def run(args: argparse.Namespace) -> int:
         cut = f"; {exc.incomplete} is incomplete (left out of analyses)" if exc.incomplete else ""
         print(f"mmlab capture: interrupted by {exc}; state restored{cut}", file=sys.stderr)
         return 128 + exc.signum
+    except WorkloadFailed as exc:
+        print(
+            f"mmlab capture: {exc}; state restored; the iteration is kept, marked failed "
+            "(left out of analyses)",
+            file=sys.stderr,
+        )
+        return 1
     print(dumps(metas) if args.json else format_capture(metas))
     return 0
 

@@ -14,7 +14,8 @@ Trees as mmtests leaves them on disk (see ``data/mmtests-ci``) are read as they 
   elapsed time from the proc-vmstat monitor's span (the source says so);
 - an empty ``iter-N`` directory, or iterations with a gap (``iter-0`` and ``iter-2``
   without ``iter-1``), are errors naming the directory;
-- an iteration that a capture did not finish (an ``mmlab-incomplete`` file in it, or no
+- an iteration that a capture did not finish, or whose workload failed (an
+  ``mmlab-incomplete`` file in it, saying why when it failed, or no
   ``mmlab.json`` where its run's other iterations have one: interrupted or killed while
   writing) is left out, with a note on stderr, unless ``MMLAB_INCLUDE_INCOMPLETE=1``
   (``mmlab --include-incomplete``): its trace may be truncated and its counters cover
@@ -42,6 +43,7 @@ from analysis.ingest.textfile import read_text
 
 __all__ = [
     "FAILED",
+    "FAILED_PREFIX",
     "INCLUDE_INCOMPLETE",
     "INCOMPLETE",
     "Iteration",
@@ -58,6 +60,9 @@ __all__ = [
 _ITER = re.compile(r"iter-(\d+)")
 # Written by mmlab capture when it begins an iteration, removed when the iteration is done.
 INCOMPLETE = "mmlab-incomplete"
+# ... and kept, its text starting with this, when the iteration's workload failed (a writer's
+# ENOSPC, the user's command's non-zero exit): the rest of its first line says why.
+FAILED_PREFIX = "failed: "
 # Written by mmlab capture --kernel into an iteration that ran but did not exercise its
 # setting (no reclaim, a trace contradicting the knobs); holds the reason.
 FAILED = "mmlab-failed"
@@ -306,9 +311,14 @@ def _checked(iteration: Path) -> Path:
 
 
 def _incomplete(iteration: Path, run_has_metadata: bool) -> str | None:
-    """Why ``iteration`` was not finished by its capture, or did not exercise what it was
-    run for (``mmlab-failed``, with the reason), or None if it was and did."""
-    if (iteration / INCOMPLETE).exists():
+    """Why ``iteration`` was not finished by its capture, or its workload failed, or it did
+    not exercise what it was run for (``mmlab-failed``, with the reason); None if it was
+    finished and did."""
+    marker = iteration / INCOMPLETE
+    if marker.exists():
+        first = (marker.read_text(errors="replace").splitlines() or [""])[0]
+        if first.startswith(FAILED_PREFIX):
+            return f"its workload failed ({first.removeprefix(FAILED_PREFIX)}; {INCOMPLETE})"
         return "its capture was interrupted (mmlab-incomplete)"
     if (failed := iteration / FAILED).exists():
         return f"its run failed: {read_text(failed).strip()} (mmlab-failed)"

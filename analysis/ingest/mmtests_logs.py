@@ -15,6 +15,7 @@ gives one note naming the benchmark and the files.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,6 +38,7 @@ __all__ = [
     "LatencyLog",
     "LogRead",
     "Reader",
+    "command_logs",
     "hpagealloc_logs",
     "pagealloc_logs",
     "pft_logs",
@@ -371,6 +373,44 @@ def hpagealloc_logs(logs: Path) -> LogRead:
     return LogRead(tuple(samples), frozenset({path.name}), tuple(notes))
 
 
+# --- the user's command (mmlab capture OUT --run NAME -- CMD) ------------------------------
+
+_METRIC_DIRECTIONS = {"higher": True, "lower": False}
+
+
+def command_logs(logs: Path) -> LogRead:
+    """Rows the user's command wrote to ``metrics`` (the path ``mmlab capture`` gave it in
+    ``$MMLAB_METRICS``; docs/capture.md "Your own command"): one ``<name> <value> <unit>
+    [higher|lower]`` per line, lower is better unless the line says ``higher``; ``#`` lines
+    and blank lines are comments. A line in another shape, or a value that is not a finite
+    number, is a note naming file and line, never a sample."""
+    path = _one_log(logs, "metrics")
+    if path is None:
+        return LogRead()
+    samples, notes = [], []
+    for number, line in enumerate(_lines(path), 1):
+        fields = line.split()
+        if not fields or fields[0].startswith("#"):
+            continue
+        try:
+            value = float(fields[1]) if len(fields) in (3, 4) else math.nan
+        except ValueError:
+            value = math.nan
+        direction = fields[3] if len(fields) == 4 else "lower"
+        if not math.isfinite(value) or direction not in _METRIC_DIRECTIONS:
+            notes.append(
+                f"{path}:{number}: not '<name> <value> <unit> [higher|lower]' with a finite "
+                f"value: {line[:60]!r}"
+            )
+            continue
+        source = f"{path.name} of the command (its line '{fields[0]} <value> {fields[2]}'"
+        source += f" {direction})" if len(fields) == 4 else "; lower is better, as it names none)"
+        samples.append(
+            (fields[0], value, Declared(fields[2], _METRIC_DIRECTIONS[direction], source))
+        )
+    return LogRead(tuple(samples), frozenset({path.name}), tuple(notes))
+
+
 # --- the registry and the accounting -----------------------------------------------------
 
 
@@ -404,6 +444,10 @@ READERS: dict[str, Reader] = {
     "pft": Reader(pft_logs, (_DRIVER_LOG,)),
     "pagealloc": Reader(pagealloc_logs, (_DRIVER_LOG,)),
     "hpagealloc": Reader(hpagealloc_logs, (_DRIVER_LOG,)),
+    # mmlab capture's name for the user's command (analysis.capture.command.COMMAND_TEST).
+    "command": Reader(
+        command_logs, ((r"stdout|stderr", "the command's own output (mmlab reads none)"),)
+    ),
 }
 
 

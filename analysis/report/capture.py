@@ -13,11 +13,12 @@ __all__ = ["format_capture"]
 
 
 def format_capture(metas: list[dict]) -> str:
-    """Probe overhead, then per iteration: duration, trace size, lost events, OOM kills;
-    lines wrapped to 80 columns."""
+    """Probe overhead (built-in workload), then per iteration: duration, trace size, lost
+    events, OOM kills, and the user's command's exit and times; lines wrapped to 80 columns."""
     lines: list[str] = []
     if metas:
         lines += [f"WARNING: {line}" for line in metas[0].get("stale_leftovers", [])]
+    if metas and "probe" in metas[0]:
         ov = metas[0]["probe"]["idle_overhead"]
         lines.append(
             f"probe overhead on idle cgroup ({ov['map_bytes'] // 1024} KiB mappings, "
@@ -36,6 +37,12 @@ def format_capture(metas: list[dict]) -> str:
             f"{raw} raw / {packed} {t['file']}, lost events {t['lost_events']} in "
             f"{t['lost_event_lines']} lines, OOM kills {m['oom_kills']}"
         )
+        for ph in m["phases"]:
+            if "command" in ph:
+                lines.append(
+                    f"  command {ph['ended']} after {ph['elapsed_s']:.2f} s "
+                    f"({ph['user_s']:.2f} s user, {ph['system_s']:.2f} s system)"
+                )
         if m["oom_kills"]:
             lines.append(
                 f"  WARNING: the cgroup's OOM killer fired {m['oom_kills']} time(s) in "
