@@ -131,7 +131,8 @@ def test_tcg_runs_are_labelled_wherever_they_are_shown(tmp_path, capsys):
     assert mmtests.find_runs(DATA / "stutterp-aa2")[0].emulated is None
     assert main(["compare", str(aa1), str(wb20), "--resamples", "100"]) == 0
     head = capsys.readouterr().out.split("Comparison of")[0]
-    assert head.count("captured in a TCG-emulated guest") == 2 and "aa1 was captured in a TCG-emulated guest" in head
+    assert head.count("captured in a TCG-emulated guest") == 2
+    assert "aa1 was captured in a TCG-emulated guest" in head
     assert main(["compare", str(aa1), str(wb20), "--json", "--resamples", "100"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert all(len(r["platform"]) == 2 for r in rows)
