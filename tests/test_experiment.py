@@ -393,7 +393,7 @@ def _digest(out: Path) -> dict[str, str]:
     return found
 
 
-def _wait_for(path_glob, out: Path, timeout=60.0) -> Path:
+def _wait_for(path_glob, out: Path, timeout=300.0) -> Path:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         found = list(out.glob(path_glob))
@@ -408,7 +408,7 @@ def test_a_signalled_plan_resumes_to_the_same_finished_tree(fake_lab, tmp_path, 
     plan, env = fake_lab
     reference = tmp_path / "reference"
     done = _mmlab(["experiment", "run", str(plan), str(reference)], env)
-    assert done.wait(timeout=120) == 0, done.stderr.read()
+    assert done.wait(timeout=600) == 0, done.stderr.read()
 
     out = tmp_path / "out"
     slow = {**env, "FAKE_VNG_SECONDS": "30"}
@@ -416,7 +416,7 @@ def test_a_signalled_plan_resumes_to_the_same_finished_tree(fake_lab, tmp_path, 
     started = _wait_for(".staging/*/out/.mmlab-vm-*/vng-started", out)
     vng_pid = int(started.read_text())
     first.send_signal(signum)
-    code = first.wait(timeout=60)
+    code = first.wait(timeout=300)
     if signum == signal.SIGINT:
         assert code == 130 and "run it again to resume" in first.stderr.read()
         assert not Path(f"/proc/{vng_pid}").exists()  # the guest went with it
@@ -424,7 +424,7 @@ def test_a_signalled_plan_resumes_to_the_same_finished_tree(fake_lab, tmp_path, 
         assert code == -signal.SIGKILL
         assert Path(f"/proc/{vng_pid}").exists()  # vng has a session of its own: left running
     resumed = _mmlab(["experiment", "run", str(plan), str(out)], env)
-    assert resumed.wait(timeout=120) == 0, resumed.stderr.read()
+    assert resumed.wait(timeout=600) == 0, resumed.stderr.read()
     err = resumed.stderr.read()
     if signum == signal.SIGKILL:
         assert "stopped the guest a killed executor left running" in err
@@ -449,14 +449,14 @@ def test_a_guest_capture_that_did_not_reclaim_fails_and_is_left_out(fake_lab, tm
     argv = ["capture", str(out), "--run", "x", "--limit-mb", "128", "--workers", "4",
             "--iterations", "1", "--accel", "tcg", "--kernel", str(image)]  # fmt: skip
     proc = _mmlab(argv, {**env, "FAKE_VNG_NO_RECLAIM": "1"})
-    assert proc.wait(timeout=120) == 1
+    assert proc.wait(timeout=600) == 1
     err = proc.stderr.read()
     assert "iter-0 FAILED (left out of analyses): no reclaim in the trace" in err
     assert "no reclaim" in (out / "x" / "iter-0" / "mmlab-failed").read_text()
     with pytest.raises(InputError, match="every iteration"):
         mmtests.find_runs(out)
     ok = _mmlab([*argv[:1], str(tmp_path / "cap2"), *argv[2:]], env)
-    assert ok.wait(timeout=120) == 0, ok.stderr.read()
+    assert ok.wait(timeout=600) == 0, ok.stderr.read()
     assert not (tmp_path / "cap2" / "x" / "iter-0" / "mmlab-failed").exists()
 
 
