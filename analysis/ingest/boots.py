@@ -15,13 +15,10 @@ the tree says which boot an iteration ran in, in order of trust:
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from pathlib import Path
 
-from analysis.errors import InputError
 from analysis.ingest import mmtests
-from analysis.ingest.textfile import read_text
+from analysis.ingest.textfile import read_json_object
 
 __all__ = ["Boot", "boot_of", "boots_of_run"]
 
@@ -34,26 +31,16 @@ class Boot:
     source: str
 
 
-def _json(path: Path) -> dict:
-    try:
-        found = json.loads(read_text(path))
-    except json.JSONDecodeError as exc:
-        raise InputError(path, f"not JSON: {exc.msg}", line=exc.lineno) from None
-    if not isinstance(found, dict):
-        raise InputError(path, "not a JSON object")
-    return found
-
-
 def boot_of(run: mmtests.Run, iteration: mmtests.Iteration) -> Boot:
     """The boot ``iteration`` of ``run`` ran in (module docstring for the sources)."""
     record = iteration.path / "boot.json"
     if record.is_file():
-        boot_id = _json(record).get("vm", {}).get("guest_boot_id")
+        boot_id = read_json_object(record).get("vm", {}).get("guest_boot_id")
         if boot_id:
             return Boot(f"guest boot {boot_id}", "boot.json: one guest boot per iteration")
     vm = run.path / "vm.json"
     if vm.is_file():
-        boot_id = _json(vm).get("guest_boot_id")
+        boot_id = read_json_object(vm).get("guest_boot_id")
         key = f"guest boot {boot_id}" if boot_id else f"the one guest boot of {run.path}"
         return Boot(key, "vm.json: every iteration ran in one guest boot")
     boot_id = iteration.metadata.get("system", {}).get("boot_id")

@@ -39,7 +39,7 @@ from pathlib import Path
 from analysis.errors import InputError
 from analysis.ingest import vmstat
 from analysis.ingest.kconfig import config_hz, page_size
-from analysis.ingest.textfile import read_text
+from analysis.ingest.textfile import read_json_object, read_text
 
 __all__ = [
     "FAILED",
@@ -213,13 +213,7 @@ class Iteration:
         meta = self.path / "mmlab.json"
         if not meta.exists():
             return {}
-        try:
-            found = json.loads(read_text(meta))
-        except json.JSONDecodeError as exc:
-            raise InputError(meta, f"not JSON: {exc.msg}", line=exc.lineno) from None
-        if not isinstance(found, dict):
-            raise InputError(meta, "not a JSON object of capture metadata")
-        return found
+        return read_json_object(meta, "a JSON object of capture metadata")
 
     @cached_property
     def machine(self) -> Machine:
