@@ -11,7 +11,9 @@ export PATH="$REPO/.venv/bin:$PATH"
 run() { nice -n 10 mmlab experiment run "$PLAN" "$OUT" & pid=$!; }
 # Wait until the executor has started guest number $1 (its journal's "start" lines).
 wait_start() {
-	until [ "$(grep -c '"event": "start"' "$OUT/journal.jsonl" 2>/dev/null)" -ge "$1" ]; do sleep 2; done
+	until [ "$(cat "$OUT/journal.jsonl" 2>/dev/null | grep -c '"event": "start"')" -ge "$1" ]; do
+		sleep 2
+	done
 	sleep 30  # well inside the guest's run
 }
 say() { echo "== $(date -u +%FT%TZ) $*"; }
