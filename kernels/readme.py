@@ -1,6 +1,8 @@
-"""Write the README of one guest capture from what the capture recorded.
+"""Write the README of one guest capture, or of an executed experiment plan, from what
+the capture recorded.
 
     .venv/bin/python kernels/readme.py data/vm-6.12/wb20
+    .venv/bin/python kernels/readme.py data/vm-6.12-lab/pilot   # has order.json
 
 Everything printed comes from the capture's own files: vm.json (host command, kernel
 build, knobs read back in the guest, accelerator, timings, per-iteration knob checks),
@@ -125,8 +127,102 @@ def readme(capture: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _throttles(check: dict) -> str:
+    return (
+        "; ".join(
+            f"{t['reason'].removeprefix('VMSCAN_THROTTLE_')} "
+            f"{'/'.join(str(u) for u in t['seen_us'])} x {t['events']}"
+            for t in check.get("throttle", [])
+        )
+        or "none"
+    )
+
+
+def experiment_readme(out: Path) -> str:
+    """README of an executed plan (``mmlab experiment run``): the plan, the order, the
+    kernel and guest, and one row per boot of every setting, in the order they ran."""
+    import datetime as dt
+
+    order = json.loads((out / "order.json").read_text())
+    journal = [json.loads(line) for line in (out / "journal.jsonl").read_text().splitlines()]
+    boots = []
+    for record in out.glob("*/iter-*/boot.json"):
+        boot = json.loads(record.read_text())
+        meta = json.loads((record.parent / "mmlab.json").read_text())
+        boots.append((boot["position"], record.parent, boot, meta))
+    boots.sort(key=lambda b: b[0])
+    vm0 = boots[0][2]["vm"]
+    build = vm0["kernel_build"]
+    first = dt.datetime.fromisoformat(journal[0]["t"])
+    last = dt.datetime.fromisoformat(journal[-1]["t"])
+    events: dict[str, int] = {}
+    for e in journal:
+        events[e["event"]] = events.get(e["event"], 0) + 1
+    failed = sorted((out / "failed").glob("*.txt")) if (out / "failed").is_dir() else []
+    lines = [
+        f"# {order['plan']}: a designed experiment on the patched 6.12 kernel "
+        f"({vm0['accelerator'].upper()} guests, one boot per run)",
+        "",
+        "**Made under TCG emulation** (no KVM: the host is itself a VM). Times are "
+        "emulated-CPU times; compare only runs of this platform. Every number below comes "
+        "from the runs' own files (`plan.yaml`, `order.json`, `journal.jsonl`, each "
+        "iteration's `boot.json` and `mmlab.json`); this README was written by "
+        "`kernels/readme.py`.",
+        "",
+        f"Executed {first:%Y-%m-%d %H:%M}–{last:%H:%M} UTC with `mmlab experiment run "
+        f"kernels/plans/{order['plan']}.yaml OUT` (plan sha256 `{order['plan_digest'][:16]}…`, "
+        f"seed {order['seed']}): {len(order['runs'])} runs, {order['boots_per_setting']} "
+        f"boot(s) per setting in randomised blocks. Primary endpoint (named before the runs): "
+        f"`{order['primary_endpoint']}`"
+        + (f"; secondary: {', '.join(order['secondary_endpoints'])}." if order["secondary_endpoints"] else "."),
+        "",
+        f"- Kernel {build['kernel_release']} from Debian `{build['source_package']}` with "
+        f"kernels/patches/ (series sha256 `{build['patch_series_sha256'][:16]}…`), "
+        f"CONFIG_HZ={build['config_hz']}, bzImage sha256 `{build['bzimage_sha256'][:16]}…`.",
+        f"- Guests: `vng` ({vm0['vng_version']}, {vm0['qemu_version']}), "
+        f"{vm0['guest']['cpus']} vCPUs; host {vm0['host']['hostname']} "
+        f"({vm0['host']['cpu']['model']}, {vm0['host']['cpu']['logical_cpus']} CPUs, kernel "
+        f"{vm0['host']['kernel_release']}), shared with other work: its load is in each row.",
+        "- Journal: " + ", ".join(f"{n} {e}" for e, n in events.items())
+        + (f"; failed runs (left out, in failed/): {len(failed)}" if failed else "; no failed run."),
+        "",
+        "## Settings",
+        "",
+    ]
+    for s in order["settings"]:
+        params = ", ".join(f"{k}={v}" for k, v in s["params"].items())
+        lines.append(f"- `{s['name']}`: {params}")
+    lines += [
+        "",
+        "## Boots, in the order they ran",
+        "",
+        "Throttles and shrinker calls are from each boot's trace (`knob_check` in boot.json); "
+        "load is the host's 1-minute load average when the guest started.",
+        "",
+        "| pos | block | setting/iteration | guest boot id | host load | VM wall s | throttles: "
+        "reason usec_timeout x n | shrinker calls with nr > 0 | OOM kills | probe median µs "
+        "| p99 µs |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for position, it, boot, meta in boots:
+        vm = boot["vm"]
+        d = boot["knob_check"].get("deferral", {})
+        n, median, p99 = _probe(it, boot["params"]["workers"])
+        lines.append(
+            f"| {position} | {boot['block']} | {it.parent.name}/{it.name} "
+            f"| `{(vm.get('guest_boot_id') or '?')[:8]}` | {vm['host']['loadavg_1_5_15'][0]:.1f} "
+            f"| {vm['timings_s']['vng_wall']:.0f} | {_throttles(boot['knob_check'])} "
+            f"| {d.get('with_deferred', 0)} of {d.get('calls', 0)} | {meta.get('oom_kills', 0)} "
+            f"| {median:.0f} | {p99:.0f} |"
+        )
+    for txt in failed:
+        lines.append(f"\nFailed run {txt.stem}: {txt.read_text().strip()}")
+    return "\n".join(lines) + "\n"
+
+
 if __name__ == "__main__":
     for arg in sys.argv[1:]:
         path = Path(arg)
-        (path / "README.md").write_text(readme(path))
+        text = experiment_readme(path) if (path / "order.json").is_file() else readme(path)
+        (path / "README.md").write_text(text)
         print(f"wrote {path / 'README.md'}")
