@@ -150,3 +150,17 @@ def test_pilot_spread_sizes_a_design_from_boot_to_boot_sd(tmp_path):
     approx = 2 * z**2 * spread.sd_log**2 / np.log(1.2) ** 2
     assert approx <= spread.runs_needed <= approx + 3
     assert spread.runs_needed_at_upper_sd > spread.runs_needed
+
+
+def test_models_say_their_runs_share_a_boot(capsys):
+    """A model calibrated or scored on iterations of one boot says so (text and --json)."""
+    from analysis.cli import main
+
+    (note,) = boots.shared_boot_notes(DATA / "vm-6.12" / "aa1")
+    assert note.startswith("aa1: its 5 iterations ran in one boot (vm.json")
+    assert boots.shared_boot_notes(DATA / "stutterp-aa1")  # host captures: one session
+    argv = ["model", "shrinker", str(DATA / "vm-6.12" / "aa1"), "--validate",
+            str(DATA / "vm-6.12" / "div1"), "--json"]  # fmt: skip
+    assert main(argv) == 0
+    notes = json.loads(capsys.readouterr().out)["replication_notes"]
+    assert [n.split(":")[0] for n in notes] == ["aa1", "div1"]

@@ -82,10 +82,12 @@ def run(args: argparse.Namespace) -> int:
 
 def _validate(args: argparse.Namespace) -> int:
     from analysis.errors import InputError
+    from analysis.ingest.boots import shared_boot_notes
     from analysis.ingest.captures import traces_below
     from analysis.models.shrinker import load_invocations
     from analysis.models.shrinker_validation import capture_divisor, score_divisor
     from analysis.report.json_output import dumps
+    from analysis.report.levels import level_notes
     from analysis.report.shrinker_model import (
         format_shrinker_validation,
         shrinker_validation_json,
@@ -106,8 +108,10 @@ def _validate(args: argparse.Namespace) -> int:
             calibration, capture_divisor(capture), runs(other), capture_divisor(other), str(other)
         )
     ]
+    notes = [n for path in (capture, *args.validate) for n in shared_boot_notes(path)]
     if args.json:
-        print(dumps(shrinker_validation_json(scores, str(capture))))
+        print(dumps(shrinker_validation_json(scores, str(capture)) | {"replication_notes": notes}))
     else:
+        print(level_notes(tuple(notes), []), end="")
         print(format_shrinker_validation(scores, str(capture)), end="")
     return 0

@@ -94,11 +94,13 @@ def _label(path: Path | None, workers: int | None) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from analysis.errors import InputError
+    from analysis.ingest.boots import shared_boot_notes
     from analysis.models import throttle as model
     from analysis.models.throttle_predictions import build_report
     from analysis.models.throttle_validation import score_capture
     from analysis.models.throttle_waits import calibrate_with_waits
     from analysis.report.json_output import dumps
+    from analysis.report.levels import level_notes
     from analysis.report.throttle_model import (
         as_json,
         format_report,
@@ -138,12 +140,14 @@ def run(args: argparse.Namespace) -> int:
         )
     ]
     report = build_report(label, runs, calibrated, taus, waits=waits, seed=args.seed)
+    notes = [n for path in (args.capture, *(args.validate or ())) for n in shared_boot_notes(path)]
     if args.json:
-        out = as_json(report)
+        out = as_json(report) | {"replication_notes": notes}
         if args.validate:
             out["validation"] = validation_json(scores, label)
         print(dumps(out))
     else:
+        print(level_notes(tuple(notes), []), end="")
         print(format_report(report))
         if args.validate:
             print()

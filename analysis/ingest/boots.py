@@ -16,11 +16,12 @@ the tree says which boot an iteration ran in, in order of trust:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from analysis.ingest import mmtests
 from analysis.ingest.textfile import read_json_object
 
-__all__ = ["Boot", "boot_of", "boots_of_run"]
+__all__ = ["Boot", "boot_of", "boots_of_run", "shared_boot_notes"]
 
 
 @dataclass(frozen=True)
@@ -55,3 +56,19 @@ def boot_of(run: mmtests.Run, iteration: mmtests.Iteration) -> Boot:
 def boots_of_run(run: mmtests.Run) -> dict[str, Boot]:
     """iteration index (as a string, the long table's ``run``) -> its :class:`Boot`."""
     return {str(it.index): boot_of(run, it) for it in run.iterations}
+
+
+def shared_boot_notes(path: Path) -> list[str]:
+    """A sentence per run below ``path`` whose several iterations ran in one boot: what a
+    model calibrated or scored over those iterations cannot take for independent runs."""
+    notes = []
+    for run in mmtests.find_runs(path):
+        found = set(boots_of_run(run).values())
+        if len(found) == 1 and len(run.iterations) > 1:
+            (boot,) = found
+            notes.append(
+                f"{run.name}: its {len(run.iterations)} iterations ran in one boot "
+                f"({boot.source}); their spread is within-boot only, so intervals and runs "
+                "needed from it are optimistic (one boot per run: mmlab experiment)"
+            )
+    return notes
