@@ -12,10 +12,10 @@ import subprocess
 
 import pytest
 
+from analysis.ingest.mmtests import find_runs
 from analysis.report.paper.build import SECTION_HOOKS, build_inputs
 from analysis.report.paper.latex import defined_macros, macro_name, macros_tex, pm
 from analysis.report.paper.sweep import knob_sweep
-from analysis.study.runs import capture_runs
 from analysis.study.study import Study
 from tests.conftest import DATA, REPO, throttled_lines
 
@@ -30,7 +30,7 @@ LATEX_CAPITALS = {"Citet"}
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory):
     out = tmp_path_factory.mktemp("paper")
-    runs = tuple(run for name in AB_RUNS for run in capture_runs(DATA / name))
+    runs = tuple(run for name in AB_RUNS for run in find_runs(DATA / name))
     return out, build_inputs(Study(runs), out, knob_sweep(DATA / "vm-6.12"))
 
 
@@ -91,7 +91,7 @@ def test_every_macro_in_the_text_is_generated_and_every_generated_one_is_used(in
 def test_macros_match_the_raw_traces(inputs):
     # The base run (first in path order) throttled this often per iteration, by grep.
     _, built = inputs
-    base = capture_runs(DATA / AB_RUNS[0])[0]
+    base = find_runs(DATA / AB_RUNS[0])[0]
     counts = [len(throttled_lines(it.path)) for it in base.iterations]
     expected = pm(statistics.mean(counts), statistics.stdev(counts), 0)
     assert built.macros["base throttle events"] == expected

@@ -172,7 +172,7 @@ def report_sections(data: Study, detail: bool = False) -> list[tuple[str, str]]:
 
 def build_report(paths: Sequence[Path], detail: bool = False) -> str:
     """The report of the capture runs under ``paths`` (each as
-    :func:`~analysis.study.runs.capture_runs`; the first run found is the base of every
+    :func:`~analysis.study.runs.study_runs`; the first run found is the base of every
     comparison), 80 columns; ``detail`` adds the full provenance and every traced
     iteration's analysis."""
     return render_report(Study(study_runs(paths)), detail)
