@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import json
 import lzma
 import os
 import random
@@ -26,6 +27,7 @@ import pytest
 import zstandard
 
 from analysis import cli
+from analysis.ingest.mmtests import INCOMPLETE
 
 REPO = Path(__file__).resolve().parents[1]
 ITER = REPO / "data/stutterp-dirty5/dirty5/iter-0"
@@ -337,3 +339,45 @@ def test_a_fifo_in_place_of_a_runs_trace_is_named_not_skipped(capsys, run_tree, 
     os.mkfifo(trace)
     err = refused(capsys, run_tree.parents[1], DIR_COMMANDS[command], {"RUN": run_tree}, trace)
     assert "FIFO" in err
+
+
+# Issue 29 item 8: one rule for a run's iterations in every command that reads a run.
+RUN_READERS = ("stalls", "fit", "compare-vmstat", "vmstat", "model throttle", "report")
+
+
+def _run_command(command: str) -> list[str]:
+    return DIR_COMMANDS.get(command, [*command.split(), "RUN"])
+
+
+@pytest.mark.parametrize("command", RUN_READERS)
+def test_an_empty_iteration_is_refused_by_every_command(capsys, run_tree, command):
+    empty = run_tree / "iter-1"
+    empty.mkdir()
+    err = refused(capsys, run_tree.parents[1], _run_command(command), {"RUN": run_tree}, empty)
+    assert "empty iteration directory" in err
+
+
+@pytest.mark.parametrize("command", RUN_READERS)
+def test_a_truncated_mmlab_json_is_refused_by_every_command(capsys, run_tree, command):
+    meta = run_tree / "iter-0" / "mmlab.json"
+    meta.write_bytes(meta.read_bytes()[:200])
+    err = refused(capsys, run_tree.parents[1], _run_command(command), {"RUN": run_tree}, meta)
+    assert f"{meta}:" in err and "not JSON" in err
+
+
+@pytest.mark.parametrize("command", ["stalls", "fit"])
+def test_an_interrupted_iteration_is_left_out_not_read(capsys, run_tree, excerpt, command):
+    # iter-1: a copy cut short, its trace truncated mid-stream: reading it would die.
+    cut = run_tree / "iter-1"
+    shutil.copytree(run_tree / "iter-0", cut)
+    (cut / INCOMPLETE).write_text("cut\n")
+    (cut / "ftrace-stutterp.zst").write_bytes(BAD_FILES["truncated zst"](excerpt))
+    fast = ["--bootstrap", "0"] if command == "fit" else []
+    assert cli.main([command, str(run_tree), "--json", *fast]) == 0
+    out, err = capsys.readouterr()
+    assert f"left out {cut}" in err
+    sources = {r["source"] for r in json.loads(out)}
+    assert sources == {str(run_tree / "iter-0" / "ftrace-stutterp.zst")}
+    # The cut iteration's trace named alone is refused the same way, not read.
+    assert cli.main([command, str(cut / "ftrace-stutterp.zst")]) == 2
+    assert "incomplete" in capsys.readouterr().err

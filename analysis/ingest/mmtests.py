@@ -48,7 +48,9 @@ __all__ = [
     "Run",
     "TestTimes",
     "find_runs",
+    "is_iteration",
     "machine_of",
+    "read_metadata",
     "read_timestamps",
     "sysstate_file",
     "unique_runs",
@@ -172,6 +174,21 @@ def machine_of(directory: Path) -> Machine:
     )
 
 
+def read_metadata(iteration: Path) -> dict:
+    """The ``mmlab.json`` of an iteration directory ({} when there is none); InputError
+    naming the line when it is not a JSON object (truncated, or not mmlab's)."""
+    meta = iteration / "mmlab.json"
+    if not meta.exists():
+        return {}
+    try:
+        found = json.loads(read_text(meta))
+    except json.JSONDecodeError as exc:
+        raise InputError(meta, f"not JSON: {exc.msg}", line=exc.lineno) from None
+    if not isinstance(found, dict):
+        raise InputError(meta, "not a JSON object of capture metadata")
+    return found
+
+
 @dataclass(frozen=True)
 class Iteration:
     """One ``iter-N`` directory of a run. ``times`` and ``metadata`` are read once, when
@@ -201,16 +218,7 @@ class Iteration:
     @cached_property
     def metadata(self) -> dict:
         """``mmlab.json`` written by ``mmlab capture`` (empty for plain mmtests trees)."""
-        meta = self.path / "mmlab.json"
-        if not meta.exists():
-            return {}
-        try:
-            found = json.loads(read_text(meta))
-        except json.JSONDecodeError as exc:
-            raise InputError(meta, f"not JSON: {exc.msg}", line=exc.lineno) from None
-        if not isinstance(found, dict):
-            raise InputError(meta, "not a JSON object of capture metadata")
-        return found
+        return read_metadata(self.path)
 
     @cached_property
     def machine(self) -> Machine:
@@ -302,7 +310,10 @@ def _checked(iteration: Path) -> Path:
 
 
 def _incomplete(iteration: Path, run_has_metadata: bool) -> str | None:
-    """Why ``iteration`` was not finished by its capture, or None if it was."""
+    """Why ``iteration`` was not finished by its capture, or None if it was. A damaged
+    ``mmlab.json`` is an error here, where every command finds its iterations, rather
+    than in the commands that happen to read it."""
+    read_metadata(iteration)
     if (iteration / INCOMPLETE).exists():
         return "its capture was interrupted (mmlab-incomplete)"
     if run_has_metadata and not (iteration / "mmlab.json").exists():
@@ -356,6 +367,11 @@ def _run_names(run_dirs: list[Path]) -> list[str]:
     names = [d.name if counts[d.name] == 1 else f"{d.name}@{d.parent.name}" for d in run_dirs]
     # Parents of the same name too (a/x/run, b/x/run): the whole paths tell them apart.
     return names if len(set(names)) == len(names) else [str(d) for d in run_dirs]
+
+
+def is_iteration(path: Path) -> bool:
+    """``path`` is named as an mmtests iteration directory (``iter-N``)."""
+    return _ITER.fullmatch(path.name) is not None
 
 
 def find_runs(path: str | Path) -> tuple[Run, ...]:
