@@ -260,14 +260,22 @@ class Iteration:
 
     def vmstat(self, test: str) -> vmstat.Samples:
         """The before/after vmstat of the iteration: tests-sysstate (:func:`sysstate_file`),
-        else the monitor's first and last sample."""
+        else the monitor's first and last sample. Snapshots whose counters nearly all go
+        down (swapped, or two machines) are an InputError naming the file: an iteration
+        left out of the mean would still be counted in its "Iterations N"."""
         sysstate = sysstate_file(self.path)
         if sysstate is not None:
-            return vmstat.read(sysstate)
-        monitor = self.vmstat_monitor(test)
-        if monitor is None:
-            raise InputError(self.path, "no tests-sysstate and no proc-vmstat monitor")
-        return monitor
+            samples = vmstat.read(sysstate)
+            first, second = "'file start :: /proc/vmstat'", "'file end :: /proc/vmstat'"
+        else:
+            monitor = self.vmstat_monitor(test)
+            if monitor is None:
+                raise InputError(self.path, "no tests-sysstate and no proc-vmstat monitor")
+            samples = monitor
+            first, second = "the monitor's first sample", "a later one"
+        where = sysstate or samples.source
+        vmstat.check_order(samples, first, second, "swapped, or from two machines", where)
+        return samples
 
 
 @dataclass(frozen=True)

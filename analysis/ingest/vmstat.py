@@ -356,18 +356,25 @@ def pair(before: Samples, after: Samples) -> Samples:
     return Samples(f"{before.source} → {after.source}", before.kind, "snapshot pair", frame)
 
 
-def check_order(samples: Samples, first: str | Path, second: str | Path) -> None:
+def check_order(
+    samples: Samples,
+    first: str | Path,
+    second: str | Path,
+    fix: str = "give the earlier snapshot first",
+    where: str | Path | None = None,
+) -> None:
     """A snapshot pair given the wrong way round is one question, not a line per counter:
-    InputError when most counters that changed went down from ``first`` to ``second``
-    (a real counter reset hits one or two counters, a swap all of them)."""
+    InputError (at ``where``, else ``second``; ``fix`` says what to do) when most counters
+    that changed went down from ``first`` to ``second`` (a real counter reset hits one or
+    two counters, a swap all of them)."""
     deltas, resets = counter_deltas(samples)
     counters = [c for c in deltas.columns if c not in {"interval", "epoch_s", "dt_s"}]
     changed = len(resets) + sum(int(deltas[c].fill_null(0).ne(0).any()) for c in counters)
     if resets and len(resets) * 2 > changed:
         raise InputError(
-            second,
+            second if where is None else where,
             f"{len(resets)} of {changed} counters that changed went down since {first}: "
-            f"was {second} taken before {first}? (give the earlier snapshot first)",
+            f"was {second} taken before {first}? ({fix})",
         )
 
 
