@@ -40,6 +40,7 @@ from analysis.errors import InputError
 from analysis.ingest.textfile import read_text
 
 __all__ = [
+    "PROC_VMSTAT",
     "CounterReset",
     "Misaligned",
     "Samples",

@@ -47,6 +47,7 @@ import polars as pl
 
 from analysis.ingest.mmtests import Iteration
 from analysis.ingest.vmstat import (
+    PROC_VMSTAT,
     CounterReset,
     Samples,
     canonical,
@@ -59,6 +60,8 @@ __all__ = [
     "CONTEXTS",
     "HIGHER",
     "LOWER",
+    "MEMCG_CHARGES",
+    "MEMCG_CHARGES_NOTE",
     "OPS",
     "Elapsed",
     "OpsDef",
@@ -407,6 +410,12 @@ OPS: tuple[OpsDef, ...] = (
     _row("AutoNUMA cost", "model units", LOWER, _autonuma_cost),
 )
 
+# memory.stat counters named like /proc/vmstat's I/O counters that count charge events.
+MEMCG_CHARGES = ("pgpgin", "pgpgout")
+MEMCG_CHARGES_NOTE = (
+    "memory.stat pgpgin/pgpgout count pages charged to the cgroup, not KiB of disk I/O"
+)
+
 # The reclaim rows a monitor log is plotted with, interval by interval.
 SERIES_OPS = tuple(
     op
@@ -445,6 +454,10 @@ def ops_report(samples: Samples, elapsed: Elapsed | None = None) -> OpsReport:
     if elapsed is None:
         elapsed = Elapsed(span, "vmstat sample span") if span else Elapsed(None, "unknown")
     canon = canonical(deltas)
+    # memory.stat's pgpgin/pgpgout count pages charged to and uncharged from the cgroup,
+    # not the KiB of block I/O that /proc/vmstat's count (mm/memcontrol.c "pgpgin").
+    not_io = set(MEMCG_CHARGES) & set(canon.columns) if samples.kind != PROC_VMSTAT else set()
+    canon = canon.drop(sorted(not_io))
     values = _evaluate(canon, pl.lit(elapsed.seconds, dtype=pl.Float64), OPS).row(0)
     cols = set(canon.columns)
     reset_names = {r.counter for r in resets}
@@ -455,6 +468,8 @@ def ops_report(samples: Samples, elapsed: Elapsed | None = None) -> OpsReport:
     rows = tuple(
         OpsRow(label=op.label, value=None, unit=op.unit, better=op.better, note=misaligned.reason)
         if misaligned and set(op.needs) & untrusted
+        else OpsRow(op.label, None, op.unit, op.better, MEMCG_CHARGES_NOTE)
+        if set(op.needs) & not_io
         else OpsRow(
             op.label,
             v,
