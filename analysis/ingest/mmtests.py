@@ -221,6 +221,17 @@ class Iteration:
         return read_metadata(self.path)
 
     @cached_property
+    def kernel_build(self) -> str | None:
+        """The kernel build that ran the iteration, from ``kernel.version``: its release and
+        build stamp (``4.18.0-184.el8.ppc64le #1 SMP Wed Feb 26 ...``), the same for every
+        boot of one build; None when the file was not saved."""
+        version = _first(self.path, "kernel.version")
+        text = read_text(version).strip() if version else ""
+        release, _ = _uname(text)
+        stamp = text[text.index("#") :] if "#" in text else ""
+        return f"{release} {stamp}".strip() or None
+
+    @cached_property
     def machine(self) -> Machine:
         """The machine as the plain mmtests files describe it (:func:`machine_of`)."""
         return machine_of(self.path)

@@ -49,6 +49,7 @@ from analysis.ingest.mmtests import Iteration
 from analysis.ingest.vmstat import (
     PROC_VMSTAT,
     CounterReset,
+    Misaligned,
     Samples,
     canonical,
     counter_deltas,
@@ -441,10 +442,14 @@ def _note(op: OpsDef, cols: set[str], resets: set[str], elapsed: Elapsed) -> str
     return op.why_null
 
 
-def ops_report(samples: Samples, elapsed: Elapsed | None = None) -> OpsReport:
+def ops_report(
+    samples: Samples, elapsed: Elapsed | None = None, distrust: Misaligned | None = None
+) -> OpsReport:
     """The Ops table between the first and last sample of ``samples``.
 
-    ``elapsed`` defaults to the span of the samples' times when they have them.
+    ``elapsed`` defaults to the span of the samples' times when they have them;
+    ``distrust``: misaligned labels found in another capture of the same kernel build,
+    which blank these rows too when the samples themselves hold no evidence.
     """
     ends = samples.frame[[0, -1]] if len(samples) > 1 else samples.frame
     if len(ends) < 2:
@@ -463,7 +468,7 @@ def ops_report(samples: Samples, elapsed: Elapsed | None = None) -> OpsReport:
     reset_names = {r.counter for r in resets}
     # Counters printed under another item's name (checked on every sample, not only the
     # ends): their rows are blank with the reason rather than another counter's number.
-    misaligned = misaligned_labels(samples)
+    misaligned = misaligned_labels(samples) or distrust
     untrusted = misaligned.names if misaligned else frozenset()
     rows = tuple(
         OpsRow(label=op.label, value=None, unit=op.unit, better=op.better, note=misaligned.reason)
