@@ -239,6 +239,8 @@ def test_vmstat_counters_that_are_not_counts(capsys, workspace, text, reason):
         (b"kernel,row,run,value\na,r,1,1\n", None, "missing column"),
         (b"kernel,row,run,value,unit\na,r,1,1,ms\na,r,2,x,ms\nb,r,1,2,ms\n", 3, "not a number"),
         (b"kernel,row,run,value,unit\na,r,1,1,ms\n" + b"\xff\xfe,r,1,2,ms\n", 3, "UTF-8"),
+        # Issue 29 item 7: one (kernel, row) whose samples mix us and ms.
+        (b"kernel,row,run,value,unit\na,r,1,1,us\nb,r,1,2,us\na,r,2,2000,ms\n", 4, "units"),
     ],
 )
 def test_compare_csv_that_cannot_be_compared(capsys, workspace, text, line, reason):
