@@ -397,3 +397,12 @@ def test_an_iteration_with_swapped_snapshots_is_refused(capsys, run_tree, comman
     sysstate.write_text(text.replace(start, "@").replace(end, start).replace("@", end))
     err = refused(capsys, run_tree.parents[1], _run_command(command), {"RUN": run_tree}, sysstate)
     assert "went down since 'file start :: /proc/vmstat'" in err
+
+
+@pytest.mark.parametrize("value", ["inf", "nan", "-5", "0"])
+@pytest.mark.parametrize("command", ["vmstat", "compare-vmstat"])
+def test_an_elapsed_time_that_is_not_a_duration(capsys, run_tree, command, value):
+    """Issue 29 item 23: ``--elapsed inf|nan|-5`` were accepted (velocity 0, NaN, < 0)."""
+    template = [command, "RUN", "--elapsed", value]
+    err = refused(capsys, run_tree.parents[1], template, {"RUN": run_tree}, Path("--elapsed"))
+    assert "not a positive, finite number of seconds" in err
