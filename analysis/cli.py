@@ -52,7 +52,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _bytes_of_names(stream) -> None:
+    """A file name that is not UTF-8 (legal on Linux) is printed as the bytes it has, as
+    ``ls`` prints it, not a UnicodeEncodeError: Python holds its bytes as surrogates."""
+    if hasattr(stream, "reconfigure"):
+        stream.reconfigure(errors="surrogateescape")
+
+
 def main(argv: list[str] | None = None) -> int:
+    _bytes_of_names(sys.stdout)
+    _bytes_of_names(sys.stderr)
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.include_incomplete:

@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import io
 import json
 import lzma
 import os
 import random
 import shutil
 import signal
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -406,3 +408,61 @@ def test_an_elapsed_time_that_is_not_a_duration(capsys, run_tree, command, value
     template = [command, "RUN", "--elapsed", value]
     err = refused(capsys, run_tree.parents[1], template, {"RUN": run_tree}, Path("--elapsed"))
     assert "not a positive, finite number of seconds" in err
+
+
+# Issue 29 item 20: tracebacks on a legal file name, a renamed field, a value past 64 bits.
+@pytest.mark.parametrize("command", ["ingest", "stalls", "fit"])
+def test_a_file_name_that_is_not_utf8(monkeypatch, workspace, excerpt, command):
+    path = workspace / os.fsdecode(b"trace-\xff\xfe.txt")  # legal on Linux
+    path.write_bytes(excerpt)
+    argv = {
+        "ingest": ["ingest", str(path), "--out", str(workspace / "cache")],
+        "stalls": ["stalls", str(path)],
+        "fit": ["fit", str(path), "--bootstrap", "0"],
+    }[command]
+    # The name goes out as its own bytes (as ls prints it): read them, not decoded text.
+    raw = io.BytesIO()
+    monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(raw, encoding="utf-8"))
+    assert cli.main(argv) == 0
+    sys.stdout.flush()
+    assert b"trace-\xff\xfe.txt" in raw.getvalue()
+
+
+def _renamed(excerpt: bytes) -> tuple[bytes, int]:
+    """The excerpt with mm_vmscan_throttled's ``usect_delayed`` printed as
+    ``usec_delayed``, and the line number of the first such line (by plain search)."""
+    lines = excerpt.split(b"\n")
+    first = next(i for i, ln in enumerate(lines, 1) if b"mm_vmscan_throttled:" in ln)
+    return excerpt.replace(b" usect_delayed=", b" usec_delayed="), first
+
+
+@pytest.mark.parametrize("command", ["stalls", "fit", "report"])
+def test_a_renamed_trace_field_is_named(capsys, run_tree, excerpt, command):
+    """A kernel that printed ``usec_delayed`` (a rename): ``stalls`` and ``report`` died in
+    a renderer, and ``fit`` said "no throttle delays" beside 38 throttle events read."""
+    text, line = _renamed(excerpt)
+    trace = run_tree / "iter-0" / "ftrace-stutterp.zst"
+    trace.write_bytes(zstandard.ZstdCompressor().compress(text))
+    template = DIR_COMMANDS.get(command, [command, "RUN"])
+    err = refused(capsys, run_tree.parents[1], template, {"RUN": run_tree}, trace)
+    assert f"{trace}:{line}: mm_vmscan_throttled without its usect_delayed field" in err
+    assert "usec_delayed instead" in err
+
+
+def test_a_vmstat_counter_beyond_64_bits(capsys, workspace):
+    before, after = workspace / "before", workspace / "after"
+    before.write_bytes(b"nr_free_pages 5\npgscan_kswapd 10\n")
+    after.write_bytes(b"nr_free_pages 5\npgscan_kswapd 99999999999999999999999\n")
+    template = ["vmstat", "BEFORE", "AFTER"]
+    err = refused(capsys, workspace, template, {"BEFORE": before, "AFTER": after}, after)
+    assert f"{after}:2: pgscan_kswapd 99999999999999999999999 is beyond 64 bits" in err
+
+
+def test_a_latency_count_beyond_64_bits(capsys, run_tree):
+    other = run_tree.parent / "other"
+    shutil.copytree(run_tree, other)
+    log = other / "iter-0" / "stutterp" / "logs" / "mmap-latency-4.log"
+    log.write_text("3 5000000\n99999999999999999999999 6000000\n")  # mmtests' format
+    template = ["compare", "RUN", "OTHER"]
+    err = refused(capsys, run_tree.parents[1], template, {"RUN": run_tree, "OTHER": other}, log)
+    assert f"{log}:2: count 99999999999999999999999 is beyond" in err

@@ -164,6 +164,10 @@ def _kind_of(names: Iterable[str]) -> str | None:
     return None
 
 
+# Counters are held as Int64; an unsigned long past 2^63 would take 292 years at 1e9/s.
+_INT64 = 1 << 63
+
+
 def _dump(path: str, numbered: list[tuple[int, str]]) -> dict[str, int]:
     """One ``name value`` dump; a duplicated name or a malformed line is an error."""
     values: dict[str, int] = {}
@@ -178,6 +182,10 @@ def _dump(path: str, numbered: list[tuple[int, str]]) -> dict[str, int]:
             valid = False
         if not valid:
             raise InputError(path, f"expected 'name value', found {text[:60]!r}", line=lineno)
+        if not -_INT64 <= value < _INT64:
+            raise InputError(
+                path, f"{name} {parts[1][:30]} is beyond 64 bits: no kernel counts so far", lineno
+            )
         if name in values:
             first = next(n for n, t in numbered if t.split()[0] == name)
             raise InputError(path, f"counter {name} appears twice (first on line {first})", lineno)

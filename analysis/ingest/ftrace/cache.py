@@ -102,7 +102,8 @@ def _stat_key(path: Path) -> dict:
 
 
 def _index(cache: Path, key: dict) -> Path:
-    return cache / "by-path" / f"{hashlib.sha1(key['path'].encode()).hexdigest()}.json"
+    # os.fsencode: a Linux file name need not be UTF-8 (its bytes come back as surrogates).
+    return cache / "by-path" / f"{hashlib.sha1(os.fsencode(key['path'])).hexdigest()}.json"
 
 
 @contextlib.contextmanager
