@@ -466,3 +466,32 @@ def test_a_latency_count_beyond_64_bits(capsys, run_tree):
     template = ["compare", "RUN", "OTHER"]
     err = refused(capsys, run_tree.parents[1], template, {"RUN": run_tree, "OTHER": other}, log)
     assert f"{log}:2: count 99999999999999999999999 is beyond" in err
+
+
+@pytest.mark.parametrize("command", FILE_COMMANDS)
+def test_ten_gigabytes_of_nul_bytes(capsys, workspace, command):
+    """Issue 29 item 21: a disk image or core file given by mistake was read on (memory
+    grew with it: OOM-killed in a 1.5 GB cgroup). A sparse 10 GB file of NUL bytes (no
+    disk used) is refused from its first KiB, well within the alarm."""
+    raw = workspace / "disk.raw"
+    with raw.open("wb") as f:
+        f.truncate(10 << 30)
+    before = raw.stat()
+    path = workspace / "disk.img"  # a symlink: the matrix's SHA-256 of inputs skips it
+    path.symlink_to(raw)
+    values = {"FILE": path, "NOTEBOOK": workspace / "nb.py"}
+    err = refused(capsys, workspace, FILE_COMMANDS[command], values, path)
+    assert "NUL byte at byte 0" in err or "larger than" in err
+    after = raw.stat()
+    assert (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+
+
+def test_a_line_without_end_is_bounded(capsys, workspace, excerpt, monkeypatch):
+    # The line bound, scaled down: 2 MiB without a newline where 1 MiB is the limit.
+    from analysis.ingest import compressed
+
+    monkeypatch.setattr(compressed, "MAX_LINE_BYTES", 1 << 20)
+    path = workspace / "trace.txt"
+    path.write_bytes(excerpt + b"x" * (2 << 20))
+    err = refused(capsys, workspace, FILE_COMMANDS["stalls"], {"FILE": path}, path)
+    assert "a line of more than 1,048,576 bytes" in err
