@@ -152,6 +152,12 @@ def refused(
     assert str(named) in stderr, stderr
     if command != "ingest":  # ingest's OUT is a cache, keyed on content (not an output)
         assert not out_path.exists(), "partial output left behind"
+    # Nor a cache entry for the input it refused (issue 29 item 22): ./build/ingest of
+    # stalls, fit, report, ... and ingest's own OUT.
+    cache = out_path if command == "ingest" else Path("build")
+    assert not (cache.exists() and list(cache.rglob("*"))), (
+        f"cache left: {list(cache.rglob('*'))[:3]}"
+    )
     assert not list(tmp_path.glob(".out.*")), "staging folder left behind"
     assert _tree_hash(inputs) == before, "an input changed"
     return stderr
@@ -481,7 +487,7 @@ def test_ten_gigabytes_of_nul_bytes(capsys, workspace, command):
     path.symlink_to(raw)
     values = {"FILE": path, "NOTEBOOK": workspace / "nb.py"}
     err = refused(capsys, workspace, FILE_COMMANDS[command], values, path)
-    assert "NUL byte at byte 0" in err or "larger than" in err
+    assert f"{path}:1 (byte offset 0): binary content (NUL byte)" in err or "larger than" in err
     after = raw.stat()
     assert (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns)
 

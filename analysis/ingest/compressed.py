@@ -167,14 +167,19 @@ def _fill(stream: BinaryIO, carry: bytes, size: int) -> bytearray:
     return buf
 
 
-def _sniff(path: Path, data: bytes | bytearray) -> None:
+def _sniff(path: Path, data: bytes | bytearray, kind: str) -> None:
     """Text captures hold no NUL byte: one in the first KiB is a binary file given by
     mistake (a disk image, a core file), refused before it is read, hashed or parsed
-    whole (10 GB of NUL bytes once grew memory without bound)."""
+    whole (10 GB of NUL bytes once grew memory without bound). The line is of the text;
+    the byte offset, of a plain file only (a compressed one's would be of its text)."""
     nul = data.find(b"\x00", 0, SNIFF_BYTES)
     if nul >= 0:
+        line = data.count(b"\n", 0, nul) + 1
         raise InputError(
-            path, f"binary content (NUL byte at byte {nul} of its text), not a text capture"
+            path,
+            "binary content (NUL byte), not a text capture",
+            line=line,
+            offset=nul if kind == "plain" else None,
         )
 
 
@@ -201,7 +206,7 @@ def iter_blocks(path: Path, block_bytes: int, digest: list[str] | None = None) -
                 want = min(block_bytes, max(size - raw.offset, 1 << 16))
                 data = _fill(stream, carry, want)
                 if first:
-                    _sniff(path, data)
+                    _sniff(path, data, kind)
                     first = False
                 if len(data) == len(carry):
                     break
