@@ -42,6 +42,7 @@ from analysis import __version__
 from analysis.errors import InputError
 from analysis.ingest.compressed import sha256_file
 from analysis.ingest.grid import read_grid
+from analysis.outputs import Stages
 
 __all__ = [
     "REGISTRY",
@@ -251,15 +252,6 @@ def _on_dask(
             cluster.close()
 
 
-def _progress():
-    from rich.console import Console
-    from rich.progress import Progress
-
-    # Only on a terminal: logs and pipes get no control codes.
-    console = Console(stderr=True)
-    return Progress(console=console, transient=True, disable=not console.is_terminal)
-
-
 def sweep(
     name: str,
     grid_path: Path,
@@ -300,12 +292,11 @@ def sweep(
         rows = _on_dask(spec, todo, grid_path, workers, scheduler, paths)
     else:
         rows = iter(())
-    with _progress() as progress:
-        task = progress.add_task(f"sweep {name}", total=len(todo))
-        for i, row in rows:
-            parts.mkdir(parents=True, exist_ok=True)
-            _write_atomic(pl.DataFrame([row]), parts / f"{point_id(todo[i], digests)}.parquet")
-            progress.advance(task)
+    stages = Stages("sweep", len(todo))
+    for i, row in rows:
+        parts.mkdir(parents=True, exist_ok=True)
+        _write_atomic(pl.DataFrame([row]), parts / f"{point_id(todo[i], digests)}.parquet")
+        stages.done(f"{name} point {json.dumps(todo[i], default=str)}")
     table = pl.concat(
         [pl.read_parquet(parts / f"{i}.parquet") for i in ids], how="diagonal_relaxed"
     )
