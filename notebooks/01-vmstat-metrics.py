@@ -22,18 +22,13 @@
 # "Cgroup-limit" rows. Run headless by `make` (papermill); parameters below.
 
 # %% tags=["parameters"]
-# The host captures (data/ also holds third-party mmtests trees bundled for the tests and
-# the TCG guest sweep data/vm-6.12, which are not these): one path or a list.
-capture = [
-    "data/stutterp-aa1",
-    "data/stutterp-aa2",
-    "data/stutterp-ab-dirty5",
-    "data/stutterp-dirty20",
-    "data/stutterp-dirty5",
-]
+# The host captures, a path or a glob (data/ also holds third-party mmtests trees bundled
+# for the tests and the TCG guest sweep data/vm-6.12, which are not these).
+capture = "data/stutterp-*"
 build_dir = "build"
 
 # %%
+from glob import glob
 from pathlib import Path
 
 import altair as alt
@@ -49,7 +44,7 @@ charts.offline()  # static SVG charts: they show with no network and in any view
 figures = Path(build_dir) / "figures"
 figures.mkdir(parents=True, exist_ok=True)
 # The report's runs and results (`mmlab report`): the same digits in both.
-study = Study(study_runs([capture] if isinstance(capture, str) else capture))
+study = Study(study_runs(sorted(glob(capture)) or [capture]))
 runs = study.runs
 for run in runs:
     print(f"{run.name}: {len(run.iterations)} iterations under {run.path}")

@@ -22,20 +22,15 @@
 # bundled captures. Run headless by `make` (papermill); parameters below.
 
 # %% tags=["parameters"]
-# The host captures (data/ also holds third-party mmtests trees bundled for the tests and
-# the TCG guest sweep data/vm-6.12, which are not these): one path or a list.
-capture = [
-    "data/stutterp-aa1",
-    "data/stutterp-aa2",
-    "data/stutterp-ab-dirty5",
-    "data/stutterp-dirty20",
-    "data/stutterp-dirty5",
-]
+# The host captures, a path or a glob (data/ also holds third-party mmtests trees bundled
+# for the tests and the TCG guest sweep data/vm-6.12, which are not these).
+capture = "data/stutterp-*"
 seed = "data/mail/000_901e324e43c5b0b5.txt"
 build_dir = "build"
 timeline_window_s = 2.0
 
 # %%
+from glob import glob
 from pathlib import Path
 
 import polars as pl
@@ -86,7 +81,7 @@ seed_chart
 # %%
 # Each trace with its iteration's CONFIG_HZ and vmstat deltas: the report's analyses
 # (`mmlab report --detail`), from the same Study.
-study = Study(study_runs([capture] if isinstance(capture, str) else capture))
+study = Study(study_runs(sorted(glob(capture)) or [capture]))
 results = {f"{run.name}/iter-{i}": analysis for run, i, analysis in study.analyses}
 for result in results.values():
     print(format_analysis(result))
