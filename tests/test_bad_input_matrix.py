@@ -430,12 +430,16 @@ def test_a_file_name_that_is_not_utf8(monkeypatch, workspace, excerpt, command):
         "stalls": ["stalls", str(path)],
         "fit": ["fit", str(path), "--bootstrap", "0"],
     }[command]
-    # The name goes out as its own bytes (as ls prints it): read them, not decoded text.
-    raw = io.BytesIO()
+    # The name goes out as its own bytes (as ls prints it): read them, not decoded text
+    # (pytest's capture, and xdist's report of it, would choke on them).
+    raw, err = io.BytesIO(), io.BytesIO()
     monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(raw, encoding="utf-8"))
+    monkeypatch.setattr(sys, "stderr", io.TextIOWrapper(err, encoding="utf-8"))
     assert cli.main(argv) == 0
     sys.stdout.flush()
+    sys.stderr.flush()
     assert b"trace-\xff\xfe.txt" in raw.getvalue()
+    assert b"Traceback" not in err.getvalue()
 
 
 def _renamed(excerpt: bytes) -> tuple[bytes, int]:
