@@ -115,3 +115,11 @@ def test_the_verdict_is_per_kernel_build_not_per_run(tmp_path):
             assert cmp.row(label, run).values == (None,), (label, run)
     rows = {r.label: r for r in cmp.reports[1][0].rows}
     assert "kernel build 4.18.0-184.el8.ppc64le #1 SMP" in rows["Page writes by reclaim"].note
+    # mmlab compare --ops: the same rows left out of both runs' samples.
+    from analysis.ingest.benchmarks import load_runs
+    from analysis.metrics.sample_rows import ops_rows
+
+    table = load_runs(runs, {"ops": ops_rows}).table
+    assert set(table["kernel"]) == {r.name for r in found}
+    assert not set(table["row"]) & UNTRUSTED_ROWS
+    assert "Sector Writes" in set(table["row"])
