@@ -67,7 +67,24 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespa
     return parser.parse_args(argv)
 
 
+def _bytes_of_names(stream) -> None:
+    """A file name that is not UTF-8 (legal on Linux) is printed as the bytes it has, as
+    ``ls`` prints it, not a UnicodeEncodeError: Python holds its bytes as surrogates."""
+    if hasattr(stream, "reconfigure"):
+        stream.reconfigure(errors="surrogateescape")
+
+
+def _cache_entries(action: str) -> None:
+    """``begin_command`` or ``discard_new_entries`` of the trace cache, if a trace was read
+    in this process (checked, not imported: ``mmlab --help`` stays light)."""
+    cache = sys.modules.get("analysis.ingest.ftrace.cache")
+    if cache is not None:
+        getattr(cache, action)()
+
+
 def main(argv: list[str] | None = None) -> int:
+    _bytes_of_names(sys.stdout)
+    _bytes_of_names(sys.stderr)
     parser = build_parser()
     args = _parse(parser, sys.argv[1:] if argv is None else argv)
     if args.include_incomplete:
@@ -75,11 +92,13 @@ def main(argv: list[str] | None = None) -> int:
         from analysis.ingest.mmtests import INCLUDE_INCOMPLETE
 
         os.environ[INCLUDE_INCOMPLETE] = "1"
+    _cache_entries("begin_command")
     try:
         status = int(args.func(args) or 0)
         sys.stdout.flush()  # here, so that a closed pipe is seen by the handler below
         return status
     except InputError as exc:
+        _cache_entries("discard_new_entries")
         print(f"mmlab {args.command}: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # `mmlab ... | head` stopped reading: nothing went wrong
@@ -89,6 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"mmlab {args.command}: interrupted", file=sys.stderr)
         return 130
     except OSError as exc:  # a path that is missing, a directory, unwritable, on a full disk
+        _cache_entries("discard_new_entries")
         where = f"{exc.filename}: " if exc.filename is not None else ""
         print(f"mmlab {args.command}: {where}{exc.strerror or exc}", file=sys.stderr)
         return 2

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["replace_text", "staged_dir"]
+__all__ = ["Stages", "replace_text", "staged_dir"]
 
 
 def _tmp_name(path: Path) -> Path:
@@ -62,3 +63,30 @@ def staged_dir(out: Path) -> Iterator[Path]:
             src.replace(dest)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
+
+
+class Stages:
+    """Progress of a long command: one line on stderr per stage done, with what is left
+    (``mmlab paper: [3/8] fits of dirty5 done, 5 left``). Never on stdout, which holds
+    the command's result (JSON stays clean); plain lines, readable in a log as on a
+    terminal. Stages found on the way are announced with :meth:`expect`."""
+
+    def __init__(self, command: str, total: int = 0) -> None:
+        self.command = command
+        self.total = total
+        self.count = 0
+
+    def expect(self, more: int) -> None:
+        """``more`` stages besides those announced so far."""
+        self.total += more
+
+    def done(self, what: str) -> None:
+        """Say that stage ``what`` is done, and how many of the announced are left."""
+        self.count += 1
+        total = max(self.total, self.count)
+        left = f", {total - self.count} left" if total > self.count else ""
+        print(
+            f"mmlab {self.command}: [{self.count}/{total}] {what} done{left}",
+            file=sys.stderr,
+            flush=True,
+        )

@@ -22,10 +22,13 @@
 # "Cgroup-limit" rows. Run headless by `make` (papermill); parameters below.
 
 # %% tags=["parameters"]
-capture = "data"
+# The host captures, a path or a glob (data/ also holds third-party mmtests trees bundled
+# for the tests and the TCG guest sweep data/vm-6.12, which are not these).
+capture = "data/stutterp-*"
 build_dir = "build"
 
 # %%
+from glob import glob
 from pathlib import Path
 
 import altair as alt
@@ -40,9 +43,8 @@ charts.offline()  # static SVG charts: they show with no network and in any view
 
 figures = Path(build_dir) / "figures"
 figures.mkdir(parents=True, exist_ok=True)
-# The report's runs and results (`mmlab report`): the same digits in both. The captures
-# only: data/mmtests-ci holds third-party trees bundled for the tests.
-study = Study(study_runs([Path(capture)]))
+# The report's runs and results (`mmlab report`): the same digits in both.
+study = Study(study_runs(sorted(glob(capture)) or [capture]))
 runs = study.runs
 for run in runs:
     print(f"{run.name}: {len(run.iterations)} iterations under {run.path}")

@@ -40,6 +40,7 @@ import altair as alt
 import numpy as np
 import polars as pl
 
+from analysis.ingest.captures import traces_below
 from analysis.metrics.trace_analysis import analyse_file
 from analysis.models.throttle import calibrate, observe
 from analysis.models.throttle_validation import run_values
@@ -51,7 +52,6 @@ from analysis.seeds.throttle import seed_groups
 from analysis.stats.durations import fit_duration_models
 from analysis.stats.fit import GroupFit
 from analysis.stats.survival import kaplan_meier, log_rank, stall_durations, turnbull_jiffies
-from analysis.study.runs import capture_traces
 
 charts.offline()  # static SVG charts: they show with no network and in any viewer
 
@@ -114,7 +114,7 @@ print(pl.DataFrame(rows))
 # iterations (stalls taken as independent: optimistic p); the curves show the run spread.
 
 # %%
-traces = capture_traces(Path(capture))
+traces = traces_below(Path(capture))
 analyses = {f"{p.parent.parent.name}/{p.parent.name}": analyse_file(p) for p in traces}
 curves, samples = [], {}
 for name, analysis in analyses.items():

@@ -55,12 +55,11 @@ from analysis.report import charts
 from analysis.report.shrinker_charts import replay_backlog_chart, tradeoff_chart
 from analysis.report.shrinker_model import format_shrinker_validation
 from analysis.report.validation_charts import scores_chart
-from analysis.study.runs import capture_traces
 
 charts.offline()  # static SVG charts: they show with no network and in any viewer
 figures = Path(build_dir) / "figures"
 figures.mkdir(parents=True, exist_ok=True)
-paths = {f"{t.parent.parent.name}/{t.parent.name}": t for t in capture_traces(Path(capture))}
+paths = {f"{t.parent.parent.name}/{t.parent.name}": t for t in traces_below(Path(capture))}
 calls = {name: load_invocations(t) for name, t in paths.items()}
 
 # %% [markdown]

@@ -29,3 +29,17 @@ def throttled_lines(iteration_dir: Path) -> list[str]:
     raw = (iteration_dir / "ftrace-stutterp.zst").read_bytes()
     text = zstandard.ZstdDecompressor().stream_reader(raw).read().decode()
     return [line for line in text.splitlines() if "mm_vmscan_throttled:" in line]
+
+
+# The host captures of this project's workload (data/ also holds third-party mmtests trees
+# and a TCG guest sweep): what `make`'s report and notebooks name.
+CAPTURES = tuple(
+    DATA / name
+    for name in (
+        "stutterp-aa1",
+        "stutterp-aa2",
+        "stutterp-ab-dirty5",
+        "stutterp-dirty20",
+        "stutterp-dirty5",
+    )
+)

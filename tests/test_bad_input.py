@@ -173,8 +173,9 @@ def test_random_binary_is_not_a_trace(mmlab, tmp_path, command):
     path = tmp_path / "random.bin"
     path.write_bytes(random.Random(8).randbytes(1 << 18))
     rc, out, err = mmlab(command, str(path))
-    assert_one_line_error(rc, out, err, command, path, "not a trace")
-    assert err.startswith(f"mmlab {command}: {path}:1: ")
+    # Refused from its first KiB (issue 29 item 21), before it is read on.
+    assert_one_line_error(rc, out, err, command, path, "binary content (NUL byte)")
+    assert err.startswith(f"mmlab {command}: {path}:1 (byte offset ")
 
 
 def test_text_that_is_not_a_trace(mmlab, tmp_path):
@@ -325,7 +326,8 @@ def test_error_reaches_the_terminal_without_traceback(tmp_path):
     )
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
-    assert proc.stderr.startswith(f"mmlab ingest: {path}:1: not a trace")
+    assert proc.stderr.startswith(f"mmlab ingest: {path}:1 (byte offset ")
+    assert "binary content (NUL byte), not a text capture" in proc.stderr
 
 
 def test_reader_closing_the_pipe_is_not_an_error(tmp_path):
@@ -465,7 +467,7 @@ def test_input_error_in_a_worker_reaches_the_command(mmlab, tmp_path, excerpt):
     (folder / "ftrace-good.txt").write_bytes(excerpt)
     bad = folder / "ftrace-bad.txt"
     bad.write_bytes(random.Random(5).randbytes(1 << 12))
-    assert_one_line_error(*mmlab("ingest", str(folder)), "ingest", bad, "not a trace")
+    assert_one_line_error(*mmlab("ingest", str(folder)), "ingest", bad, "NUL byte")
 
 
 # mmtests trees (ingest/mmtests.py); the real-tree quirks are test_mmtests_tree's.
@@ -502,7 +504,9 @@ def test_tree_with_empty_iteration(mmlab, tree):
     (tree / "iter-0").mkdir()
     rc, out, err = mmlab("compare-vmstat", str(tree))
     assert_one_line_error(rc, out, err, "compare-vmstat", tree / "iter-0", "empty iteration")
-    assert len(stalls_json(mmlab, tree)) == 2  # the two iterations that hold a trace
+    # One rule for every command (issue 29 item 8): stalls refuses it too.
+    rc, out, err = mmlab("stalls", str(tree))
+    assert_one_line_error(rc, out, err, "stalls", tree / "iter-0", "empty iteration")
 
 
 def test_tree_with_a_gap_in_iterations(mmlab, tree):
@@ -510,7 +514,8 @@ def test_tree_with_a_gap_in_iterations(mmlab, tree):
     shutil.rmtree(tree / "iter-1")
     rc, out, err = mmlab("compare-vmstat", str(tree))
     assert_one_line_error(rc, out, err, "compare-vmstat", tree, "but no iter-1")
-    assert len(stalls_json(mmlab, tree)) == 2
+    rc, out, err = mmlab("stalls", str(tree))
+    assert_one_line_error(rc, out, err, "stalls", tree, "but no iter-1")
     rc, out, err = mmlab("vmstat", str(tree / "iter-2"), "--json")
     assert (rc, err) == (0, "")
     strict_json(out)

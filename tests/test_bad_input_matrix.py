@@ -14,11 +14,15 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import io
+import json
 import lzma
 import os
 import random
+import re
 import shutil
 import signal
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,10 +30,12 @@ import pytest
 import zstandard
 
 from analysis import cli
+from analysis.ingest.mmtests import INCOMPLETE
 
 REPO = Path(__file__).resolve().parents[1]
 ITER = REPO / "data/stutterp-dirty5/dirty5/iter-0"
 EXCERPT_BYTES = 300_000
+PROGRESS = re.compile(r"mmlab [a-z -]+: \[\d+/\d+\] .* done(, \d+ left)?$")
 ALARM_S = 30
 
 
@@ -139,6 +145,8 @@ def refused(
     before = _tree_hash(inputs)
     rc = cli.main(argv)
     stdout, stderr = capsys.readouterr()
+    # A long command's progress lines (issue 29 item 24) may come before the refusal.
+    stderr = "".join(ln for ln in stderr.splitlines(keepends=True) if not PROGRESS.match(ln))
     assert rc == 2, (argv, stdout[-300:], stderr[-300:])
     assert stdout == ""
     assert "Traceback" not in stderr
@@ -148,6 +156,12 @@ def refused(
     assert str(named) in stderr, stderr
     if command != "ingest":  # ingest's OUT is a cache, keyed on content (not an output)
         assert not out_path.exists(), "partial output left behind"
+    # Nor a cache entry for the input it refused (issue 29 item 22): ./build/ingest of
+    # stalls, fit, report, ... and ingest's own OUT.
+    cache = out_path if command == "ingest" else Path("build")
+    assert not (cache.exists() and list(cache.rglob("*"))), (
+        f"cache left: {list(cache.rglob('*'))[:3]}"
+    )
     assert not list(tmp_path.glob(".out.*")), "staging folder left behind"
     assert _tree_hash(inputs) == before, "an input changed"
     return stderr
@@ -237,6 +251,8 @@ def test_vmstat_counters_that_are_not_counts(capsys, workspace, text, reason):
         (b"kernel,row,run,value\na,r,1,1\n", None, "missing column"),
         (b"kernel,row,run,value,unit\na,r,1,1,ms\na,r,2,x,ms\nb,r,1,2,ms\n", 3, "not a number"),
         (b"kernel,row,run,value,unit\na,r,1,1,ms\n" + b"\xff\xfe,r,1,2,ms\n", 3, "UTF-8"),
+        # Issue 29 item 7: one (kernel, row) whose samples mix us and ms.
+        (b"kernel,row,run,value,unit\na,r,1,1,us\nb,r,1,2,us\na,r,2,2000,ms\n", 4, "units"),
     ],
 )
 def test_compare_csv_that_cannot_be_compared(capsys, workspace, text, line, reason):
@@ -337,3 +353,159 @@ def test_a_fifo_in_place_of_a_runs_trace_is_named_not_skipped(capsys, run_tree, 
     os.mkfifo(trace)
     err = refused(capsys, run_tree.parents[1], DIR_COMMANDS[command], {"RUN": run_tree}, trace)
     assert "FIFO" in err
+
+
+# Issue 29 item 8: one rule for a run's iterations in every command that reads a run.
+RUN_READERS = ("stalls", "fit", "compare-vmstat", "vmstat", "model throttle", "report")
+
+
+def _run_command(command: str) -> list[str]:
+    return DIR_COMMANDS.get(command, [*command.split(), "RUN"])
+
+
+@pytest.mark.parametrize("command", RUN_READERS)
+def test_an_empty_iteration_is_refused_by_every_command(capsys, run_tree, command):
+    empty = run_tree / "iter-1"
+    empty.mkdir()
+    err = refused(capsys, run_tree.parents[1], _run_command(command), {"RUN": run_tree}, empty)
+    assert "empty iteration directory" in err
+
+
+@pytest.mark.parametrize("command", RUN_READERS)
+def test_a_truncated_mmlab_json_is_refused_by_every_command(capsys, run_tree, command):
+    meta = run_tree / "iter-0" / "mmlab.json"
+    meta.write_bytes(meta.read_bytes()[:200])
+    err = refused(capsys, run_tree.parents[1], _run_command(command), {"RUN": run_tree}, meta)
+    assert f"{meta}:" in err and "not JSON" in err
+
+
+@pytest.mark.parametrize("command", ["stalls", "fit"])
+def test_an_interrupted_iteration_is_left_out_not_read(capsys, run_tree, excerpt, command):
+    # iter-1: a copy cut short, its trace truncated mid-stream: reading it would die.
+    cut = run_tree / "iter-1"
+    shutil.copytree(run_tree / "iter-0", cut)
+    (cut / INCOMPLETE).write_text("cut\n")
+    (cut / "ftrace-stutterp.zst").write_bytes(BAD_FILES["truncated zst"](excerpt))
+    fast = ["--bootstrap", "0"] if command == "fit" else []
+    assert cli.main([command, str(run_tree), "--json", *fast]) == 0
+    out, err = capsys.readouterr()
+    assert f"left out {cut}" in err
+    sources = {r["source"] for r in json.loads(out)}
+    assert sources == {str(run_tree / "iter-0" / "ftrace-stutterp.zst")}
+    # The cut iteration's trace named alone is refused the same way, not read.
+    assert cli.main([command, str(cut / "ftrace-stutterp.zst")]) == 2
+    assert "incomplete" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["compare-vmstat", "vmstat", "report"])
+def test_an_iteration_with_swapped_snapshots_is_refused(capsys, run_tree, command):
+    """Issue 29 item 2: one iteration's tests-sysstate with its /proc/vmstat blocks swapped
+    was left out of the means while the table still said "Iterations 3" (changes of up to
+    14 % between byte-identical data). Refused, naming the file."""
+    shutil.copytree(run_tree / "iter-0", run_tree / "iter-1")
+    sysstate = run_tree / "iter-1" / "tests-sysstate"
+    text = sysstate.read_text()
+    start, end = "file start :: /proc/vmstat", "file end :: /proc/vmstat"
+    sysstate.write_text(text.replace(start, "@").replace(end, start).replace("@", end))
+    err = refused(capsys, run_tree.parents[1], _run_command(command), {"RUN": run_tree}, sysstate)
+    assert "went down since 'file start :: /proc/vmstat'" in err
+
+
+@pytest.mark.parametrize("value", ["inf", "nan", "-5", "0"])
+@pytest.mark.parametrize("command", ["vmstat", "compare-vmstat"])
+def test_an_elapsed_time_that_is_not_a_duration(capsys, run_tree, command, value):
+    """Issue 29 item 23: ``--elapsed inf|nan|-5`` were accepted (velocity 0, NaN, < 0)."""
+    template = [command, "RUN", "--elapsed", value]
+    err = refused(capsys, run_tree.parents[1], template, {"RUN": run_tree}, Path("--elapsed"))
+    assert "not a positive, finite number of seconds" in err
+
+
+# Issue 29 item 20: tracebacks on a legal file name, a renamed field, a value past 64 bits.
+@pytest.mark.parametrize("command", ["ingest", "stalls", "fit"])
+def test_a_file_name_that_is_not_utf8(monkeypatch, workspace, excerpt, command):
+    path = workspace / os.fsdecode(b"trace-\xff\xfe.txt")  # legal on Linux
+    path.write_bytes(excerpt)
+    argv = {
+        "ingest": ["ingest", str(path), "--out", str(workspace / "cache")],
+        "stalls": ["stalls", str(path)],
+        "fit": ["fit", str(path), "--bootstrap", "0"],
+    }[command]
+    # The name goes out as its own bytes (as ls prints it): read them, not decoded text
+    # (pytest's capture, and xdist's report of it, would choke on them).
+    raw, err = io.BytesIO(), io.BytesIO()
+    monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(raw, encoding="utf-8"))
+    monkeypatch.setattr(sys, "stderr", io.TextIOWrapper(err, encoding="utf-8"))
+    assert cli.main(argv) == 0
+    sys.stdout.flush()
+    sys.stderr.flush()
+    assert b"trace-\xff\xfe.txt" in raw.getvalue()
+    assert b"Traceback" not in err.getvalue()
+
+
+def _renamed(excerpt: bytes) -> tuple[bytes, int]:
+    """The excerpt with mm_vmscan_throttled's ``usect_delayed`` printed as
+    ``usec_delayed``, and the line number of the first such line (by plain search)."""
+    lines = excerpt.split(b"\n")
+    first = next(i for i, ln in enumerate(lines, 1) if b"mm_vmscan_throttled:" in ln)
+    return excerpt.replace(b" usect_delayed=", b" usec_delayed="), first
+
+
+@pytest.mark.parametrize("command", ["stalls", "fit", "report"])
+def test_a_renamed_trace_field_is_named(capsys, run_tree, excerpt, command):
+    """A kernel that printed ``usec_delayed`` (a rename): ``stalls`` and ``report`` died in
+    a renderer, and ``fit`` said "no throttle delays" beside 38 throttle events read."""
+    text, line = _renamed(excerpt)
+    trace = run_tree / "iter-0" / "ftrace-stutterp.zst"
+    trace.write_bytes(zstandard.ZstdCompressor().compress(text))
+    template = DIR_COMMANDS.get(command, [command, "RUN"])
+    err = refused(capsys, run_tree.parents[1], template, {"RUN": run_tree}, trace)
+    assert f"{trace}:{line}: mm_vmscan_throttled without its usect_delayed field" in err
+    assert "usec_delayed instead" in err
+
+
+def test_a_vmstat_counter_beyond_64_bits(capsys, workspace):
+    before, after = workspace / "before", workspace / "after"
+    before.write_bytes(b"nr_free_pages 5\npgscan_kswapd 10\n")
+    after.write_bytes(b"nr_free_pages 5\npgscan_kswapd 99999999999999999999999\n")
+    template = ["vmstat", "BEFORE", "AFTER"]
+    err = refused(capsys, workspace, template, {"BEFORE": before, "AFTER": after}, after)
+    assert f"{after}:2: pgscan_kswapd 99999999999999999999999 is beyond 64 bits" in err
+
+
+def test_a_latency_count_beyond_64_bits(capsys, run_tree):
+    other = run_tree.parent / "other"
+    shutil.copytree(run_tree, other)
+    log = other / "iter-0" / "stutterp" / "logs" / "mmap-latency-4.log"
+    log.write_text("3 5000000\n99999999999999999999999 6000000\n")  # mmtests' format
+    template = ["compare", "RUN", "OTHER"]
+    err = refused(capsys, run_tree.parents[1], template, {"RUN": run_tree, "OTHER": other}, log)
+    assert f"{log}:2: count 99999999999999999999999 is beyond" in err
+
+
+@pytest.mark.parametrize("command", FILE_COMMANDS)
+def test_ten_gigabytes_of_nul_bytes(capsys, workspace, command):
+    """Issue 29 item 21: a disk image or core file given by mistake was read on (memory
+    grew with it: OOM-killed in a 1.5 GB cgroup). A sparse 10 GB file of NUL bytes (no
+    disk used) is refused from its first KiB, well within the alarm."""
+    raw = workspace / "disk.raw"
+    with raw.open("wb") as f:
+        f.truncate(10 << 30)
+    before = raw.stat()
+    path = workspace / "disk.img"  # a symlink: the matrix's SHA-256 of inputs skips it
+    path.symlink_to(raw)
+    values = {"FILE": path, "NOTEBOOK": workspace / "nb.py"}
+    err = refused(capsys, workspace, FILE_COMMANDS[command], values, path)
+    assert f"{path}:1 (byte offset 0): binary content (NUL byte)" in err or "larger than" in err
+    after = raw.stat()
+    assert (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+
+
+def test_a_line_without_end_is_bounded(capsys, workspace, excerpt, monkeypatch):
+    # The line bound, scaled down: 2 MiB without a newline where 1 MiB is the limit.
+    from analysis.ingest import compressed
+
+    monkeypatch.setattr(compressed, "MAX_LINE_BYTES", 1 << 20)
+    path = workspace / "trace.txt"
+    path.write_bytes(excerpt + b"x" * (2 << 20))
+    err = refused(capsys, workspace, FILE_COMMANDS["stalls"], {"FILE": path}, path)
+    assert "a line of more than 1,048,576 bytes" in err

@@ -255,6 +255,30 @@ def test_the_generic_path_reads_parse_results_as_mmtests_does(tmp_path):
     assert not any("aim9: no native reader" in s for s in loaded.skipped)
 
 
+@pytest.mark.parametrize(
+    ("script", "warning"),
+    [
+        # Debian's default mawk on mmtests' parse-results: a message, exit 0, no output.
+        ("echo 'mawk: line 1: regular expression compile failed' >&2", "wrote on stderr: mawk"),
+        ("true", "printed no sample for"),  # a log format the parser does not know
+    ],
+)
+def test_a_parser_that_prints_nothing_warns(tmp_path, capsys, script, warning):
+    """Issue 29 item 1: only ``elapsed`` was compared, with no word, when parse-results
+    printed nothing for a non-empty logs/ (as it does under mawk, or on 2020-format logs)."""
+    checkout = fake_checkout(tmp_path / "mmtests")
+    (checkout / "shellpack_src/src/aim9/parse-results").write_text(f"#!/bin/sh\n{script}\n")
+    run = MORE / AA[0] / "performance"
+    loaded = benchmarks.load_runs([run], mmtests_dir=checkout)
+    assert "page_test" not in set(loaded.table["row"])
+    assert any(warning in s for s in loaded.skipped), loaded.skipped
+    assert any("printed no sample" in s and "its rows are missing" in s for s in loaded.skipped)
+    other = MORE / AA[1] / "performance"
+    args = ["compare", str(run), str(other), "--mmtests", str(checkout)]
+    assert main(args) == 0
+    assert warning in capsys.readouterr().err
+
+
 def test_the_checkout_may_come_from_the_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("MMTESTS", str(fake_checkout(tmp_path / "mmtests")))
     loaded = benchmarks.load_runs([MORE / AA[0] / "performance"])

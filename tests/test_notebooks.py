@@ -14,8 +14,9 @@ import pytest
 
 from analysis.cli import main
 from analysis.errors import InputError
+from analysis.ingest.grid import read_grid
 from analysis.notebooks.execute import KERNEL_STARTS, NotebookFailed, execute, parameter_names
-from analysis.notebooks.sweep import index_table, point_name, read_grid, sweep
+from analysis.notebooks.sweep import index_table, point_name, sweep
 from tests.conftest import DATA, REPO
 
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.py"))
@@ -220,8 +221,19 @@ def test_grid_forms(tmp_path):
     assert str(info.value).startswith(f"{bad}:")
     empty = tmp_path / "empty.yaml"
     empty.write_text("n: []\n")
-    with pytest.raises(InputError, match="n: expected a non-empty list"):
+    with pytest.raises(InputError, match="'n': empty list of values"):
         read_grid(empty)
+
+
+def test_the_readmes_sweep_grid_runs_a_notebook_sweep(tiny, tmp_path, capsys):
+    """Issue 29 item 26: ``mmlab sweep``'s grid (a fixed scalar beside a list or range, as
+    README's ``capture: PATH`` beside ``tau_us: [...]``) was refused by sweep-notebook."""
+    grid = tmp_path / "grid.yaml"
+    grid.write_text("scale: 0.5\nn: {start: 1, stop: 3, step: 2}\n")
+    assert main(["sweep-notebook", str(tiny), "--grid", str(grid), "--out", str(tmp_path)]) == 0
+    # sum(range(n)) * scale: 0 for n=1, 1.5 for n=3.
+    assert "total=0.0" in _outputs(tmp_path / "tiny" / "tiny__scale=0.5__n=1.ipynb")
+    assert "total=1.5" in _outputs(tmp_path / "tiny" / "tiny__scale=0.5__n=3.ipynb")
 
 
 def test_point_names_are_file_safe():

@@ -67,3 +67,47 @@ def test_report_out_is_not_created_when_the_report_fails(tmp_path, capsys):
     assert main(["report", str(tmp_path / "no-such-run"), "--out", str(out)]) == 2
     assert not out.exists()
     assert "no such file or directory" in capsys.readouterr().err
+
+
+def test_stages_say_what_is_done_and_what_is_left(capsys):
+    """Issue 29 item 24: long commands said nothing for minutes. One stderr line per stage,
+    counted against the stages announced (here 2, then 1 more found on the way)."""
+    from analysis.outputs import Stages
+
+    stages = Stages("paper", 2)
+    stages.done("sweep data/vm-6.12")
+    stages.expect(1)
+    stages.done("dirty5 iter-0 traces")
+    stages.done("3 files written")
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.splitlines() == [
+        "mmlab paper: [1/2] sweep data/vm-6.12 done, 1 left",
+        "mmlab paper: [2/3] dirty5 iter-0 traces done, 1 left",
+        "mmlab paper: [3/3] 3 files written done",
+    ]
+
+
+def test_a_long_command_reports_progress_on_stderr_only(tmp_path, capsys, monkeypatch):
+    """``report --json`` of one real iteration: stdout is the JSON alone, stderr a line per
+    stage (its traces, the latency comparison, the Ops rows, the fits)."""
+    import json
+    import shutil
+
+    from tests.conftest import DATA
+
+    monkeypatch.chdir(tmp_path)
+    run = tmp_path / "dirty5"
+    shutil.copytree(DATA / "stutterp-dirty5" / "dirty5" / "iter-0", run / "iter-0")
+    assert main(["report", str(run), "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["runs"][0]["name"] == "dirty5"
+    lines = err.splitlines()
+    # In the order the output asks for them; counted 1..4, with 3..0 left.
+    stages = ["dirty5 iter-0 traces", "latency comparison", "vmstat Ops rows"]
+    stages.append("throttle delay fits")
+    assert len(lines) == 4
+    for k, line in enumerate(lines, 1):
+        left = f", {4 - k} left" if k < 4 else ""
+        assert line.startswith(f"mmlab report: [{k}/4] ") and line.endswith(f" done{left}")
+    assert sorted(ln.split("] ")[1].split(" done")[0] for ln in lines) == sorted(stages)

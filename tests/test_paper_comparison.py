@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 from scipy.stats.mstats import hdquantiles
 
+from analysis.ingest.mmtests import find_runs
 from analysis.report.paper import comparison
 from analysis.report.paper.latex import defined_macros, pm
 from analysis.study.latency import LEVEL
-from analysis.study.runs import capture_runs
 from analysis.study.study import Study
 from tests.conftest import DATA
 
@@ -25,7 +25,7 @@ PAPER_RUNS = (DATA / "stutterp-aa2", DATA / "stutterp-ab-dirty5")
 
 @pytest.fixture(scope="module")
 def cmp():
-    runs = tuple(run for path in PAPER_RUNS for run in capture_runs(path))
+    runs = tuple(run for path in PAPER_RUNS for run in find_runs(path))
     return Study(runs, resamples=200).latency
 
 
@@ -122,7 +122,7 @@ def test_validation_table_holds_the_committed_results():
 
 
 def test_section_writes_the_macros_its_checked_in_prose_quotes(cmp, tmp_path):
-    runs = tuple(run for path in PAPER_RUNS for run in capture_runs(path))
+    runs = tuple(run for path in PAPER_RUNS for run in find_runs(path))
     tex = comparison.section(Study(runs), tmp_path)
     assert all(line.startswith(("%", "\\newcommand")) for line in tex.splitlines())
     values = defined_macros(tex)
@@ -163,7 +163,7 @@ def test_validation_claims_follow_the_results():
 
 
 def test_one_run_gives_a_reason_not_a_failed_paper(tmp_path):
-    runs = tuple(capture_runs(PAPER_RUNS[0]))
+    runs = tuple(find_runs(PAPER_RUNS[0]))
     tex = comparison.section(Study(runs), tmp_path)
     assert tex.startswith("\\emph{One run: no latency comparison")
 

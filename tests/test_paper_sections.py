@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from analysis.ingest.mmtests import find_runs
 from analysis.report.paper.fits import (
     aic_table,
     cautions,
@@ -22,7 +23,6 @@ from analysis.seeds import throttle as seed_throttle
 from analysis.seeds.checks import SEEDS
 from analysis.seeds.throttle import SEED_MAIL
 from analysis.stats.fit import fit_group, jiffy_data
-from analysis.study.runs import capture_runs
 from analysis.study.study import Study
 from tests.conftest import DATA, MAIL, throttled_lines
 
@@ -39,7 +39,7 @@ def test_packaged_seed_mail_is_the_bundled_one_byte_for_byte():
 
 @pytest.fixture(scope="module")
 def data() -> Study:
-    return Study(tuple(run for name in RUNS for run in capture_runs(DATA / name)))
+    return Study(tuple(run for name in RUNS for run in find_runs(DATA / name)))
 
 
 @pytest.fixture(scope="module")

@@ -9,9 +9,9 @@ import re
 import pytest
 import zstandard
 
+from analysis.ingest.mmtests import find_runs
 from analysis.report.paper import shrinker
 from analysis.seeds.shrinker import seed_divisors, seed_example
-from analysis.study.runs import capture_runs
 from analysis.study.shrinker import DIVISORS
 from analysis.study.study import Study
 from tests.conftest import DATA, REPO
@@ -27,7 +27,7 @@ _START = re.compile(
 @pytest.fixture(scope="module")
 def one_trace():
     """The first iteration of the A/B partner run: its trace has per-memcg chain misses."""
-    (run,) = capture_runs(DATA / "stutterp-ab-dirty5")
+    (run,) = find_runs(DATA / "stutterp-ab-dirty5")
     run = dataclasses.replace(run, iterations=run.iterations[:1])
     return run, Study((run,)).shrinker
 

@@ -172,3 +172,22 @@ def test_monitor_elapsed_defaults_to_sample_span_and_series_per_interval():
     assert series["Kswapd efficiency %"].to_list() == [50.0, None]
     assert series["Direct velocity"].to_list() == [0.0, 20.0]
     assert series["Direct efficiency %"].to_list() == [None, 10.0]
+
+
+def test_memcg_v1_charge_events_are_not_sector_reads():
+    """Issue 29 item 5: cgroup v1 memory.stat pgpgin/pgpgout count pages charged and
+    uncharged (80,091 of them), not KiB read from disk (4,196 KiB in /proc/vmstat)."""
+    from analysis.metrics.ops import MEMCG_CHARGES_NOTE
+
+    def memcg(pgpgin: int) -> str:
+        return f"cache 12288\nrss 0\npgpgin {pgpgin}\npgpgout 10\npgfault 5\n"
+
+    pair = vmstat.pair(vmstat.parse(memcg(1000)), vmstat.parse(memcg(81091)))
+    assert pair.kind == "memcg_v1"
+    r = ops_report(pair, Elapsed(10.0, "command line"))
+    for label in ("Sector Reads", "Sector Writes"):
+        row = next(x for x in r.rows if x.label == label)
+        assert row.value is None and row.note == MEMCG_CHARGES_NOTE
+    # /proc/vmstat's pgpgin is the KiB read: the row stands.
+    disk = ops_report(snapshots({"pgpgin": 4196, "pgpgout": 8}), Elapsed(10.0, "command line"))
+    assert disk.value("Sector Reads") == 4196 and disk.value("Sector Writes") == 8

@@ -15,9 +15,9 @@ from analysis.metrics.throttle_runs import run_throttle_table
 from analysis.report.document import build_report, vmstat_section
 from analysis.report.text import fit, shorten_middle
 from analysis.report.units import plus_minus
-from analysis.study.runs import capture_runs, study_runs
+from analysis.study.runs import study_runs
 from analysis.study.study import Study
-from tests.conftest import DATA, throttled_lines
+from tests.conftest import CAPTURES, DATA, throttled_lines
 from tests.test_golden import GOLDEN, RUNS, assert_json_matches
 
 ORDER = [
@@ -35,9 +35,9 @@ AB_RUNS = (DATA / "stutterp-aa2", DATA / "stutterp-ab-dirty5")
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory) -> str:
-    """``mmlab report --data data --detail`` (every bundled run), built once for these tests."""
+    """``mmlab report CAPTURES --detail`` (every bundled capture), built once for these tests."""
     out = tmp_path_factory.mktemp("report") / "report.txt"
-    assert main(["report", "--data", str(DATA), "--detail", "--out", str(out)]) == 0
+    assert main(["report", *map(str, CAPTURES), "--detail", "--out", str(out)]) == 0
     return out.read_text()
 
 
@@ -48,7 +48,7 @@ def ab_report() -> str:
 
 
 def test_report_covers_every_run_and_iteration(report):
-    runs = capture_runs(DATA)
+    runs = study_runs(CAPTURES)
     assert "mmtests-ci" not in report
     positions = [report.index(title) for title in ORDER]
     assert positions == sorted(positions)
@@ -121,7 +121,7 @@ def test_setting_differences_read_mmlab_json_and_kconfig(tmp_path):
 
 
 def test_report_provenance(report):
-    names = [run.name for run in capture_runs(DATA)]
+    names = [run.name for run in study_runs(CAPTURES)]
     assert report.startswith(f"mmlab report: {' vs '.join(names)}\n")
     # The bundled captures' mmlab.json: kernel 6.18.44, CONFIG_HZ 250, cgroup v1 at 256 MiB.
     assert "kernel 6.18.44-fc-v669" in report[: report.index("== Workload")]
@@ -166,14 +166,14 @@ def test_report_json_agrees_with_the_commands_golden_json(tmp_path, monkeypatch,
 
 def test_base_comes_first():
     # RUN arguments in the order given: dirty5 as base, its column first.
-    runs = (*capture_runs(DATA / "stutterp-dirty5"), *capture_runs(DATA / "stutterp-dirty20"))
+    runs = study_runs([DATA / "stutterp-dirty5", DATA / "stutterp-dirty20"])
     text = vmstat_section(Study(runs))
     assert text.index("dirty5") < text.index("dirty20")
 
 
 def test_throttle_section_matches_the_raw_trace_text(report):
     # Independent of the ingest: grep the decompressed trace text per iteration.
-    (run,) = capture_runs(DATA / "stutterp-dirty5")
+    (run,) = study_runs([DATA / "stutterp-dirty5"])
     counts, shares = [], []
     for it in run.iterations:
         lines = throttled_lines(it.path)
@@ -276,7 +276,7 @@ def test_summary_verdicts_print_the_papers_numbers(ab_report):
 
     from analysis.report.paper import comparison
 
-    runs = tuple(run for path in AB_RUNS for run in capture_runs(path))
+    runs = study_runs(AB_RUNS)
     values = comparison.comparison_values(Study(runs).latency)
 
     def plain(key: str) -> str:
@@ -292,16 +292,14 @@ def test_summary_verdicts_print_the_papers_numbers(ab_report):
         assert change in line and line.split()[-4] == plain(key + " q"), line
 
 
-def test_notebook_traces_come_from_the_reports_runs():
-    """The notebooks' traces under data/ are those of the report's runs: no guest (TCG)
-    sweep mixed with the host's captures unless it is named."""
-    from analysis.ingest.captures import traces_below
-    from analysis.study.runs import capture_traces
-
-    every = traces_below(DATA)
-    kept = capture_traces(DATA)
-    guest = [t for t in every if "vm-6.12" in t.parts]
-    assert guest and kept and set(kept) == set(every) - set(guest)
-    assert capture_traces(DATA / "vm-6.12") == traces_below(DATA / "vm-6.12")
-    iteration = kept[0].parent  # a notebook parameter may name one iteration
-    assert capture_traces(iteration) == [t for t in kept if t.parent == iteration]
+def test_no_run_is_left_out_by_its_folders_name(tmp_path):
+    """Issue 29 item 9: runs under folders named like the repository's fixtures
+    (mmtests-ci, vm-6.12, ...) were dropped silently from ``report --data``: 3 of 6 runs
+    kept. Six copies of one real iteration, one per folder name: six runs (the runs
+    ``report``, ``paper`` and the notebooks take)."""
+    names = ("mmtests-ci", "mmtests-ci-more", "mmtests-formats", "vm-6.12", "mine", "other")
+    source = DATA / "stutterp-dirty5" / "dirty5" / "iter-0"
+    for name in names:
+        shutil.copytree(source, tmp_path / name / f"run-{name}" / "iter-0")
+    runs = study_runs([tmp_path])
+    assert sorted(run.name for run in runs) == sorted(f"run-{n}" for n in names)

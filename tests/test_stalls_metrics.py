@@ -235,3 +235,23 @@ def test_backlog_step_points_keep_first_changes_and_last():
     )
     steps = shrinker.deferred_backlog(end, changes_only=True)
     assert steps["ts_ns"].to_list() == [1, 3, 4, 5, 6]
+
+
+def test_activations_of_pre_5_2_lines_are_counted():
+    """Issue 29 item 3: 4.11-5.1 kernels (RHEL 8's 4.18) print one ``nr_activate=``; the
+    LRU table read the 5.2+ split columns, present (null) on every ingested event, and
+    summed 0. Two 4.18 lines (4 + 7) and one 6.x line (1 + 2): 14, summed by hand."""
+    from analysis.ingest.ftrace.reader import parse_text
+
+    head = "kswapd0-32 [000] .... 1.0: mm_vmscan_lru_shrink_inactive: nid=0 nr_scanned=32 "
+    common = "nr_reclaimed=30 nr_dirty=1 nr_writeback=2 nr_congested=0 nr_immediate=3 "
+    tail = "nr_ref_keep=5 nr_unmap_fail=6 priority=11 flags=RECLAIM_WB_FILE"
+    lines = [
+        head + common + "nr_activate=4 " + tail,
+        head + common + "nr_activate=7 " + tail,
+        head + common + "nr_activate_anon=1 nr_activate_file=2 " + tail,
+    ]
+    _, frames = parse_text("\n".join(lines) + "\n")
+    events = frames["mm_vmscan_lru_shrink_inactive"].with_columns(context=pl.lit("kswapd"))
+    (row,) = lru.lru_table(events).iter_rows(named=True)
+    assert (row["lru"], row["events"], row["activated_pages"]) == ("file", 3, 14)

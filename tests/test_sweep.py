@@ -18,6 +18,7 @@ import zstandard
 
 from analysis.cli import main
 from analysis.errors import InputError
+from analysis.ingest.grid import read_grid
 from analysis.models import sweep as s
 from tests.conftest import DATA
 
@@ -51,19 +52,28 @@ def grid(tmp_path, text: str):
 
 
 def test_grid_forms(tmp_path):
-    g = s.load_grid(
+    points = read_grid(
         grid(
             tmp_path,
             "a: 5\nb: [1, 2]\nc: {start: 1, stop: 100, num: 3, log: true}\n"
             "d: {start: 0, stop: 1, step: 0.5}\n",
         )
     )
-    assert g == {"a": [5], "b": [1, 2], "c": pytest.approx([1, 10, 100]), "d": [0, 0.5, 1]}
-    points = s.grid_points(g)
-    assert len(points) == 1 * 2 * 3 * 3
+    # 1 x 2 x 3 x 3 points, the last name varying fastest; 10 = sqrt(1 * 100).
+    assert len(points) == 18
     assert points[0] == {"a": 5, "b": 1, "c": pytest.approx(1), "d": 0}
-    steps = s.load_grid(grid(tmp_path, "e: {start: 2, stop: 8, step: 3}\n"))["e"]
+    assert [p["c"] for p in points[:9:3]] == pytest.approx([1, 10, 100])
+    assert [p["d"] for p in points[:3]] == [0, 0.5, 1]
+    steps = [p["e"] for p in read_grid(grid(tmp_path, "e: {start: 2, stop: 8, step: 3}\n"))]
     assert steps == [2, 5, 8] and all(type(v) is int for v in steps)
+
+
+def test_a_list_of_points_is_a_model_grid_too(tmp_path):
+    """Issue 29 item 26: one grammar for both sweeps; the list form reaches the model."""
+    table = s.sweep(
+        "plane", grid(tmp_path, "- {x: 1, y: 2}\n- {x: 4}\n"), tmp_path / "o", registry=REGISTRY
+    ).table
+    assert pl.read_parquet(table)["z"].to_list() == [3.0, 16.0]  # 1 + 2, 4 squared
 
 
 @pytest.mark.parametrize(
@@ -73,7 +83,7 @@ def test_grid_forms(tmp_path):
         ("x: {start: 1, stop: 2, num: 0}\n", "empty range", 1),
         ("x: [1]\ny: {start: 2, stop: 1, step: 1}\n", "empty range", 2),
         ("x: {start: 1, stop: 2}\n", "one of num or step", 1),
-        ("- 1\n- 2\n", "mapping", None),
+        ("- 1\n- 2\n", "mapping", 1),
         ("x: [1\n", "not YAML", 2),
         ("a: b: c\n", r"not YAML: mapping values are not allowed here \(column 5\)", 1),
     ],

@@ -11,14 +11,14 @@ import pytest
 
 from analysis.metrics.compare import iteration_report
 from analysis.metrics.ops import ops_report
-from analysis.study.runs import capture_runs
-from tests.conftest import DATA
+from analysis.study.runs import study_runs
+from tests.conftest import CAPTURES, DATA
 
-ITERATIONS = [it for run in capture_runs(DATA) for it in run.iterations] if DATA.is_dir() else []
+ITERATIONS = [it for run in study_runs(CAPTURES) for it in run.iterations] if DATA.is_dir() else []
 
 
 def test_bundled_data_has_two_configurations_with_three_iterations():
-    runs = capture_runs(DATA)
+    runs = study_runs(CAPTURES)
     assert len(runs) >= 2
     assert all(len(run.iterations) >= 3 for run in runs)
 

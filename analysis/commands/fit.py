@@ -67,6 +67,7 @@ def _check_selection(source: Path, events, args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from analysis.outputs import Stages
     from analysis.report.fit import format_fits, group_json
     from analysis.report.json_output import dumps
     from analysis.report.text import path_lines
@@ -78,24 +79,26 @@ def run(args: argparse.Namespace) -> int:
     unknown = sorted(set(args.family or ()) - set(FAMILIES))
     if unknown:
         raise InputError("--family", f"unknown {unknown}; known: {', '.join(sorted(FAMILIES))}")
+    sources = [source for path in args.paths for source in trace_sources(path)]
+    stages = Stages("fit", len(sources))
     out = []
-    for path in args.paths:
-        for source in trace_sources(path):
-            analysis = analyse_path(source, args)
-            if conflict := analysis.hz.conflict():
-                raise InputError(source, f"{conflict}; give the capturing kernel's --hz")
-            _check_selection(source, analysis.throttle_events, args)
-            hz = analysis.hz.config_hz or analysis.hz.hz or args.hz
-            groups = fit_throttle_groups(
-                analysis.throttle_events,
-                1e6 / hz if hz else None,
-                reason=args.reason,
-                context=args.context,
-                families=args.family,
-                bootstrap=args.bootstrap,
-                seed=args.seed,
-            )
-            out.append((analysis, groups))
+    for source in sources:
+        analysis = analyse_path(source, args)
+        if conflict := analysis.hz.conflict():
+            raise InputError(source, f"{conflict}; give the capturing kernel's --hz")
+        _check_selection(source, analysis.throttle_events, args)
+        hz = analysis.hz.config_hz or analysis.hz.hz or args.hz
+        groups = fit_throttle_groups(
+            analysis.throttle_events,
+            1e6 / hz if hz else None,
+            reason=args.reason,
+            context=args.context,
+            families=args.family,
+            bootstrap=args.bootstrap,
+            seed=args.seed,
+        )
+        out.append((analysis, groups))
+        stages.done(f"{source}: {len(groups)} groups fitted")
     if args.json:
         records = [
             {

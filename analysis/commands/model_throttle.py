@@ -99,6 +99,7 @@ def run(args: argparse.Namespace) -> int:
     from analysis.models.throttle_predictions import build_report
     from analysis.models.throttle_validation import score_capture
     from analysis.models.throttle_waits import calibrate_with_waits
+    from analysis.outputs import Stages
     from analysis.report.json_output import dumps
     from analysis.report.levels import level_notes
     from analysis.report.throttle_model import (
@@ -110,8 +111,12 @@ def run(args: argparse.Namespace) -> int:
 
     if args.bootstrap < 0:
         raise InputError(args.capture, f"--bootstrap must be ≥ 0, got {args.bootstrap}")
+    targets = args.validate or ()
+    stages = Stages("model throttle", 3 + len(targets))
     runs = model.observe(args.capture, workers=args.phase)
+    stages.done(f"{args.capture} read")
     calibrated, waits = calibrate_with_waits(runs, args.bootstrap, args.seed, args.wait)
+    stages.done("latent waits calibrated")
     if not calibrated.reasons:
         raise InputError(args.capture, "no throttle event with a delay: no timeout to model")
     asked = dict(args.timeout)
@@ -126,20 +131,16 @@ def run(args: argparse.Namespace) -> int:
     }
     other = args.phase if args.validate_phase is None else args.validate_phase
     label = _label(args.capture, args.phase)
-    scores = [
-        score
-        for target in args.validate or ()
-        for r in calibrated.reasons
-        for score in score_capture(
-            calibrated,
-            runs,
-            model.observe(target, workers=other),
-            r.reason,
-            _label(target, other),
-            seed=args.seed,
-        )
-    ]
+    scores = []
+    for target in targets:
+        observed = model.observe(target, workers=other)
+        for r in calibrated.reasons:
+            scores += score_capture(
+                calibrated, runs, observed, r.reason, _label(target, other), seed=args.seed
+            )
+        stages.done(f"validated on {target}")
     report = build_report(label, runs, calibrated, taus, waits=waits, seed=args.seed)
+    stages.done("predictions")
     notes = [n for path in (args.capture, *(args.validate or ())) for n in shared_boot_notes(path)]
     if args.json:
         out = as_json(report) | {"replication_notes": notes}

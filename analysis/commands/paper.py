@@ -32,6 +32,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from analysis.outputs import Stages
     from analysis.report.json_output import dumps
     from analysis.report.paper.build import NEEDS_TRACES, build_inputs
     from analysis.report.paper.fits import BOOTSTRAP
@@ -39,9 +40,14 @@ def run(args: argparse.Namespace) -> int:
     from analysis.study.runs import study_runs
     from analysis.study.study import Study
 
+    stages = Stages("paper", 1 + (args.sweep is not None))
     sweep = knob_sweep(args.sweep) if args.sweep is not None else None
-    study = Study(study_runs(args.runs or [args.data]), fit_bootstrap=BOOTSTRAP)
+    if sweep is not None:
+        stages.done(f"sweep {args.sweep}")
+    runs = study_runs(args.runs or [args.data])
+    study = Study(runs, fit_bootstrap=BOOTSTRAP, progress=stages)
     inputs = build_inputs(study, args.out, sweep)
+    stages.done(f"{len(inputs.files)} files written")
     traceless = [name for name in inputs.left_out if name in NEEDS_TRACES]
     if traceless:
         print(

@@ -31,12 +31,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from analysis.outputs import replace_text
+    from analysis.outputs import Stages, replace_text
     from analysis.report.document import build_report, report_json
     from analysis.report.json_output import dumps
 
     paths = args.runs or [args.data]
-    text = dumps(report_json(paths)) + "\n" if args.json else build_report(paths, args.detail)
+    stages = Stages("report")
+    if args.json:
+        text = dumps(report_json(paths, stages)) + "\n"
+    else:
+        text = build_report(paths, args.detail, stages)
     if args.out is None:
         print(text, end="")
     else:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -10,6 +11,15 @@ from pathlib import Path
 from analysis.errors import InputError
 
 __all__ = ["register"]
+
+
+def _check_elapsed(args: argparse.Namespace) -> None:
+    """``--elapsed`` is a velocity's denominator: a positive, finite number of seconds
+    (``inf`` would give 0 pages/s, ``-5`` a negative rate)."""
+    if args.elapsed is not None and not 0 < args.elapsed < math.inf:
+        raise InputError(
+            "--elapsed", f"{args.elapsed:g} is not a positive, finite number of seconds"
+        )
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -69,6 +79,7 @@ def run_vmstat(args: argparse.Namespace) -> int:
     from analysis.metrics.ops import Elapsed, interval_series, ops_report
     from analysis.report.ops import format_intervals, format_ops, ops_json
 
+    _check_elapsed(args)
     if args.path2 is not None and (args.path.is_dir() or args.path2.is_dir()):
         raise InputError(
             args.path2,
@@ -102,6 +113,7 @@ def run_compare(args: argparse.Namespace) -> int:
     from analysis.metrics.compare import compare_runs
     from analysis.report.ops import comparison_json, format_comparison
 
+    _check_elapsed(args)
     runs = mmtests.unique_runs(
         tuple(run for path in args.run_dirs for run in mmtests.find_runs(path))
     )

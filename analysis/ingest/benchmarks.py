@@ -46,8 +46,11 @@ __all__ = [
     "usemem_log",
 ]
 
-# An iteration's samples of one family of rows: (row, value, unit, higher_is_better).
-RowsOf = Callable[[mmtests.Iteration], list[tuple[str, float, str, bool]]]
+# An iteration's samples of one family of rows: (row, value, unit, higher_is_better), given
+# the iteration and every iteration compared (a kernel build's verdict spans its runs).
+RowsOf = Callable[
+    [mmtests.Iteration, tuple[mmtests.Iteration, ...]], list[tuple[str, float, str, bool]]
+]
 
 
 @dataclass(frozen=True)
@@ -115,9 +118,14 @@ def _family(row: str) -> str:
     return re.sub(r"-\d+$", "-*", row)
 
 
-def _rows(it: mmtests.Iteration, extra: Mapping[str, RowsOf], checkout: Path | None):
+def _rows(
+    it: mmtests.Iteration,
+    extra: Mapping[str, RowsOf],
+    checkout: Path | None,
+    every: tuple[mmtests.Iteration, ...],
+):
     """(row, value, unit, higher_is_better, family) of one iteration, skipped notes, unit
-    sources."""
+    sources; ``every``: all iterations compared."""
     rows, skipped, units = [], [], {}
     for bench, got in benchmark_logs(it, checkout):
         rows += [(r, v, d.unit, d.higher_is_better) for r, v, d in got.samples]
@@ -136,7 +144,7 @@ def _rows(it: mmtests.Iteration, extra: Mapping[str, RowsOf], checkout: Path | N
             units.setdefault(("tests-timestamp", row, "s"), "mmtests 'time ::' line (seconds)")
     rows = [(*r, "workload") for r in rows]
     for family, rows_of in extra.items():
-        rows += [(*r, family) for r in rows_of(it)]
+        rows += [(*r, family) for r in rows_of(it, every)]
     return rows, skipped, units
 
 
@@ -175,9 +183,10 @@ def load_runs(
     boot_of = {
         (run.name, it): (b.key, b.source) for run in runs for it, b in boots_of_run(run).items()
     }
+    every = tuple(it for run in runs for it in run.iterations)
     for run in runs:
         for it in run.iterations:
-            rows, bad, sources = _rows(it, extra or {}, checkout)
+            rows, bad, sources = _rows(it, extra or {}, checkout, every)
             records += [(run.name, r, str(it.index), v, u, h) for r, v, u, h, _ in rows]
             families |= {r[0]: r[-1] for r in rows}
             skipped += bad

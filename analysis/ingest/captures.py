@@ -34,19 +34,42 @@ def iteration_traces(iteration: mmtests.Iteration) -> list[tuple[str, Path]]:
     ]
 
 
+def _iteration_dir(trace: Path, root: Path) -> Path | None:
+    """The innermost ``iter-N`` directory at or below ``root`` holding ``trace``, if any."""
+    for d in trace.parents:
+        if mmtests.is_iteration(d):
+            return d
+        if d == root:
+            return None
+    return None
+
+
 def traces_below(path: Path) -> list[Path]:
-    """Every trace file below directory ``path``, sorted; InputError when there is none."""
-    found = sorted(p for p in path.rglob(f"{PREFIX}*") if _is_trace(p))
+    """Every trace file below directory ``path``, sorted; InputError when there is none.
+
+    Traces inside mmtests iterations come only from the iterations
+    :func:`~analysis.ingest.mmtests.find_runs` keeps: the one rule of every command for an
+    empty, incomplete or damaged iteration (refused, or left out with a note), so that
+    ``stalls`` and ``fit`` use exactly the iterations ``compare`` and ``report`` use.
+    Traces in folders that are not iterations are taken as they are."""
+    every = sorted(p for p in path.rglob(f"{PREFIX}*") if _is_trace(p))
+    has_runs = mmtests.is_iteration(path) or any(
+        p.is_dir() and mmtests.is_iteration(p) for p in path.rglob("iter-*")
+    )
+    runs = mmtests.find_runs(path) if has_runs else ()
+    kept = {it.path for run in runs for it in run.iterations}
+    found = [t for t in every if (d := _iteration_dir(t, path)) is None or d in kept]
     if not found:
         raise InputError(path, f"no {PREFIX}* file below this directory")
     return found
 
 
 def iteration_of(trace: Path) -> tuple[mmtests.Iteration, str] | None:
-    """The mmtests iteration holding ``trace`` and its test name, if it is in one."""
-    try:
-        (run,) = mmtests.find_runs(trace.parent)
-        (iteration,) = run.iterations
-    except (InputError, ValueError):
+    """The mmtests iteration holding ``trace`` and its test name, if it is in one; an
+    iteration that is incomplete (without ``mmlab --include-incomplete``), empty or whose
+    ``mmlab.json`` is damaged is an InputError, as it is for a whole run."""
+    if not mmtests.is_iteration(trace.parent):
         return None
+    (run,) = mmtests.find_runs(trace.parent)
+    (iteration,) = run.iterations
     return iteration, trace.name.removeprefix(PREFIX).split(".")[0]

@@ -28,7 +28,14 @@ from blake3 import blake3
 
 from analysis.errors import InputError, input_file
 
-__all__ = ["Block", "detect_compression", "iter_blocks", "sha256_file"]
+__all__ = [
+    "MAX_LINE_BYTES",
+    "SNIFF_BYTES",
+    "Block",
+    "detect_compression",
+    "iter_blocks",
+    "sha256_file",
+]
 
 MAGIC = {
     b"\x1f\x8b": "gzip",
@@ -37,6 +44,10 @@ MAGIC = {
     b"BZh": "bzip2",
 }
 HASH_BLOCK = 8 << 20
+# The head of a text capture that must hold no NUL byte, and the longest line read (a
+# 50 MB line in a trace is one unparsed line; 256 MiB without a newline is not text).
+SNIFF_BYTES = 1 << 10
+MAX_LINE_BYTES = 1 << 28
 
 
 def detect_compression(head: bytes) -> str:
@@ -156,12 +167,30 @@ def _fill(stream: BinaryIO, carry: bytes, size: int) -> bytearray:
     return buf
 
 
+def _sniff(path: Path, data: bytes | bytearray, kind: str) -> None:
+    """Text captures hold no NUL byte: one in the first KiB is a binary file given by
+    mistake (a disk image, a core file), refused before it is read, hashed or parsed
+    whole (10 GB of NUL bytes once grew memory without bound). The line is of the text;
+    the byte offset, of a plain file only (a compressed one's would be of its text)."""
+    nul = data.find(b"\x00", 0, SNIFF_BYTES)
+    if nul >= 0:
+        line = data.count(b"\n", 0, nul) + 1
+        raise InputError(
+            path,
+            "binary content (NUL byte), not a text capture",
+            line=line,
+            offset=nul if kind == "plain" else None,
+        )
+
+
 def iter_blocks(path: Path, block_bytes: int, digest: list[str] | None = None) -> Iterator[Block]:
     """Yield decompressed ``path`` in blocks of about ``block_bytes``, split at newlines.
 
     When the stream ends, the hex BLAKE3 digest of the raw file is appended to ``digest``.
     Raises InputError naming the compressed byte offset if the stream is damaged, and
-    before opening anything that is not a regular file (:func:`~analysis.errors.input_file`).
+    before opening anything that is not a regular file (:func:`~analysis.errors.input_file`);
+    binary content (:func:`_sniff`) and a line longer than :data:`MAX_LINE_BYTES` are
+    InputErrors too, so memory stays bounded whatever the file.
     """
     with input_file(path).open("rb") as fh:
         kind = detect_compression(fh.read(8))
@@ -170,15 +199,25 @@ def iter_blocks(path: Path, block_bytes: int, digest: list[str] | None = None) -
         raw = _HashingReader(fh)
         stream = _decompressor(kind, raw)
         carry = b""
+        first = True
         try:
             while True:
                 # A small file gets a small buffer, not block_bytes of zeroes.
                 want = min(block_bytes, max(size - raw.offset, 1 << 16))
                 data = _fill(stream, carry, want)
+                if first:
+                    _sniff(path, data, kind)
+                    first = False
                 if len(data) == len(carry):
                     break
                 cut = data.rfind(b"\n") + 1
                 if cut == 0:
+                    if len(data) > MAX_LINE_BYTES:
+                        raise InputError(
+                            path,
+                            f"a line of more than {MAX_LINE_BYTES:,} bytes: not a text capture",
+                            offset=raw.offset,
+                        )
                     carry = bytes(data)
                     continue
                 carry = bytes(data[cut:])

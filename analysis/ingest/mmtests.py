@@ -51,7 +51,9 @@ __all__ = [
     "Run",
     "TestTimes",
     "find_runs",
+    "is_iteration",
     "machine_of",
+    "read_metadata",
     "read_timestamps",
     "sysstate_file",
     "unique_runs",
@@ -181,6 +183,15 @@ def machine_of(directory: Path) -> Machine:
     )
 
 
+def read_metadata(iteration: Path) -> dict:
+    """The ``mmlab.json`` of an iteration directory ({} when there is none); InputError
+    naming the line when it is not a JSON object (truncated, or not mmlab's)."""
+    meta = iteration / "mmlab.json"
+    if not meta.exists():
+        return {}
+    return read_json_object(meta, "a JSON object of capture metadata")
+
+
 @dataclass(frozen=True)
 class Iteration:
     """One ``iter-N`` directory of a run. ``times`` and ``metadata`` are read once, when
@@ -210,10 +221,18 @@ class Iteration:
     @cached_property
     def metadata(self) -> dict:
         """``mmlab.json`` written by ``mmlab capture`` (empty for plain mmtests trees)."""
-        meta = self.path / "mmlab.json"
-        if not meta.exists():
-            return {}
-        return read_json_object(meta, "a JSON object of capture metadata")
+        return read_metadata(self.path)
+
+    @cached_property
+    def kernel_build(self) -> str | None:
+        """The kernel build that ran the iteration, from ``kernel.version``: its release and
+        build stamp (``4.18.0-184.el8.ppc64le #1 SMP Wed Feb 26 ...``), the same for every
+        boot of one build; None when the file was not saved."""
+        version = _first(self.path, "kernel.version")
+        text = read_text(version).strip() if version else ""
+        release, _ = _uname(text)
+        stamp = text[text.index("#") :] if "#" in text else ""
+        return f"{release} {stamp}".strip() or None
 
     @cached_property
     def machine(self) -> Machine:
@@ -255,14 +274,22 @@ class Iteration:
 
     def vmstat(self, test: str) -> vmstat.Samples:
         """The before/after vmstat of the iteration: tests-sysstate (:func:`sysstate_file`),
-        else the monitor's first and last sample."""
+        else the monitor's first and last sample. Snapshots whose counters nearly all go
+        down (swapped, or two machines) are an InputError naming the file: an iteration
+        left out of the mean would still be counted in its "Iterations N"."""
         sysstate = sysstate_file(self.path)
         if sysstate is not None:
-            return vmstat.read(sysstate)
-        monitor = self.vmstat_monitor(test)
-        if monitor is None:
-            raise InputError(self.path, "no tests-sysstate and no proc-vmstat monitor")
-        return monitor
+            samples = vmstat.read(sysstate)
+            first, second = "'file start :: /proc/vmstat'", "'file end :: /proc/vmstat'"
+        else:
+            monitor = self.vmstat_monitor(test)
+            if monitor is None:
+                raise InputError(self.path, "no tests-sysstate and no proc-vmstat monitor")
+            samples = monitor
+            first, second = "the monitor's first sample", "a later one"
+        where = sysstate or samples.source
+        vmstat.check_order(samples, first, second, "swapped, or from two machines", where)
+        return samples
 
 
 @dataclass(frozen=True)
@@ -307,7 +334,9 @@ def _checked(iteration: Path) -> Path:
 def _incomplete(iteration: Path, run_has_metadata: bool) -> str | None:
     """Why ``iteration`` was not finished by its capture, or its workload failed, or it did
     not exercise what it was run for (``mmlab-failed``, with the reason); None if it was
-    finished and did."""
+    finished and did. A damaged ``mmlab.json`` is an error here, where every command finds
+    its iterations, rather than in the commands that happen to read it."""
+    read_metadata(iteration)
     marker = iteration / INCOMPLETE
     if marker.exists():
         first = (marker.read_text(errors="replace").splitlines() or [""])[0]
@@ -367,6 +396,11 @@ def _run_names(run_dirs: list[Path]) -> list[str]:
     names = [d.name if counts[d.name] == 1 else f"{d.name}@{d.parent.name}" for d in run_dirs]
     # Parents of the same name too (a/x/run, b/x/run): the whole paths tell them apart.
     return names if len(set(names)) == len(names) else [str(d) for d in run_dirs]
+
+
+def is_iteration(path: Path) -> bool:
+    """``path`` is named as an mmtests iteration directory (``iter-N``)."""
+    return _ITER.fullmatch(path.name) is not None
 
 
 def find_runs(path: str | Path) -> tuple[Run, ...]:

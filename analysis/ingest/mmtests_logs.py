@@ -26,6 +26,7 @@ from analysis.ingest.textfile import read_text
 
 __all__ = [
     "HPAGEALLOC",
+    "MAX_REPEAT",
     "PAGEALLOC",
     "PFT_RATE",
     "PFT_TIME",
@@ -111,6 +112,12 @@ class LatencyLog:
     unit_source: str
 
 
+# The samples one '<count> <mean ns>' line may stand for: each is a mapping of >= 5 ms, so
+# 10^7 of them are 14 hours of stalls in one line; a larger count is damage (and a count
+# beyond 64 bits cannot even be repeated).
+MAX_REPEAT = 10_000_000
+
+
 def stutterp_log(path: Path) -> LatencyLog:
     """The :class:`LatencyLog` of one ``mmap-latency-<N>.log[.gz]``, in either format:
 
@@ -131,6 +138,10 @@ def stutterp_log(path: Path) -> LatencyLog:
     for number, line in enumerate(lines, 1):
         fields = line.split()
         if len(fields) == 2 and all(f.isdigit() for f in fields):
+            if int(fields[0]) > MAX_REPEAT:
+                raise InputError(
+                    path, f"count {fields[0][:30]} is beyond {MAX_REPEAT:,} samples", number
+                )
             values += [int(fields[1]) / 1e6] * int(fields[0])
         else:
             bad.append(number)

@@ -101,7 +101,8 @@ def read_yaml(config: Path) -> str:
 def parse_results(root: Path, benchmark: str, logs: Path) -> LogRead:
     """Samples of ``logs`` as ``parse-results`` of ``root`` prints them (see module
     docstring). A metric ``shellpack.yaml`` gives no units for has unit ``unstated``
-    and a note; a parser that fails is an error naming it and its stderr."""
+    and a note; a parser that fails is an error naming it and its stderr; one that exits
+    0 but prints no sample, or writes on stderr, gives a note (a warning of mmlab compare)."""
     pack = shellpack_dir(root, benchmark)
     if pack is None:
         raise InputError(root, f"no executable shellpack_src/src/{benchmark}/parse-results")
@@ -136,6 +137,16 @@ def parse_results(root: Path, benchmark: str, logs: Path) -> LogRead:
             unstated.add(metric)
         unit = UNITS.get(unit_name or "", (unit_name or "unstated").lower())
         samples.append((row, value, Declared(unit, higher, f"{source} ({metric}: {unit_name})")))
+    # mawk's "regular expression compile failed" exits 0 with nothing on stdout, and so
+    # do parsers of another log format: said like a benchmark mmlab cannot read at all.
+    if complaint := done.stderr.strip():
+        notes.append(f"{parser} {logs}: wrote on stderr: {complaint.splitlines()[-1][:200]}")
+    if not samples:
+        files = sorted(p.name for p in logs.iterdir())
+        notes.append(
+            f"{parser} printed no sample for {logs} ({len(files)} file(s): "
+            f"{', '.join(files[:3])}{', ...' if len(files) > 3 else ''}): its rows are missing"
+        )
     declared = ", ".join(f"{m}: {u}" for m, (u, _) in metrics.items() if u) or "none"
     notes += [
         f"{source}: no units for metric {m!r} (declared: {declared}); its rows say 'unstated'"

@@ -40,6 +40,7 @@ from analysis.errors import InputError
 from analysis.ingest.textfile import read_text
 
 __all__ = [
+    "PROC_VMSTAT",
     "CounterReset",
     "Misaligned",
     "Samples",
@@ -163,6 +164,10 @@ def _kind_of(names: Iterable[str]) -> str | None:
     return None
 
 
+# Counters are held as Int64; an unsigned long past 2^63 would take 292 years at 1e9/s.
+_INT64 = 1 << 63
+
+
 def _dump(path: str, numbered: list[tuple[int, str]]) -> dict[str, int]:
     """One ``name value`` dump; a duplicated name or a malformed line is an error."""
     values: dict[str, int] = {}
@@ -177,6 +182,10 @@ def _dump(path: str, numbered: list[tuple[int, str]]) -> dict[str, int]:
             valid = False
         if not valid:
             raise InputError(path, f"expected 'name value', found {text[:60]!r}", line=lineno)
+        if not -_INT64 <= value < _INT64:
+            raise InputError(
+                path, f"{name} {parts[1][:30]} is beyond 64 bits: no kernel counts so far", lineno
+            )
         if name in values:
             first = next(n for n, t in numbered if t.split()[0] == name)
             raise InputError(path, f"counter {name} appears twice (first on line {first})", lineno)
@@ -356,18 +365,25 @@ def pair(before: Samples, after: Samples) -> Samples:
     return Samples(f"{before.source} → {after.source}", before.kind, "snapshot pair", frame)
 
 
-def check_order(samples: Samples, first: str | Path, second: str | Path) -> None:
+def check_order(
+    samples: Samples,
+    first: str | Path,
+    second: str | Path,
+    fix: str = "give the earlier snapshot first",
+    where: str | Path | None = None,
+) -> None:
     """A snapshot pair given the wrong way round is one question, not a line per counter:
-    InputError when most counters that changed went down from ``first`` to ``second``
-    (a real counter reset hits one or two counters, a swap all of them)."""
+    InputError (at ``where``, else ``second``; ``fix`` says what to do) when most counters
+    that changed went down from ``first`` to ``second`` (a real counter reset hits one or
+    two counters, a swap all of them)."""
     deltas, resets = counter_deltas(samples)
     counters = [c for c in deltas.columns if c not in {"interval", "epoch_s", "dt_s"}]
     changed = len(resets) + sum(int(deltas[c].fill_null(0).ne(0).any()) for c in counters)
     if resets and len(resets) * 2 > changed:
         raise InputError(
-            second,
+            second if where is None else where,
             f"{len(resets)} of {changed} counters that changed went down since {first}: "
-            f"was {second} taken before {first}? (give the earlier snapshot first)",
+            f"was {second} taken before {first}? ({fix})",
         )
 
 

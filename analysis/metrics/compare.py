@@ -8,12 +8,14 @@ convention (positive = better; see :func:`change_pct`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import polars as pl
 
 from analysis.errors import InputError
 from analysis.ingest.mmtests import Iteration, Run
+from analysis.ingest.vmstat import Misaligned, misaligned_labels
 from analysis.metrics.ops import (
     HIGHER,
     OPS,
@@ -29,6 +31,7 @@ from analysis.stats.describe import mean_sd
 __all__ = [
     "Comparison",
     "RowSummary",
+    "build_distrust",
     "change_pct",
     "compare_runs",
     "iteration_report",
@@ -64,13 +67,36 @@ def _test_of(iteration: Iteration, test: str | None) -> str:
 
 
 def iteration_report(
-    iteration: Iteration, test: str | None = None, elapsed: float | None = None
+    iteration: Iteration,
+    test: str | None = None,
+    elapsed: float | None = None,
+    distrust: Misaligned | None = None,
 ) -> OpsReport:
     """The Ops table of one iteration (velocity over its best-known elapsed time, pages
-    of the kernel's PAGE_SIZE from its saved config)."""
+    of the kernel's PAGE_SIZE from its saved config; ``distrust`` as
+    :func:`~analysis.metrics.ops.ops_report`'s)."""
     name = _test_of(iteration, test)
     base = Elapsed(elapsed, "command line") if elapsed else iteration_elapsed(iteration, name)
-    return replace(ops_report(iteration.vmstat(name), base), page_bytes=iteration.page_size)
+    report = ops_report(iteration.vmstat(name), base, distrust)
+    return replace(report, page_bytes=iteration.page_size)
+
+
+def build_distrust(
+    iterations: Sequence[Iteration], test: str | None = None
+) -> dict[str, Misaligned]:
+    """Kernel build (:attr:`~analysis.ingest.mmtests.Iteration.kernel_build`) → the
+    misaligned /proc/vmstat labels found in any of its iterations: a kernel prints its
+    names one slot off in every boot, so the rows it spoils are blanked in every run of
+    that build, not only in those whose samples happen to show the evidence."""
+    out: dict[str, Misaligned] = {}
+    for it in iterations:
+        build = it.kernel_build
+        if build is None or build in out:
+            continue
+        if found := misaligned_labels(it.vmstat(_test_of(it, test))):
+            where = f" (seen in {it.path}; kernel build {build}: every run of it)"
+            out[build] = replace(found, reason=found.reason + where)
+    return out
 
 
 @dataclass(frozen=True)
@@ -110,8 +136,13 @@ def compare_runs(
     """Summarise every Ops row over each run's iterations and compare with the first run."""
     if not runs:
         raise ValueError("no runs to compare")
+    distrust = build_distrust([it for run in runs for it in run.iterations], test)
     reports = tuple(
-        tuple(iteration_report(it, test, elapsed) for it in run.iterations) for run in runs
+        tuple(
+            iteration_report(it, test, elapsed, distrust.get(it.kernel_build or ""))
+            for it in run.iterations
+        )
+        for run in runs
     )
     rows: list[RowSummary] = []
     for k, op in enumerate(OPS):

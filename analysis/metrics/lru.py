@@ -55,19 +55,20 @@ def lru_table(shrink_inactive: pl.DataFrame) -> pl.DataFrame:
     does not print are null; ``activated_pages`` sums the 5.2+ split or the older
     ``nr_activate``."""
     frame = shrink_inactive
-    if "nr_activate_anon" in frame.columns:
-        # 5.2+ split the activation count by LRU type.
-        activated = pl.col("nr_activate_anon").fill_null(0) + pl.col("nr_activate_file").fill_null(
-            0
-        )
-    elif "nr_activate" in frame.columns:
-        activated = pl.col("nr_activate")
-    else:
-        activated = pl.lit(None, dtype=pl.Int64)
-    columns = [
-        (pl.col(field) if field in frame.columns else pl.lit(None, dtype=pl.Int64)).alias(name)
-        for field, name in LRU_COUNTERS.items()
-    ]
+
+    def field(name: str) -> pl.Expr:
+        return pl.col(name) if name in frame.columns else pl.lit(None, dtype=pl.Int64)
+
+    # Each line by what it printed: 5.2+ split the activation count by LRU type, 4.11-5.1
+    # printed one nr_activate. Ingest gives every event the columns of all versions, so
+    # the split columns exist (null) on a 4.18 trace: their presence says nothing.
+    anon, file = field("nr_activate_anon"), field("nr_activate_file")
+    activated = (
+        pl.when(anon.is_not_null() | file.is_not_null())
+        .then(anon.fill_null(0) + file.fill_null(0))
+        .otherwise(field("nr_activate"))
+    )
+    columns = [field(name).alias(label) for name, label in LRU_COUNTERS.items()]
     return (
         frame.select(
             "context", _lru_type(frame).alias("lru"), *columns, activated.alias("activated_pages")

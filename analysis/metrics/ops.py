@@ -47,7 +47,9 @@ import polars as pl
 
 from analysis.ingest.mmtests import Iteration
 from analysis.ingest.vmstat import (
+    PROC_VMSTAT,
     CounterReset,
+    Misaligned,
     Samples,
     canonical,
     counter_deltas,
@@ -59,6 +61,8 @@ __all__ = [
     "CONTEXTS",
     "HIGHER",
     "LOWER",
+    "MEMCG_CHARGES",
+    "MEMCG_CHARGES_NOTE",
     "OPS",
     "Elapsed",
     "OpsDef",
@@ -407,6 +411,12 @@ OPS: tuple[OpsDef, ...] = (
     _row("AutoNUMA cost", "model units", LOWER, _autonuma_cost),
 )
 
+# memory.stat counters named like /proc/vmstat's I/O counters that count charge events.
+MEMCG_CHARGES = ("pgpgin", "pgpgout")
+MEMCG_CHARGES_NOTE = (
+    "memory.stat pgpgin/pgpgout count pages charged to the cgroup, not KiB of disk I/O"
+)
+
 # The reclaim rows a monitor log is plotted with, interval by interval.
 SERIES_OPS = tuple(
     op
@@ -432,10 +442,14 @@ def _note(op: OpsDef, cols: set[str], resets: set[str], elapsed: Elapsed) -> str
     return op.why_null
 
 
-def ops_report(samples: Samples, elapsed: Elapsed | None = None) -> OpsReport:
+def ops_report(
+    samples: Samples, elapsed: Elapsed | None = None, distrust: Misaligned | None = None
+) -> OpsReport:
     """The Ops table between the first and last sample of ``samples``.
 
-    ``elapsed`` defaults to the span of the samples' times when they have them.
+    ``elapsed`` defaults to the span of the samples' times when they have them;
+    ``distrust``: misaligned labels found in another capture of the same kernel build,
+    which blank these rows too when the samples themselves hold no evidence.
     """
     ends = samples.frame[[0, -1]] if len(samples) > 1 else samples.frame
     if len(ends) < 2:
@@ -445,16 +459,22 @@ def ops_report(samples: Samples, elapsed: Elapsed | None = None) -> OpsReport:
     if elapsed is None:
         elapsed = Elapsed(span, "vmstat sample span") if span else Elapsed(None, "unknown")
     canon = canonical(deltas)
+    # memory.stat's pgpgin/pgpgout count pages charged to and uncharged from the cgroup,
+    # not the KiB of block I/O that /proc/vmstat's count (mm/memcontrol.c "pgpgin").
+    not_io = set(MEMCG_CHARGES) & set(canon.columns) if samples.kind != PROC_VMSTAT else set()
+    canon = canon.drop(sorted(not_io))
     values = _evaluate(canon, pl.lit(elapsed.seconds, dtype=pl.Float64), OPS).row(0)
     cols = set(canon.columns)
     reset_names = {r.counter for r in resets}
     # Counters printed under another item's name (checked on every sample, not only the
     # ends): their rows are blank with the reason rather than another counter's number.
-    misaligned = misaligned_labels(samples)
+    misaligned = misaligned_labels(samples) or distrust
     untrusted = misaligned.names if misaligned else frozenset()
     rows = tuple(
         OpsRow(label=op.label, value=None, unit=op.unit, better=op.better, note=misaligned.reason)
         if misaligned and set(op.needs) & untrusted
+        else OpsRow(op.label, None, op.unit, op.better, MEMCG_CHARGES_NOTE)
+        if set(op.needs) & not_io
         else OpsRow(
             op.label,
             v,

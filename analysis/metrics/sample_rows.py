@@ -4,6 +4,8 @@ each family's rows are tested together (``analysis.stats.significance``)."""
 
 from __future__ import annotations
 
+import functools
+
 import polars as pl
 
 from analysis.ingest.benchmarks import RowsOf
@@ -13,7 +15,9 @@ from analysis.metrics.ops import HIGHER
 __all__ = ["FAMILIES", "ops_rows", "trace_rows"]
 
 
-def trace_rows(it: Iteration) -> list[tuple[str, float, str, bool]]:
+def trace_rows(
+    it: Iteration, every: tuple[Iteration, ...] = ()
+) -> list[tuple[str, float, str, bool]]:
     """Reclaim stalls per context and compaction stalls (ms, one per closed interval) and
     throttle delays (us, one per sleep) of every trace of ``it``."""
     from analysis.metrics.trace_analysis import analyse_iteration
@@ -31,11 +35,23 @@ def trace_rows(it: Iteration) -> list[tuple[str, float, str, bool]]:
     return rows
 
 
-def ops_rows(it: Iteration) -> list[tuple[str, float, str, bool]]:
-    """Every vmstat Ops row of ``it`` that has a value, one value per iteration."""
+@functools.lru_cache(maxsize=4)
+def _distrust(every: tuple[Iteration, ...]):
+    """:func:`~analysis.metrics.compare.build_distrust` of the iterations compared, once."""
+    from analysis.metrics.compare import build_distrust
+
+    return build_distrust(every)
+
+
+def ops_rows(
+    it: Iteration, every: tuple[Iteration, ...] = ()
+) -> list[tuple[str, float, str, bool]]:
+    """Every vmstat Ops row of ``it`` that has a value, one value per iteration; rows a
+    misaligned kernel build spoils (seen in any of ``every``) are left out, as
+    ``compare-vmstat`` blanks them."""
     from analysis.metrics.compare import iteration_report
 
-    report = iteration_report(it)
+    report = iteration_report(it, distrust=_distrust(every or (it,)).get(it.kernel_build or ""))
     return [
         (r.label, r.value, r.unit, r.better == HIGHER) for r in report.rows if r.value is not None
     ]

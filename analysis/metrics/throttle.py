@@ -26,7 +26,10 @@ from functools import reduce
 
 import polars as pl
 
-from analysis.ingest.events import LEGACY_THROTTLE, THROTTLED
+from analysis.errors import InputError
+from analysis.ingest.events import EVENTS, LEGACY_THROTTLE, THROTTLED
+from analysis.ingest.ftrace.tokenizer import COMMON_SCHEMA
+from analysis.ingest.histogram import Histogram
 from analysis.ingest.kconfig import config_hz
 from analysis.metrics.pairing import label_context
 
@@ -60,6 +63,22 @@ def _weight(frame: pl.DataFrame) -> pl.Expr:
     return pl.col("count") if "count" in frame.columns else pl.lit(1, dtype=pl.Int64)
 
 
+def _check_fields(source: object, name: str, raw: pl.DataFrame, needed: list[str]) -> None:
+    """InputError at the first line of event ``name`` that lacks a field every kernel
+    prints (a renamed field: a patched or future kernel), naming the fields it has
+    instead; kept, it would be a throttle event with no delay or no reason."""
+    missing = [f for f in needed if f not in raw.columns or raw[f].null_count()]
+    if not missing or raw.is_empty():
+        return
+    field = missing[0]
+    lacking = raw.filter(pl.col(field).is_null()) if field in raw.columns else raw
+    row = lacking.row(0, named=True)
+    known = {*EVENTS[name].field_names, *COMMON_SCHEMA, "context", "count"}
+    other = [k for k, v in row.items() if k not in known and v is not None]
+    instead = f"; it prints {', '.join(other)} instead (renamed?)" if other else ""
+    raise InputError(source, f"{name} without its {field} field{instead}", line=row.get("line"))
+
+
 def throttle_events(trace, intervals: pl.DataFrame) -> pl.DataFrame:
     """All throttle events of ``trace`` in one frame with their reclaim context.
 
@@ -76,6 +95,9 @@ def throttle_events(trace, intervals: pl.DataFrame) -> pl.DataFrame:
         if name not in trace.event_names:
             continue
         raw = label_context(trace.events(name), intervals)
+        if not isinstance(trace, Histogram):  # a mail's rows may count a reason alone
+            needed = ["usec_timeout", delay, *(["reason"] if name == THROTTLED else [])]
+            _check_fields(trace.source, name, raw, needed)
         reason = pl.col("reason") if "reason" in raw.columns else pl.lit(name)
         frames.append(
             raw.select(

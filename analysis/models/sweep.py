@@ -5,10 +5,9 @@ here by name as ``"module:attr"`` and imported only when used. It may carry a
 ``parameters`` attribute (the names it accepts) so a grid naming anything else is refused
 before any work; otherwise its own error on the first point says so.
 
-Grid file: a YAML mapping, parameter name → a scalar (fixed), a list of values, or a range
-``{start, stop, num}`` (evenly spaced, stop included; ``log: true`` for geometric spacing)
-or ``{start, stop, step}`` (stop included when reached; integers when start and step
-are). Points are the Cartesian product in the file's order.
+Grid file: the YAML grammar of :mod:`analysis.ingest.grid` (``mmlab sweep-notebook``
+reads the same): a mapping parameter → value, list or range (every combination), or a
+list of mappings (one point each).
 
 Resumable: each finished point is written at once, whole, to
 ``OUT/.points/<id>.parquet``, and a rerun skips points already there. ``id`` hashes the
@@ -29,7 +28,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib
-import itertools
 import json
 import logging
 import os
@@ -37,24 +35,20 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import polars as pl
-import yaml
 from threadpoolctl import threadpool_limits
 
 from analysis import __version__
-from analysis.errors import InputError, input_file
+from analysis.errors import InputError
 from analysis.ingest.compressed import sha256_file
-from analysis.ingest.textfile import read_text
+from analysis.ingest.grid import read_grid
+from analysis.outputs import Stages
 
 __all__ = [
-    "GRID_MAX_BYTES",
     "REGISTRY",
     "SweepResult",
     "evaluate",
-    "grid_points",
     "input_digests",
-    "load_grid",
     "point_id",
     "resolve",
     "spec_of",
@@ -68,10 +62,7 @@ REGISTRY: dict[str, str] = {
     "throttle-validation": "analysis.models.validation_sweep:throttle_point",
     "shrinker-validation": "analysis.models.validation_sweep:shrinker_point",
 }
-RANGE_KEYS = {"start", "stop", "num", "log", "step"}
 POINTS_DIR = ".points"
-# A grid is a few lines by hand; PyYAML takes minutes over a 50 MB line.
-GRID_MAX_BYTES = 1 << 20
 
 SweepModel = Callable[[dict[str, object]], dict[str, float]]
 
@@ -87,70 +78,6 @@ def resolve(spec: str) -> SweepModel:
     """The sweep model at ``module:attr``, imported now."""
     module, _, attr = spec.partition(":")
     return getattr(importlib.import_module(module), attr)
-
-
-def _range(path: Path, name: str, spec: dict, line: int) -> list[object]:
-    def fail(why: str) -> InputError:
-        return InputError(path, f"parameter {name!r}: {why}", line)
-
-    unknown = set(spec) - RANGE_KEYS
-    if unknown or not {"start", "stop"} <= set(spec) or ("num" in spec) == ("step" in spec):
-        raise fail("a range needs start, stop and one of num or step (and optionally log)")
-    start, stop = float(spec["start"]), float(spec["stop"])
-    if "num" in spec:
-        num = int(spec["num"])
-        if num <= 0:
-            raise fail(f"empty range (num = {num})")
-        if spec.get("log"):
-            if start <= 0 or stop <= 0:
-                raise fail("a log range needs start and stop > 0")
-            return np.geomspace(start, stop, num).tolist()
-        return np.linspace(start, stop, num).tolist()
-    step = float(spec["step"])
-    if step <= 0 or stop < start:
-        raise fail(f"empty range (start {start}, stop {stop}, step {step})")
-    count = int(np.floor((stop - start) / step + 1e-9)) + 1
-    values = start + step * np.arange(count)
-    # Integer start and step give integers: a divisor or worker count of 3.0 is not 3.
-    if all(isinstance(spec[k], int) and not isinstance(spec[k], bool) for k in ("start", "step")):
-        return values.astype(int).tolist()
-    return values.tolist()
-
-
-def load_grid(path: Path) -> dict[str, list[object]]:
-    """Parameter name → its values, from the YAML grid file at ``path``."""
-    text = read_text(input_file(path, max_bytes=GRID_MAX_BYTES))
-    try:
-        node = yaml.compose(text)
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        # PyYAML's own text spans several lines with a snippet; one line here.
-        mark = getattr(exc, "problem_mark", None)
-        why = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        where = f" (column {mark.column + 1})" if mark else ""
-        raise InputError(path, f"not YAML: {why}{where}", mark.line + 1 if mark else None) from exc
-    if not isinstance(raw, dict) or not raw:
-        raise InputError(path, "a grid is a non-empty mapping of parameter name → values")
-    lines = {k.value: k.start_mark.line + 1 for k, _ in node.value}
-    grid: dict[str, list[object]] = {}
-    for name, spec in raw.items():
-        line = lines.get(str(name))
-        if isinstance(spec, dict):
-            values = _range(path, str(name), spec, line)
-        elif isinstance(spec, list):
-            values = spec
-        else:
-            values = [spec]
-        if not values:
-            raise InputError(path, f"parameter {name!r}: empty list of values", line)
-        grid[str(name)] = values
-    return grid
-
-
-def grid_points(grid: Mapping[str, Sequence[object]]) -> list[dict[str, object]]:
-    """The Cartesian product of the grid, in its order."""
-    names = list(grid)
-    return [dict(zip(names, combo, strict=True)) for combo in itertools.product(*grid.values())]
 
 
 def _content_digest(path: Path) -> str:
@@ -230,11 +157,12 @@ def _in_process(
 
 
 def _grid_paths(
-    grid_path: Path, model: SweepModel, grid: Mapping[str, Sequence[object]], *, remote: bool
+    grid_path: Path, model: SweepModel, points: Sequence[Mapping[str, object]], *, remote: bool
 ) -> list[str]:
-    """The grid's values of the model's ``path_parameters``; relative ones are refused for
+    """The points' values of the model's ``path_parameters``; relative ones are refused for
     a remote scheduler, whose workers would resolve them against their own directory."""
-    paths = [str(v) for name in getattr(model, "path_parameters", ()) for v in grid.get(name, ())]
+    names = getattr(model, "path_parameters", ())
+    paths = list(dict.fromkeys(str(p[n]) for p in points for n in names if n in p))
     for path in paths:
         if remote and not Path(path).is_absolute():
             raise InputError(
@@ -324,15 +252,6 @@ def _on_dask(
             cluster.close()
 
 
-def _progress():
-    from rich.console import Console
-    from rich.progress import Progress
-
-    # Only on a terminal: logs and pipes get no control codes.
-    console = Console(stderr=True)
-    return Progress(console=console, transient=True, disable=not console.is_terminal)
-
-
 def sweep(
     name: str,
     grid_path: Path,
@@ -354,16 +273,15 @@ def sweep(
         model = resolve(spec)
     except (ImportError, AttributeError) as exc:
         raise InputError(name, f"sweep model {spec} cannot be loaded: {exc}") from exc
-    grid = load_grid(grid_path)
+    points = read_grid(grid_path)
     accepted = getattr(model, "parameters", None)
-    if accepted is not None and (unknown := sorted(set(grid) - set(accepted))):
+    if accepted is not None and (unknown := sorted({k for p in points for k in p} - set(accepted))):
         raise InputError(
             grid_path,
             f"unknown parameters for model {name}: {', '.join(unknown)} "
             f"(accepted: {', '.join(accepted)})",
         )
-    paths = _grid_paths(grid_path, model, grid, remote=scheduler is not None)
-    points = grid_points(grid)
+    paths = _grid_paths(grid_path, model, points, remote=scheduler is not None)
     digests = input_digests(points)
     ids = [point_id(p, digests) for p in points]
     parts = out_dir / POINTS_DIR
@@ -374,12 +292,11 @@ def sweep(
         rows = _on_dask(spec, todo, grid_path, workers, scheduler, paths)
     else:
         rows = iter(())
-    with _progress() as progress:
-        task = progress.add_task(f"sweep {name}", total=len(todo))
-        for i, row in rows:
-            parts.mkdir(parents=True, exist_ok=True)
-            _write_atomic(pl.DataFrame([row]), parts / f"{point_id(todo[i], digests)}.parquet")
-            progress.advance(task)
+    stages = Stages("sweep", len(todo))
+    for i, row in rows:
+        parts.mkdir(parents=True, exist_ok=True)
+        _write_atomic(pl.DataFrame([row]), parts / f"{point_id(todo[i], digests)}.parquet")
+        stages.done(f"{name} point {json.dumps(todo[i], default=str)}")
     table = pl.concat(
         [pl.read_parquet(parts / f"{i}.parquet") for i in ids], how="diagonal_relaxed"
     )

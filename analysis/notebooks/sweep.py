@@ -1,16 +1,15 @@
 """Notebook parameter sweeps: one headless execution per grid point, in parallel.
 
-A grid file is YAML, either a mapping ``name: [values...]`` (every combination is a
-point, like papermill's own ``-p`` repeated) or a list of mappings (each one point, for
-grids that are not a product). Each point's outputs are named by its parameters
-(``NOTEBOOK__key=value__...``), and :func:`index_table` lists every point with its status,
-so a failed point is reported and the others still run (:func:`analysis.report.sweep.format_index`
-renders it).
+A grid file is YAML in the one grammar of :mod:`analysis.ingest.grid`, which ``mmlab
+sweep`` reads too: a mapping parameter → value, list or range (every combination is a
+point, like papermill's own ``-p`` repeated) or a list of mappings (each one point).
+Each point's outputs are named by its parameters (``NOTEBOOK__key=value__...``), and
+:func:`index_table` lists every point with its status, so a failed point is reported and
+the others still run (:func:`analysis.report.sweep.format_index` renders it).
 """
 
 from __future__ import annotations
 
-import itertools
 import re
 import time
 from collections.abc import Mapping, Sequence
@@ -19,38 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
-import yaml
 
-from analysis.errors import InputError, input_file
-from analysis.ingest.textfile import read_text
-from analysis.models.sweep import GRID_MAX_BYTES
+from analysis.errors import InputError
 from analysis.notebooks.execute import NotebookFailed, execute, parameter_names
 
-__all__ = ["PointResult", "index_table", "point_name", "read_grid", "sweep"]
+__all__ = ["PointResult", "index_table", "point_name", "sweep"]
 
 # Characters kept in output names; anything else (/, spaces, quotes) becomes '-'.
 _UNSAFE = re.compile(r"[^A-Za-z0-9._=+-]+")
-
-
-def read_grid(path: Path) -> list[dict[str, object]]:
-    """Grid points of a YAML grid file (see module docstring), in file order."""
-    try:
-        grid = yaml.safe_load(read_text(input_file(path, max_bytes=GRID_MAX_BYTES)))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        raise InputError(path, f"not YAML: {getattr(exc, 'problem', exc)}", line) from None
-    if isinstance(grid, Mapping) and grid:
-        for key, values in grid.items():
-            if not isinstance(values, list) or not values:
-                raise InputError(path, f"{key}: expected a non-empty list of values")
-        keys = list(grid)
-        return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*grid.values())]
-    if isinstance(grid, list) and grid and all(isinstance(p, Mapping) for p in grid):
-        return [dict(p) for p in grid]
-    raise InputError(
-        path, "expected a mapping of parameter -> list of values, or a list of mappings"
-    )
 
 
 def point_name(stem: str, parameters: Mapping[str, object]) -> str:

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from analysis.outputs import Stages
 from analysis.report.ops import comparison_json, format_comparison
 from analysis.report.provenance import format_provenance
 from analysis.report.summary import format_settings, format_summary
@@ -172,12 +173,14 @@ def report_sections(data: Study, detail: bool = False) -> list[tuple[str, str]]:
     ]
 
 
-def build_report(paths: Sequence[Path], detail: bool = False) -> str:
+def build_report(
+    paths: Sequence[Path], detail: bool = False, progress: Stages | None = None
+) -> str:
     """The report of the capture runs under ``paths`` (each as
-    :func:`~analysis.study.runs.capture_runs`; the first run found is the base of every
+    :func:`~analysis.study.runs.study_runs`; the first run found is the base of every
     comparison), 80 columns; ``detail`` adds the full provenance and every traced
-    iteration's analysis."""
-    return render_report(Study(study_runs(paths)), detail)
+    iteration's analysis; ``progress`` is told each slow stage (:class:`Study`)."""
+    return render_report(Study(study_runs(paths), progress=progress), detail)
 
 
 def render_report(data: Study, detail: bool = False) -> str:
@@ -189,9 +192,10 @@ def render_report(data: Study, detail: bool = False) -> str:
     return fit("\n".join(parts))
 
 
-def report_json(paths: Sequence[Path]) -> dict:
+def report_json(paths: Sequence[Path], progress: Stages | None = None) -> dict:
     """:func:`study_json` of the capture runs under ``paths`` (as :func:`build_report`)."""
-    return {"data": [str(p) for p in paths], **study_json(Study(study_runs(paths)))}
+    data = Study(study_runs(paths), progress=progress)
+    return {"data": [str(p) for p in paths], **study_json(data)}
 
 
 def _latency_json(data: Study) -> dict[str, object]:

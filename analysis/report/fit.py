@@ -19,7 +19,14 @@ from analysis.report.json_output import undefined_as_null
 from analysis.report.table import Column, Table
 from analysis.report.units import decimals_at, fixed, interval, sig
 from analysis.stats.durations import DurationFit
-from analysis.stats.fit import QUANTILES, Estimate, GroupFailure, GroupFit, ModelFit
+from analysis.stats.fit import (
+    NOT_FITTED,
+    QUANTILES,
+    Estimate,
+    GroupFailure,
+    GroupFit,
+    ModelFit,
+)
 
 __all__ = [
     "CAVEAT",
@@ -168,8 +175,10 @@ def format_group(group: GroupFit | GroupFailure) -> str:
     if group.identifiability:
         lines.append("not identified / caution:")
         lines += [_wrap(f"- {note}", "  ") for note in group.identifiability]
-    if group.skipped:
-        lines.append(f"skipped {len(group.skipped)} models with too few bins for their parameters")
+    unfitted = [s for s in group.skipped if NOT_FITTED in s]
+    if few := len(group.skipped) - len(unfitted):
+        lines.append(f"skipped {few} models with too few bins for their parameters")
+    lines += [_wrap(f"skipped {s}", "") for s in unfitted]
     return "\n".join(lines)
 
 

@@ -41,7 +41,10 @@ from analysis.errors import InputError
 from analysis.stats.families import FAMILIES, Family
 
 __all__ = [
+    "AT_BOUND",
+    "FIT_ERRORS",
     "LACK_OF_FIT_LEVEL",
+    "NOT_FITTED",
     "OBSERVABLES",
     "QUANTILES",
     "Z95",
@@ -80,6 +83,12 @@ Z95 = 1.959963984540054
 CHI2_1_95 = 3.841458820694124
 # G² p at or below which the best model is reported as not fitting.
 LACK_OF_FIT_LEVEL = 0.05
+# What a model's optimisation or its observables raise when they do not converge (a
+# root-finder out of iterations, a singular system, an overflow): that model is skipped.
+FIT_ERRORS = (RuntimeError, ValueError, ArithmeticError, np.linalg.LinAlgError)
+NOT_FITTED = "not fitted"
+# The method of a parameter's Estimate when the optimum sits on its search bound.
+AT_BOUND = "at search bound"
 # Logit bounds of the zero mass and cure fraction: e^-12 ≈ 6e-6 is "none" at any n we see.
 EXTRA_BOUND = 12.0
 
@@ -492,8 +501,13 @@ def fit_model(
             return np.where(probability, special.expit(x), np.where(positive, np.exp(x), x))
 
     low, high = back(centre - Z95 * se), back(centre + Z95 * se)
+    # A parameter at its search bound is not estimated: the information matrix leaves it
+    # out (its se 0), and a zero-width interval would read as a precise value.
+    bound = dict(zip(theta_names, at_bound, strict=True))
     params = {
-        name: Estimate(float(natural[i]), float(low[i]), float(high[i]), "delta")
+        name: Estimate(float(natural[i]), math.nan, math.nan, AT_BOUND)
+        if bound[name]
+        else Estimate(float(natural[i]), float(low[i]), float(high[i]), "delta")
         for i, (name, is_free) in enumerate(zip(names, free, strict=True))
         if is_free
     }
@@ -602,15 +616,21 @@ def delta_observables(model: ModelFit, data: JiffyData) -> dict[str, Estimate]:
     }
 
 
-def averaged_observables(models: list[ModelFit], data: JiffyData) -> dict[str, Estimate]:
+def averaged_observables(
+    models: list[ModelFit],
+    data: JiffyData,
+    per_model: list[dict[str, Estimate]] | None = None,
+) -> dict[str, Estimate]:
     """Observables averaged over the candidate models by Akaike weight, w ∝ exp(−ΔAIC/2),
     on the link scale (logit / log), with Buckland et al. (1997)'s unconditional se
     Σ w_i √(se_i² + (θ_i − θ̄)²): the interval carries the uncertainty of which model is
     right, which an interval of the AIC-best model alone leaves out (AIC picks a wrong
     family often at a few thousand sleeps). Models without an information matrix, and
     per observable models whose value is 0 or infinite, are left out (weights
-    renormalised); when none is left the best model's delta interval stands."""
-    per_model = [delta_observables(m, data) for m in models]
+    renormalised); when none is left the best model's delta interval stands.
+    ``per_model``: each model's :func:`delta_observables`, when already computed."""
+    if per_model is None:
+        per_model = [delta_observables(m, data) for m in models]
     aic = np.array([m.aic for m in models])
     weight = np.exp(-(aic - aic.min()) / 2)
     out = {}
@@ -772,6 +792,13 @@ def _identifiability(models: list[ModelFit], data: JiffyData) -> list[str]:
             notes.append(
                 f"{label} barely constrained: 95 % CI width {est.ci_high - est.ci_low:.2f}"
             )
+    for name in best.boundary:
+        if name in best.params and name not in ("zero_mass", "cure_fraction"):
+            notes.append(
+                f"{name} at the bound of its search range ({best.params[name].estimate:.4g}): "
+                f"not estimated, no CI, held fixed in the observables' CIs; {best.family} "
+                "fits these delays only at its limit"
+            )
     if best.cure:
         notes.append(
             "cure fraction rests on the family's tail beyond the "
@@ -887,20 +914,29 @@ def _fit_group(
     fits: list[ModelFit] = []
     skipped = []
     nested: dict[str, list[ModelFit]] = {}
+    observed: dict[str, dict[str, Estimate]] = {}
     for fam, zero, cure in candidate_models(families):
         k = len(FAMILIES[fam].params) + zero + cure
         if k >= occupied:
             skipped.append(f"{model_name(fam, zero, cure)}: {k} parameters, {occupied} bins")
             continue
-        fit = fit_model(
-            data, fam, zero=zero, cure=cure, starts=_warm(nested.get(fam, []), data, zero, cure)
-        )
+        try:
+            fit = fit_model(
+                data, fam, zero=zero, cure=cure, starts=_warm(nested.get(fam, []), data, zero, cure)
+            )
+            observed[fit.name] = delta_observables(fit, data)
+        except FIT_ERRORS as exc:
+            # A model whose optimum or observables cannot be computed is one candidate
+            # less, with its reason, never the end of the whole fit.
+            skipped.append(f"{model_name(fam, zero, cure)}: {NOT_FITTED} ({exc})")
+            continue
         nested.setdefault(fam, []).append(fit)
         fits.append(fit)
     if not fits:
-        raise InputError(reason or "<group>", "no model has fewer parameters than bins")
+        why = "; ".join(skipped) or "no candidate model"
+        raise InputError(reason or "<group>", f"no model could be fitted: {why}")
     fits.sort(key=lambda m: m.aic)
-    observables = averaged_observables(fits, data)
+    observables = averaged_observables(fits, data, [observed[m.name] for m in fits])
     replicates: tuple[FittedWait, ...] = ()
     if bootstrap > 0:
         g2_p, replicates = _bootstrap(data, fits, bootstrap, seed)

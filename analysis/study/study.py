@@ -8,7 +8,7 @@ recomputed in the output, so that two outputs cannot print two numbers for one q
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 import polars as pl
@@ -18,6 +18,7 @@ from analysis.metrics.compare import Comparison, compare_runs
 from analysis.metrics.stall_runs import iteration_stalls, run_stall_table
 from analysis.metrics.throttle_runs import run_throttle_table
 from analysis.metrics.trace_analysis import TraceAnalysis, analyse_iteration
+from analysis.outputs import Stages
 from analysis.study.fits import RunGroupFit, run_fits
 from analysis.study.latency import LatencyComparison, latency_comparison
 from analysis.study.provenance import (
@@ -28,7 +29,10 @@ from analysis.study.provenance import (
 )
 from analysis.study.shrinker import ShrinkerReplays, shrinker_replays
 
-__all__ = ["Study"]
+__all__ = ["SLOW", "Study"]
+
+# The results besides the trace analyses that take a while, each one progress stage.
+SLOW = ("latency", "ops", "fits")
 
 
 @dataclass(frozen=True)
@@ -40,16 +44,27 @@ class Study:
     runs: tuple[Run, ...]
     resamples: int = 2000
     fit_bootstrap: int = 0
+    # Told each slow result as it is computed (every iteration's traces, the latency
+    # comparison, the Ops rows, the fits): a long report or paper says where it is.
+    progress: Stages | None = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.progress is not None:
+            self.progress.expect(sum(len(run.iterations) for run in self.runs) + len(SLOW))
+
+    def _done(self, what: str) -> None:
+        if self.progress is not None:
+            self.progress.done(what)
 
     @cached_property
     def analyses(self) -> tuple[tuple[Run, int, TraceAnalysis], ...]:
         """``(run, iteration index, analysis)`` of every trace of every iteration."""
-        return tuple(
-            (run, it.index, analysis)
-            for run in self.runs
-            for it in run.iterations
-            for analysis in analyse_iteration(it)
-        )
+        out = []
+        for run in self.runs:
+            for it in run.iterations:
+                out += [(run, it.index, a) for a in analyse_iteration(it)]
+                self._done(f"{run.name} iter-{it.index} traces")
+        return tuple(out)
 
     @cached_property
     def lost_events(self) -> int:
@@ -77,12 +92,16 @@ class Study:
         """The workload's latency rows, every later run against the first by each deciding
         statistic (:func:`~analysis.study.latency.latency_comparison`); a sentence saying
         why when there is nothing to compare."""
-        return latency_comparison(self.runs, self.resamples)
+        found = latency_comparison(self.runs, self.resamples)
+        self._done("latency comparison")
+        return found
 
     @cached_property
     def ops(self) -> Comparison:
         """vmstat Ops rows of every run over its iterations, against the first run."""
-        return compare_runs(self.runs)
+        found = compare_runs(self.runs)
+        self._done("vmstat Ops rows")
+        return found
 
     @cached_property
     def throttle(self) -> pl.DataFrame:
@@ -102,7 +121,9 @@ class Study:
         """Throttle-delay fits per run and group: pooled over iterations, and the best
         family refitted to each iteration (:func:`~analysis.study.fits.run_fits`)."""
         by_run = [(run.name, [a for r, _, a in self.analyses if r is run]) for run in self.runs]
-        return run_fits(by_run, bootstrap=self.fit_bootstrap)
+        found = run_fits(by_run, bootstrap=self.fit_bootstrap)
+        self._done("throttle delay fits")
+        return found
 
     @cached_property
     def shrinker(self) -> ShrinkerReplays | None:

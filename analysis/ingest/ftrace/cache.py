@@ -29,7 +29,9 @@ import pyarrow as pa
 __all__ = [
     "CACHE_VERSION",
     "DEFAULT_CACHE",
+    "begin_command",
     "cached",
+    "discard_new_entries",
     "event_parts",
     "load_meta",
     "path_lock",
@@ -102,18 +104,54 @@ def _stat_key(path: Path) -> dict:
 
 
 def _index(cache: Path, key: dict) -> Path:
-    return cache / "by-path" / f"{hashlib.sha1(key['path'].encode()).hexdigest()}.json"
+    # os.fsencode: a Linux file name need not be UTF-8 (its bytes come back as surrogates).
+    return cache / "by-path" / f"{hashlib.sha1(os.fsencode(key['path'])).hexdigest()}.json"
 
 
 @contextlib.contextmanager
 def path_lock(cache: Path, path: Path) -> Iterator[None]:
     """Hold an exclusive flock for ingesting ``path`` into ``cache`` (released on exit,
-    however the holder exits)."""
+    however the holder exits). The lock file and the folders made for it are recorded as
+    new entries (:func:`discard_new_entries`)."""
     lock = _index(cache, _stat_key(path)).with_suffix(".lock")
+    _note_new(lock)
     lock.parent.mkdir(parents=True, exist_ok=True)
     with open(lock, "a") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
         yield
+
+
+# What this process added to caches since the command began, newest last: a command that
+# fails leaves no cache entry behind for what it refused (issue 29; README "a command
+# that fails leaves no output behind"). Kept per process: a pool worker's entries stay.
+_NEW: list[Path] = []
+
+
+def _note_new(path: Path) -> None:
+    """Record ``path`` and every missing folder above it (outermost first) as new."""
+    _NEW.extend(d for d in reversed((path, *path.parents)) if not d.exists() and d not in _NEW)
+
+
+def begin_command() -> None:
+    """Forget the entries of an earlier command of this process (they are kept)."""
+    _NEW.clear()
+
+
+def discard_new_entries() -> None:
+    """Remove what this process added to caches since :func:`begin_command`, newest
+    first; a folder another process has filled meanwhile stays. (A process waiting on a
+    removed lock and one making it anew may then build the same dataset twice;
+    :func:`_publish` keeps the first.)"""
+    while _NEW:
+        entry = _NEW.pop()
+        with contextlib.suppress(OSError):
+            if entry.is_dir() and not entry.is_symlink():
+                if entry.name.endswith(f"-v{CACHE_VERSION}"):
+                    shutil.rmtree(entry)
+                else:
+                    entry.rmdir()
+            else:
+                entry.unlink(missing_ok=True)
 
 
 def _replace_text(target: Path, text: str) -> None:
@@ -125,7 +163,6 @@ def _replace_text(target: Path, text: str) -> None:
 
 def cached(cache: Path, path: Path) -> Path | None:
     """The dataset of ``path`` if its size and mtime are those it was ingested with."""
-    cache.mkdir(parents=True, exist_ok=True)
     key = _stat_key(path)
     index = _index(cache, key)
     if index.is_file():
@@ -152,11 +189,13 @@ def store(cache: Path, path: Path, build: Callable[[Path], tuple[str, dict]]) ->
         digest, meta = build(tmp)
         (tmp / "meta.json").write_text(json.dumps({"version": CACHE_VERSION, **meta}))
         directory = cache / f"{digest}-v{CACHE_VERSION}"
+        _note_new(directory)
         _publish(tmp, directory)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     index = _index(cache, key)
+    _note_new(index)
     index.parent.mkdir(exist_ok=True)
     _replace_text(index, json.dumps({**key, "dataset": directory.name}))
     return directory
