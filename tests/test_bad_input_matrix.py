@@ -443,24 +443,25 @@ def test_a_file_name_that_is_not_utf8(monkeypatch, workspace, excerpt, command):
 
 
 def _renamed(excerpt: bytes) -> tuple[bytes, int]:
-    """The excerpt with mm_vmscan_throttled's ``usect_delayed`` printed as
-    ``usec_delayed``, and the line number of the first such line (by plain search)."""
+    """The excerpt with mm_vmscan_throttled's ``usect_delayed`` printed as ``wait_usec``
+    (not the struct's own ``usec_delayed``: that is trace-cmd -R's raw name, which is read),
+    and the line number of the first such line (by plain search)."""
     lines = excerpt.split(b"\n")
     first = next(i for i, ln in enumerate(lines, 1) if b"mm_vmscan_throttled:" in ln)
-    return excerpt.replace(b" usect_delayed=", b" usec_delayed="), first
+    return excerpt.replace(b" usect_delayed=", b" wait_usec="), first
 
 
 @pytest.mark.parametrize("command", ["stalls", "fit", "report"])
 def test_a_renamed_trace_field_is_named(capsys, run_tree, excerpt, command):
-    """A kernel that printed ``usec_delayed`` (a rename): ``stalls`` and ``report`` died in
-    a renderer, and ``fit`` said "no throttle delays" beside 38 throttle events read."""
+    """A kernel that printed another name (a rename): ``stalls`` and ``report`` died in a
+    renderer, and ``fit`` said "no throttle delays" beside 38 throttle events read."""
     text, line = _renamed(excerpt)
     trace = run_tree / "iter-0" / "ftrace-stutterp.zst"
     trace.write_bytes(zstandard.ZstdCompressor().compress(text))
     template = DIR_COMMANDS.get(command, [command, "RUN"])
     err = refused(capsys, run_tree.parents[1], template, {"RUN": run_tree}, trace)
     assert f"{trace}:{line}: mm_vmscan_throttled without its usect_delayed field" in err
-    assert "usec_delayed instead" in err
+    assert "wait_usec instead" in err
 
 
 def test_a_vmstat_counter_beyond_64_bits(capsys, workspace):
