@@ -527,8 +527,16 @@ def test_global_pressure_only_in_a_guest_and_within_its_memory(monkeypatch):
     with pytest.raises(InputError, match="only inside a guest"):
         check_arguments(cfg, 20_000 * MIB, 20)
     assert check_arguments(cfg, 1024 * MIB, 20, for_guest=True)  # the host, for a 1 GiB guest
+    auto = CaptureConfig(out=Path("/tmp/x"), run="g", workers=(8,), limit_mb=0, pressure="global")
+    assert check_arguments(auto, 1024 * MIB, 20, for_guest=True) == []  # sized in the guest
     monkeypatch.setenv("MMLAB_IN_GUEST", "1")
-    room = 640 * MIB + GLOBAL_RESERVE_BYTES
-    assert check_arguments(cfg, room, 20)
+    (plan,) = check_arguments(cfg, 640 * MIB, 20)
+    # anon = budget - dirty share - margin - overhead: only file pages are to be reclaimed
+    fixed = plan.anon_total_bytes + plan.probe_map_bytes + plan.overhead_bytes
+    assert fixed <= 640 * MIB - 128 * MIB - 24 * MIB
+    with pytest.raises(InputError, match="above MemAvailable"):
+        check_arguments(cfg, 640 * MIB - 1, 20)
+    # a small dirty share leaves the anon too close to MemAvailable: refused
     with pytest.raises(InputError, match="leaves less than 96 MiB"):
-        check_arguments(cfg, room - 1, 20)
+        check_arguments(cfg, 640 * MIB, 2)
+    assert fixed < 640 * MIB - GLOBAL_RESERVE_BYTES

@@ -25,6 +25,7 @@ __all__ = [
     "check_machine",
     "check_out",
     "dirty_ratio_for",
+    "global_budget_mb",
     "make_out",
     "plans_for",
 ]
@@ -52,8 +53,11 @@ def check_arguments(
     worker count (:func:`~analysis.capture.plan.phase_plan`, ``vm.dirty_ratio`` mirrored
     by ``dirty_ratio``). Returns the plans. ``for_guest``: the host checking a guest's
     capture against the guest's memory before booting it."""
+    auto = cfg.pressure == "global" and cfg.limit_mb == 0
     for option, name, low, inclusive in _POSITIVE:
         value = getattr(cfg, name)
+        if auto and name == "limit_mb":
+            continue
         if not math.isfinite(value) or value < low or (value == low and not inclusive):
             bound = f">= {low}" if inclusive else f"> {low}"
             raise InputError(option, f"must be a finite number {bound}, got {value}")
@@ -69,7 +73,12 @@ def check_arguments(
             f"and an anon hog), got {too_few[0]}",
         )
     _check_limit(cfg, mem_available_bytes, for_guest)
-    return plans_for(cfg, dirty_ratio)
+    if auto:  # sized in the guest, from its MemAvailable (global_budget_mb)
+        return []
+    plans = plans_for(cfg, dirty_ratio)
+    if cfg.pressure == "global":
+        _check_global_footprint(plans, mem_available_bytes)
+    return plans
 
 
 def _check_limit(cfg, mem_available_bytes: int, for_guest: bool = False) -> None:
@@ -102,27 +111,50 @@ def check_command(argv: tuple[str, ...], cwd: Path, timeout_s: float | None) -> 
 
 # What global pressure leaves the guest's kernel, page tables and the capture itself.
 GLOBAL_RESERVE_BYTES = 96 * MIB
+GLOBAL_SLACK_MB = 16
 
 
 def check_global_pressure(cfg, mem_available_bytes: int, for_guest: bool = False) -> None:
     """``--pressure global`` only in a guest (:data:`~analysis.capture.guest.IN_GUEST`, set
     by the guest side of ``--kernel``): the workload then outgrows the machine's memory, and
-    on a host that machine is shared. ``--limit-mb`` is then the working set's budget, which
-    must leave :data:`GLOBAL_RESERVE_BYTES` of MemAvailable. ``for_guest``: the host's
-    check of a guest's budget against the guest's memory, before booting it."""
+    on a host that machine is shared. ``--limit-mb`` is then the working set's budget (0:
+    the guest's MemAvailable, :func:`global_budget_mb`), at most MemAvailable.
+    ``for_guest``: the host's check of a guest's budget against the guest's memory, before
+    booting it."""
     if not for_guest and os.environ.get("MMLAB_IN_GUEST") != "1":
         raise InputError(
             "--pressure global",
             "only inside a guest (give --kernel): it puts the whole machine under pressure",
         )
-    room = mem_available_bytes - GLOBAL_RESERVE_BYTES
-    if cfg.limit_mb * MIB > room:
+    if cfg.limit_mb * MIB > mem_available_bytes:
         raise InputError(
             "--limit-mb",
-            f"{cfg.limit_mb} MiB budget under global pressure leaves less than "
-            f"{GLOBAL_RESERVE_BYTES // MIB} MiB of MemAvailable ({mem_available_bytes // MIB} "
-            "MiB) to the kernel",
+            f"{cfg.limit_mb} MiB budget under global pressure is above MemAvailable "
+            f"({mem_available_bytes // MIB} MiB); 0 sizes it from the guest's MemAvailable",
         )
+
+
+def _check_global_footprint(plans: list[PhasePlan], mem_available_bytes: int) -> None:
+    """What cannot be reclaimed (no swap: the hogs' anon, the probe, the processes) must leave
+    :data:`GLOBAL_RESERVE_BYTES` of MemAvailable to the kernel: only file pages are to be
+    reclaimed, and an OOM kill would end the run, not measure it."""
+    for plan in plans:
+        fixed = plan.anon_total_bytes + plan.probe_map_bytes + plan.overhead_bytes
+        if fixed > mem_available_bytes - GLOBAL_RESERVE_BYTES:
+            raise InputError(
+                "--limit-mb",
+                f"{plan.workers} workers' anon {fixed // MIB} MiB under global pressure leaves "
+                f"less than {GLOBAL_RESERVE_BYTES // MIB} MiB of MemAvailable "
+                f"({mem_available_bytes // MIB} MiB) to the kernel",
+            )
+
+
+def global_budget_mb(meminfo: Path = Path("/proc/meminfo")) -> int:
+    """``--limit-mb 0`` under global pressure: the guest's MemAvailable when the capture
+    starts, so that the working set (the budget plus the dirty share, stutterp's 100 +
+    dirty_ratio %) outgrows it by the dirty share and kswapd and direct reclaim run."""
+    # Less a little: MemAvailable moves between this read and the capture's own check.
+    return memory_info(meminfo.read_text())["mem_available_kib"] // 1024 - GLOBAL_SLACK_MB
 
 
 def cgroup_limit_bytes(cfg, meminfo: Path = Path("/proc/meminfo")) -> int:

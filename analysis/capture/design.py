@@ -148,7 +148,7 @@ def _check_params(params: object, where: str, path: Path) -> dict:
                     raise InputError(path, f"{where}: sysctl name {name!r} is not vm.* or kernel.*")
                 if not isinstance(v, str | int) or isinstance(v, bool):
                     raise InputError(path, f"{where}: sysctl {name} value {v!r} is not a scalar")
-        elif isinstance(value, int | float) and value <= 0:
+        elif isinstance(value, int | float) and value <= 0 and (key, value) != ("limit_mb", 0):
             raise InputError(path, f"{where}: {key} must be positive, got {value!r}")
     return params
 
@@ -217,6 +217,10 @@ def _settings(doc: dict, path: Path) -> tuple[Setting, ...]:
         if any(all(dict(levels)[f] == lv for f, lv in rule.items()) for rule in exclude):
             continue
         params = _merge([("defaults", "", defaults), *combo], path)
+        if params.get("limit_mb") == 0 and params.get("pressure", "cgroup") != "global":
+            name = "-".join(lv for _, lv in levels)
+            raise InputError(path, f"{name}: limit_mb 0 (the guest's MemAvailable) is for "
+                             "pressure: global only")  # fmt: skip
         settings.append(Setting("-".join(lv for _, lv in levels), levels, params))
     if not settings:
         raise InputError(path, "exclude leaves no setting")

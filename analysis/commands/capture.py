@@ -4,6 +4,7 @@ with ftrace, vmstat and PSI."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -57,7 +58,8 @@ def register(subparsers) -> None:
     p.add_argument(
         "--limit-mb",
         type=int,
-        help="memory cgroup limit in MiB (mandatory; at most half of MemAvailable)",
+        help="memory cgroup limit in MiB (mandatory; at most half of MemAvailable); under "
+        "--pressure global the working set's budget, 0 for the guest's MemAvailable",
     )
     p.add_argument(
         "--events",
@@ -147,6 +149,18 @@ def register(subparsers) -> None:
     p.set_defaults(func=run, trailing_command=[])
 
 
+def _limit_mb(args: argparse.Namespace) -> int:
+    """``--limit-mb``; 0 under global pressure is the guest's MemAvailable, resolved in the
+    guest (the host passes the 0 on)."""
+    if args.pressure == "global" and args.limit_mb == 0 and args.kernel is None:
+        from analysis.capture.checks import global_budget_mb
+        from analysis.capture.guest import IN_GUEST
+
+        if os.environ.get(IN_GUEST) == "1":
+            return global_budget_mb()
+    return args.limit_mb
+
+
 def _events(text: str) -> tuple[str, ...]:
     """``mm_vmscan_lru_isolate`` stays bare (matched by name); ``sys/event`` kept as is."""
     return tuple(e.strip() for e in text.split(",") if e.strip())
@@ -182,7 +196,7 @@ def run(args: argparse.Namespace) -> int:
         iterations=args.iterations,
         workers=args.workers,
         duration_s=args.duration,
-        limit_mb=args.limit_mb,
+        limit_mb=_limit_mb(args),
         events_include=_events(args.events),
         sets=tuple(sysctl.parse_assignment(s) for s in args.set),
         interval_s=args.interval,
