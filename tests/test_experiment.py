@@ -540,3 +540,34 @@ def test_global_pressure_only_in_a_guest_and_within_its_memory(monkeypatch):
     with pytest.raises(InputError, match="leaves less than 96 MiB"):
         check_arguments(cfg, 640 * MIB, 2)
     assert fixed < 640 * MIB - GLOBAL_RESERVE_BYTES
+
+
+def test_a_run_waits_for_a_busy_machine_instead_of_failing(fake_lab, tmp_path, monkeypatch):
+    """Another capture holding the host lock delays the run; once it ends the run goes on."""
+    import threading
+
+    from analysis.capture import run as capture_run
+
+    plan_path, env = fake_lab
+    monkeypatch.setenv("PATH", env["PATH"])
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(experiment, "BUSY_POLL_S", 0.05)
+    lock = tmp_path / "capture.lock"
+    real = capture_run.machine_lock
+    monkeypatch.setattr(capture_run, "machine_lock", lambda: real(lock))
+    plan = design.load_plan(plan_path)
+    held = threading.Event()
+    release = threading.Event()
+
+    def other_capture():
+        with real(lock):
+            held.set()
+            release.wait(30)
+
+    t = threading.Thread(target=other_capture)
+    t.start()
+    held.wait(10)
+    threading.Timer(1.0, release.set).start()
+    status = experiment.execute(plan, tmp_path / "out")
+    t.join()
+    assert len(status.done) == 4 and not status.failed

@@ -174,14 +174,13 @@ def execute_run(spec: dict, work: Path) -> RunOutcome:
     fails is a failed run with the capture's message; a signal is not a failure and
     propagates."""
     from analysis.capture.exercised import problems
-    from analysis.capture.vm import run_guest_capture
 
     t0 = time.monotonic()
     work.mkdir(parents=True, exist_ok=True)
     try:
         cfg, guest = _configs(spec, work / "out")
         try:
-            result = run_guest_capture(cfg, guest)
+            result = _when_free(cfg, guest)
         except InputError as exc:
             return RunOutcome(spec["run_id"], False, f"capture failed: {exc}", {}, b"",
                               time.monotonic() - t0)  # fmt: skip
@@ -199,6 +198,24 @@ def execute_run(spec: dict, work: Path) -> RunOutcome:
                           _archive(iteration), time.monotonic() - t0)  # fmt: skip
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+# How often a run waiting for the machine (another capture holds it) looks again.
+BUSY_POLL_S = 10.0
+
+
+def _when_free(cfg, guest):
+    """:func:`~analysis.capture.vm.run_guest_capture`, once no other capture holds the
+    machine: a host that is busy with another capture delays the run (its guest would
+    share the CPUs unrecorded), it does not fail it."""
+    from analysis.capture.run import MachineBusy
+    from analysis.capture.vm import run_guest_capture
+
+    while True:
+        try:
+            return run_guest_capture(cfg, guest)
+        except MachineBusy:
+            time.sleep(BUSY_POLL_S)
 
 
 class Journal:

@@ -57,6 +57,7 @@ __all__ = [
     "WORK_PREFIX",
     "CaptureConfig",
     "Interrupted",
+    "MachineBusy",
     "Progress",
     "Restorer",
     "WorkloadFailed",
@@ -758,6 +759,10 @@ def capture_iteration(
     return meta
 
 
+class MachineBusy(InputError):
+    """Another capture (host or guest) holds the machine: a reason to wait, not a failure."""
+
+
 @contextlib.contextmanager
 def machine_lock(path: Path = LOCK_PATH) -> Iterator[None]:
     """Hold an exclusive flock on ``path`` for the block, or refuse (InputError) if taken.
@@ -775,7 +780,7 @@ def machine_lock(path: Path = LOCK_PATH) -> Iterator[None]:
         except BlockingIOError:
             f.seek(0)
             holder = f.read().strip() or "unknown"
-            raise InputError(
+            raise MachineBusy(
                 path, f"another mmlab capture (pid {holder}) is running; wait for it"
             ) from None
         f.truncate(0)
