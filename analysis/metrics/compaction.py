@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from analysis.metrics.pairing import StallIntervals, pair_intervals
+from analysis.metrics.pairing import KEY_COLUMNS, StallIntervals, event_columns, pair_intervals
 
 __all__ = [
     "compaction_context",
@@ -48,8 +48,8 @@ def compaction_intervals(trace, *, lost_lines: Sequence[int] = ()) -> StallInter
     Adds ``context`` (see :func:`compaction_context`); the end's ``status`` is ``end_status``.
     """
     paired = pair_intervals(
-        trace.events("mm_compaction_begin"),
-        trace.events("mm_compaction_end"),
+        event_columns(trace, "mm_compaction_begin", (*KEY_COLUMNS, "mode")),
+        event_columns(trace, "mm_compaction_end", (*KEY_COLUMNS, "status")),
         kind="compaction",
         begin_fields=("mode",),
         end_fields=("status",),

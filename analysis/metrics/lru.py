@@ -21,7 +21,7 @@ from collections.abc import Mapping
 
 import polars as pl
 
-__all__ = ["LRU_COUNTERS", "lru_table", "lru_vs_vmstat"]
+__all__ = ["LRU_COUNTERS", "LRU_FIELDS", "lru_table", "lru_vs_vmstat"]
 
 # tracepoint field -> column (pages)
 LRU_COUNTERS: dict[str, str] = {
@@ -34,6 +34,9 @@ LRU_COUNTERS: dict[str, str] = {
     "nr_ref_keep": "ref_keep_pages",
     "nr_unmap_fail": "unmap_fail_pages",
 }
+
+# Every field :func:`lru_table` reads (activations under their 5.2+ and older names).
+LRU_FIELDS = (*LRU_COUNTERS, "nr_activate_anon", "nr_activate_file", "nr_activate", "flags")
 
 
 def _lru_type(frame: pl.DataFrame) -> pl.Expr:

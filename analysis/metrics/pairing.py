@@ -36,10 +36,13 @@ import numpy as np
 import polars as pl
 
 __all__ = [
+    "KEY_COLUMNS",
     "RECLAIM_EVENTS",
     "PairingReport",
     "StallIntervals",
     "all_intervals",
+    "event_columns",
+    "event_scan",
     "label_context",
     "pair_intervals",
     "reclaim_intervals",
@@ -56,7 +59,24 @@ RECLAIM_EVENTS: dict[str, tuple[str, str]] = {
     "node": ("mm_vmscan_node_reclaim_begin", "mm_vmscan_node_reclaim_end"),
 }
 
-_KEY = ("pid", "ts_ns", "line", "comm")
+# What pairing reads of every event: who, when and where in the file.
+KEY_COLUMNS = ("pid", "ts_ns", "line", "comm")
+
+
+def event_scan(trace, name: str) -> pl.LazyFrame:
+    """Event ``name`` of ``trace`` as a lazy frame: an ingested trace's Parquet parts are
+    then read only for the columns and rows a statistic asks for (hand-built traces that
+    only have ``events`` are wrapped)."""
+    lazy = getattr(trace, "lazy", None)
+    return lazy(name) if lazy is not None else trace.events(name).lazy()
+
+
+def event_columns(trace, name: str, columns: Sequence[str]) -> pl.DataFrame:
+    """The ``columns`` of event ``name`` that it has (a field an older kernel does not print
+    is left out, as the whole frame would lack it), in file order."""
+    scan = event_scan(trace, name)
+    present = set(scan.collect_schema().names())
+    return scan.select([c for c in columns if c in present]).collect()
 
 
 @dataclass(frozen=True)
@@ -101,7 +121,7 @@ def _lost_between(
 def _tagged(frame: pl.DataFrame, tag: str, fields: Sequence[str], prefix: str) -> pl.DataFrame:
     present = [f for f in fields if f in frame.columns]
     return frame.select(
-        *_KEY,
+        *KEY_COLUMNS,
         pl.lit(tag).alias("_tag"),
         pl.struct(*[pl.col(f).alias(f"{prefix}{f}") for f in present]).alias(f"_{tag}_fields")
         if present
@@ -137,7 +157,7 @@ def pair_intervals(
         [
             begins.with_columns(pl.lit(None, dtype=e_struct).alias("_e_fields")),
             ends.select(
-                *_KEY, "_tag", pl.lit(None, dtype=b_struct).alias("_b_fields"), "_e_fields"
+                *KEY_COLUMNS, "_tag", pl.lit(None, dtype=b_struct).alias("_b_fields"), "_e_fields"
             ),
         ],
         how="vertical",
@@ -204,6 +224,10 @@ def pair_intervals(
     return StallIntervals(intervals=intervals, report=report)
 
 
+_BEGIN_FIELDS = ("nid", "order", "gfp_flags")
+_END_FIELDS = ("nr_reclaimed",)
+
+
 def reclaim_intervals(trace, *, lost_lines: Sequence[int] = ()) -> dict[str, StallIntervals]:
     """Stall intervals of ``direct`` reclaim and every other context present in ``trace``.
 
@@ -219,11 +243,11 @@ def reclaim_intervals(trace, *, lost_lines: Sequence[int] = ()) -> dict[str, Sta
         if context != "direct" and begin_name not in names and end_name not in names:
             continue
         out[context] = pair_intervals(
-            trace.events(begin_name),
-            trace.events(end_name),
+            event_columns(trace, begin_name, (*KEY_COLUMNS, *_BEGIN_FIELDS)),
+            event_columns(trace, end_name, (*KEY_COLUMNS, *_END_FIELDS)),
             kind=context,
-            begin_fields=("nid", "order", "gfp_flags"),
-            end_fields=("nr_reclaimed",),
+            begin_fields=_BEGIN_FIELDS,
+            end_fields=_END_FIELDS,
             lost_lines=lost_lines,
         )
     return out

@@ -32,7 +32,13 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
-from analysis.metrics.pairing import StallIntervals, label_context, pair_intervals
+from analysis.metrics.pairing import (
+    KEY_COLUMNS,
+    StallIntervals,
+    event_columns,
+    label_context,
+    pair_intervals,
+)
 from analysis.stats.describe import nearest_rank
 
 __all__ = [
@@ -64,7 +70,7 @@ def shrinker_invocations(
     Returns the invocation frame and the raw pairing (its report counts unpaired starts and
     ends). ``shrinker_mismatch`` marks pairs whose start and end name different shrinkers.
     """
-    start = trace.events("mm_shrink_slab_start")
+    start = event_columns(trace, "mm_shrink_slab_start", (*KEY_COLUMNS, *_START_FIELDS))
     # Identity and gfp columns may be absent from hand-built frames: null, as for a field
     # the capturing kernel does not print.
     missing = {"shrinker_ptr": pl.String(), "gfp_flags": pl.List(pl.String())}
@@ -75,7 +81,7 @@ def shrinker_invocations(
     )
     paired = pair_intervals(
         start,
-        trace.events("mm_shrink_slab_end"),
+        event_columns(trace, "mm_shrink_slab_end", (*KEY_COLUMNS, *_END_FIELDS)),
         kind="shrink_slab",
         begin_fields=_START_FIELDS,
         end_fields=_END_FIELDS,

@@ -28,7 +28,7 @@ import polars as pl
 
 from analysis.ingest.events import LEGACY_THROTTLE, THROTTLED
 from analysis.ingest.kconfig import config_hz
-from analysis.metrics.pairing import label_context
+from analysis.metrics.pairing import KEY_COLUMNS, event_columns, label_context
 
 __all__ = [
     "GROUP_KEYS",
@@ -75,7 +75,9 @@ def throttle_events(trace, intervals: pl.DataFrame) -> pl.DataFrame:
     ):
         if name not in trace.event_names:
             continue
-        raw = label_context(trace.events(name), intervals)
+        # A mail histogram's rows carry their weight, block and user-given context.
+        wanted = (*KEY_COLUMNS, "reason", "usec_timeout", delay, "count", "group", "context")
+        raw = label_context(event_columns(trace, name, wanted), intervals)
         reason = pl.col("reason") if "reason" in raw.columns else pl.lit(name)
         frames.append(
             raw.select(

@@ -23,6 +23,7 @@ from analysis.errors import InputError
 from analysis.ingest import mmtests
 from analysis.ingest.captures import iteration_of, iteration_traces
 from analysis.metrics import compaction, daemons, lru, pairing, shrinker, throttle
+from analysis.metrics.pairing import KEY_COLUMNS, event_columns, event_scan
 from analysis.stats.describe import distribution_table
 
 __all__ = [
@@ -31,7 +32,8 @@ __all__ = [
     "analyse_file",
     "analyse_iteration",
     "analyse_trace",
-    "capture_activity",
+    "capture_span",
+    "daemon_activity",
     "pooled",
     "reclaim_series",
     "vmscan_summary",
@@ -76,17 +78,44 @@ class TraceAnalysis:
     histogram_groups: tuple | None
 
 
-def capture_activity(trace) -> pl.DataFrame:
-    """``pid``, ``comm``, ``ts_ns`` of every event in the trace (for daemon activity bounds)."""
-    frames = [
-        trace.events(name).select(
-            pl.col("pid").cast(pl.Int32), "comm", pl.col("ts_ns").cast(pl.Int64)
-        )
+def capture_span(trace) -> tuple[int | None, int | None]:
+    """First and last ``ts_ns`` over every event of the trace (None, None without any),
+    aggregated per event without holding the events."""
+    scans = [
+        event_scan(trace, name).select(pl.col("ts_ns").cast(pl.Int64)) for name in trace.event_names
+    ]
+    if not scans:
+        return None, None
+    span = pl.concat(scans).select(
+        pl.col("ts_ns").min().alias("lo"), pl.col("ts_ns").max().alias("hi")
+    )
+    lo, hi = span.collect().row(0)
+    return lo, hi
+
+
+def daemon_activity(trace, daemon: str) -> pl.DataFrame:
+    """``pid``, ``comm``, ``ts_ns`` of every event of ``daemon``'s threads, in file order:
+    rows whose comm names it (e.g. ``kswapd0``) or whose pid emitted its wake/sleep events
+    (a comm the kernel printed as ``<...>``), which is all :func:`daemons.daemon_awake`
+    reads of the capture's activity."""
+    wake, sleep, pattern = daemons.DAEMONS[daemon]
+    pids = (
+        pl.concat(
+            [event_columns(trace, name, ("pid",)) for name in (wake, sleep)], how="vertical_relaxed"
+        )["pid"]
+        .drop_nulls()
+        .unique()
+    )
+    own = pl.col("comm").str.contains(pattern) | pl.col("pid").is_in(pids.cast(pl.Int32).implode())
+    scans = [
+        event_scan(trace, name)
+        .select(pl.col("pid").cast(pl.Int32), "comm", pl.col("ts_ns").cast(pl.Int64))
+        .filter(own & pl.col("ts_ns").is_not_null())
         for name in trace.event_names
     ]
-    if not frames:
+    if not scans:
         return pl.DataFrame(schema={"pid": pl.Int32(), "comm": pl.String(), "ts_ns": pl.Int64()})
-    return pl.concat(frames, how="vertical").filter(pl.col("ts_ns").is_not_null())
+    return pl.concat(scans, how="vertical").collect()
 
 
 def _lost_lines(trace) -> list[int]:
@@ -106,8 +135,13 @@ def _unparsed(trace) -> tuple[int, tuple[int, ...]]:
     return int(accounting.unparsed), tuple(lines[:UNPARSED_LINES_SHOWN])
 
 
-def _labelled(trace, name: str, intervals: pl.DataFrame) -> pl.DataFrame:
-    return pairing.label_context(trace.events(name), intervals)
+# What the daemons' wake/sleep accounting reads of their events.
+_DAEMON_COLUMNS = ("nid", "pid", "ts_ns", "line")
+
+
+def _labelled(trace, name: str, intervals: pl.DataFrame, fields: tuple[str, ...]) -> pl.DataFrame:
+    """``fields`` of event ``name`` with the reclaim ``context`` of each event."""
+    return pairing.label_context(event_columns(trace, name, (*KEY_COLUMNS, *fields)), intervals)
 
 
 def analyse_trace(
@@ -127,18 +161,16 @@ def analyse_trace(
     is_histogram = hasattr(trace, "groups")
     reclaim = {} if is_histogram else pairing.reclaim_intervals(trace, lost_lines=lost_lines)
     intervals = pairing.all_intervals(reclaim)
-    activity = capture_activity(trace)
-    start = activity["ts_ns"].min() if activity.height else None
-    end = activity["ts_ns"].max() if activity.height else None
+    start, end = capture_span(trace)
 
     t_events = throttle.throttle_events(trace, intervals)
     awake: dict[str, tuple[daemons.AwakeReport, ...]] = {}
     for daemon, (wake, sleep, _) in daemons.DAEMONS.items():
         awake[daemon] = tuple(
             daemons.daemon_awake(
-                trace.events(wake),
-                trace.events(sleep),
-                activity,
+                event_columns(trace, wake, _DAEMON_COLUMNS),
+                event_columns(trace, sleep, _DAEMON_COLUMNS),
+                daemon_activity(trace, daemon),
                 daemon=daemon,
                 capture_start_ns=int(start or 0),
                 capture_end_ns=int(end or 0),
@@ -149,7 +181,9 @@ def analyse_trace(
         )
     comp = compaction.compaction_intervals(trace, lost_lines=lost_lines)
     invocations, _ = shrinker.shrinker_invocations(trace, intervals, lost_lines=lost_lines)
-    lru_frame = lru.lru_table(_labelled(trace, "mm_vmscan_lru_shrink_inactive", intervals))
+    lru_frame = lru.lru_table(
+        _labelled(trace, "mm_vmscan_lru_shrink_inactive", intervals, lru.LRU_FIELDS)
+    )
     series: dict[str, tuple[list[float], list[int] | None]] = {}
     for context, paired in reclaim.items():
         closed = paired.intervals.filter(pl.col("status") == "closed")
@@ -187,13 +221,16 @@ def analyse_trace(
         ),
         compaction_status=compaction.compaction_status(comp.intervals),
         compact_orders=compaction.try_to_compact_by_order(
-            trace.events("mm_compaction_try_to_compact_pages")
+            event_columns(
+                trace, "mm_compaction_try_to_compact_pages", ("order", "priority", "count")
+            )
         ),
         shrinker_invocations=invocations,
         shrinker=shrinker.shrinker_table(invocations).with_columns(lost_events=lost_col),
         shrinker_work=shrinker.work_distribution(invocations),
         shrinker_backlog=shrinker.deferred_backlog(
-            trace.events("mm_shrink_slab_end"), changes_only=True
+            event_columns(trace, "mm_shrink_slab_end", ("ts_ns", "shrinker", "nid", "new_scan")),
+            changes_only=True,
         ),
         lru=lru_frame.with_columns(lost_events=lost_col),
         lru_check=lru.lru_vs_vmstat(lru_frame, vmstat_deltas) if vmstat_deltas else None,
@@ -213,7 +250,8 @@ def analyse_trace(
 
 
 def _count(trace, name: str) -> int:
-    frame = trace.events(name)
+    """Events of ``name``, weighted by ``count`` where the source has it (a histogram)."""
+    frame = event_columns(trace, name, ("count", "line"))
     return int(frame["count"].sum()) if "count" in frame.columns else frame.height
 
 
@@ -224,7 +262,7 @@ def _labelled_writes(trace, intervals: pl.DataFrame) -> pl.DataFrame:
         if "mm_vmscan_write_folio" in trace.event_names
         else "mm_vmscan_writepage"
     )
-    return _labelled(trace, name, intervals)
+    return _labelled(trace, name, intervals, ("flags",))
 
 
 def vmscan_summary(
