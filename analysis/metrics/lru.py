@@ -21,7 +21,9 @@ from collections.abc import Mapping
 
 import polars as pl
 
-__all__ = ["LRU_COUNTERS", "LRU_FIELDS", "lru_table", "lru_vs_vmstat"]
+from analysis.metrics.rows import sum_parts
+
+__all__ = ["LRU_COUNTERS", "LRU_FIELDS", "lru_table", "lru_totals", "lru_vs_vmstat"]
 
 # tracepoint field -> column (pages)
 LRU_COUNTERS: dict[str, str] = {
@@ -79,6 +81,12 @@ def lru_table(shrink_inactive: pl.DataFrame) -> pl.DataFrame:
         .agg(pl.len().alias("events"), pl.all().sum())
         .sort("context", "lru")
     )
+
+
+def lru_totals(tables: list[pl.DataFrame]) -> pl.DataFrame:
+    """One :func:`lru_table` of several (e.g. one per block of a trace): counts summed per
+    ``context`` and ``lru``."""
+    return sum_parts(tables, ("context", "lru")).sort("context", "lru")
 
 
 def lru_vs_vmstat(table: pl.DataFrame, vmstat_deltas: Mapping[str, int]) -> pl.DataFrame:

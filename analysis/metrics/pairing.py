@@ -29,18 +29,27 @@ Pairing policy (the same as mmtests where mmtests has one, and every case is cou
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import polars as pl
 
+from analysis.ingest.ftrace.cache import event_parts
+from analysis.metrics.deferred import Deferred
+
 __all__ = [
+    "BEGIN_FIELDS",
+    "END_FIELDS",
     "KEY_COLUMNS",
     "RECLAIM_EVENTS",
+    "OutOfOrder",
+    "Pairing",
     "PairingReport",
     "StallIntervals",
     "all_intervals",
+    "event_blocks",
     "event_columns",
     "event_scan",
     "label_context",
@@ -69,6 +78,40 @@ def event_scan(trace, name: str) -> pl.LazyFrame:
     only have ``events`` are wrapped)."""
     lazy = getattr(trace, "lazy", None)
     return lazy(name) if lazy is not None else trace.events(name).lazy()
+
+
+def event_blocks(
+    trace, columns: Mapping[str, Sequence[str]], *, by_block: bool = True
+) -> Iterator[dict[str, pl.DataFrame]]:
+    """The ``columns`` of each named event, one ingest block at a time in file order (the
+    Parquet part of every event cut from the same 32 MB of text); one block of whole frames
+    for a trace held in memory, or when ``by_block`` is False. Every block's frame of an
+    event has the same columns and types (those of the whole event)."""
+    directory = getattr(trace, "directory", None)
+    if directory is None or not by_block:
+        yield {name: event_columns(trace, name, wanted) for name, wanted in columns.items()}
+        return
+    schemas: dict[str, dict[str, pl.DataType]] = {}
+    parts: dict[str, dict[int, Path]] = {}
+    for name, wanted in columns.items():
+        schema = event_scan(trace, name).collect_schema()
+        schemas[name] = {c: schema[c] for c in wanted if c in schema}
+        parts[name] = {int(p.stem.split("-")[1]): p for p in event_parts(directory, name)}
+    # No part of any of them: one block of empty frames, so every pairing sees a block.
+    for block in sorted(set().union(*parts.values())) or [-1]:
+        yield {name: _part(parts[name].get(block), schemas[name]) for name in columns}
+
+
+def _part(path: Path | None, schema: Mapping[str, pl.DataType]) -> pl.DataFrame:
+    """One Parquet part in ``schema`` (a column the part lacks is null); empty without one."""
+    if path is None:
+        return pl.DataFrame(schema=dict(schema))
+    scan = pl.scan_parquet(path)
+    have = scan.collect_schema()
+    return scan.select(
+        pl.col(c).cast(t) if c in have else pl.lit(None, dtype=t).alias(c)
+        for c, t in schema.items()
+    ).collect()
 
 
 def event_columns(trace, name: str, columns: Sequence[str]) -> pl.DataFrame:
@@ -101,8 +144,9 @@ class PairingReport:
 
 
 @dataclass(frozen=True)
-class StallIntervals:
-    """Paired intervals (``intervals`` frame) and the pairing report."""
+class StallIntervals(Deferred):
+    """Paired intervals (``intervals`` frame) and the pairing report; a long trace's
+    ``intervals`` are read from the analysis cache when first used."""
 
     intervals: pl.DataFrame
     report: PairingReport
@@ -129,6 +173,181 @@ def _tagged(frame: pl.DataFrame, tag: str, fields: Sequence[str], prefix: str) -
     )
 
 
+class OutOfOrder(Exception):
+    """A block holds an event of a pid timestamped before that pid's last event in an
+    earlier block: pairing block by block would then differ from pairing the whole trace,
+    which the caller must do instead."""
+
+
+def _tag_events(
+    begin: pl.DataFrame,
+    end: pl.DataFrame,
+    begin_fields: Sequence[str],
+    end_fields: Sequence[str],
+) -> pl.DataFrame:
+    """Begin and end events in one frame: the key columns, ``_tag`` (``b``/``e``) and the
+    carried fields as one struct per side."""
+    begins = _tagged(begin, "b", begin_fields, "")
+    ends = _tagged(end, "e", end_fields, "end_")
+    b_struct = begins.schema["_b_fields"]
+    e_struct = ends.schema["_e_fields"]
+    return pl.concat(
+        [
+            begins.with_columns(pl.lit(None, dtype=e_struct).alias("_e_fields")),
+            ends.select(
+                *KEY_COLUMNS, "_tag", pl.lit(None, dtype=b_struct).alias("_b_fields"), "_e_fields"
+            ),
+        ],
+        how="vertical",
+    )
+
+
+class Pairing:
+    """Begin/end pairing of one interval kind fed block by block in file order (policy in
+    the module docstring); the same intervals and report as pairing the whole trace at once.
+
+    Each pid's last event of a block is held back (its successor may be in a later block)
+    and paired with the next block's events; :meth:`finish` decides what is still held.
+    Counts over the events seen are kept, not the events: memory is one block's events.
+    """
+
+    def __init__(
+        self,
+        kind: str,
+        *,
+        begin_fields: Sequence[str] = (),
+        end_fields: Sequence[str] = (),
+        lost_lines: Sequence[int] = (),
+    ) -> None:
+        self.kind = kind
+        self.begin_fields = tuple(begin_fields)
+        self.end_fields = tuple(end_fields)
+        self.lost_lines = tuple(lost_lines)
+        self._held: pl.DataFrame | None = None
+        self._counts = dict.fromkeys(
+            ("closed", "total_ns", "overwritten", "open", "unpaired_end", "clock_backwards"), 0
+        )
+        self._counts.update(comm_changed=0, lost_affected=0)
+
+    def add(self, begin: pl.DataFrame, end: pl.DataFrame) -> pl.DataFrame:
+        """Pair one block's events; return the intervals they decide (see the frame
+        columns of :func:`pair_intervals`)."""
+        return self._step(_tag_events(begin, end, self.begin_fields, self.end_fields), False)
+
+    def finish(self) -> pl.DataFrame:
+        """The intervals of the events still held back (open at the end of the capture);
+        after at least one :meth:`add`."""
+        assert self._held is not None, "finish() before any add()"
+        return self._step(self._held.clear().drop("_held"), True)
+
+    def _step(self, events: pl.DataFrame, final: bool) -> pl.DataFrame:
+        held = self._held
+        if held is not None:
+            _check_after(events, held)
+            events = events.with_columns(_held=pl.lit(False))
+            rows = pl.concat([held, events], how="vertical_relaxed")
+        else:
+            rows = events.with_columns(_held=pl.lit(False))
+        counts = self._counts
+        # In file order: within this block (the check above makes a block's first event
+        # of a pid no earlier than everything before it).
+        counts["clock_backwards"] += int(
+            events.sort("pid", "line")
+            .select((pl.col("ts_ns") < pl.col("ts_ns").shift(1).over("pid")).sum())
+            .item()
+            or 0
+        )
+        ordered = rows.sort("pid", "ts_ns", "line").with_columns(
+            _prev=pl.col("_tag").shift(1).over("pid"),
+            _next=pl.col("_tag").shift(-1).over("pid"),
+            end_ts_ns=pl.col("ts_ns").shift(-1).over("pid"),
+            end_line=pl.col("line").shift(-1).over("pid"),
+            _end_comm=pl.col("comm").shift(-1).over("pid"),
+            _end_struct=pl.col("_e_fields").shift(-1).over("pid"),
+        )
+        is_begin = pl.col("_tag") == "b"
+        # A held event's predecessor was counted in its own block.
+        counts["unpaired_end"] += ordered.filter(
+            ~pl.col("_held")
+            & (pl.col("_tag") == "e")
+            & (pl.col("_prev").is_null() | (pl.col("_prev") == "e"))
+        ).height
+        if not final:
+            last = pl.col("_next").is_null()
+            self._held = ordered.filter(last).select(rows.columns).with_columns(_held=pl.lit(True))
+            ordered = ordered.filter(~last)
+        counts["overwritten"] += ordered.filter(is_begin & (pl.col("_next") == "b")).height
+        kept = ordered.filter(is_begin & (pl.col("_next").is_null() | (pl.col("_next") == "e")))
+        intervals = self._intervals(kept)
+        closed = intervals.filter(pl.col("status") == "closed")
+        counts["closed"] += closed.height
+        counts["open"] += intervals.height - closed.height
+        counts["total_ns"] += int(closed["duration_ns"].sum() or 0)
+        counts["comm_changed"] += int(closed["comm_changed"].sum())
+        counts["lost_affected"] += int(closed["lost_events_inside"].sum())
+        return intervals
+
+    def _intervals(self, kept: pl.DataFrame) -> pl.DataFrame:
+        closed = pl.col("_next") == "e"
+        intervals = kept.select(
+            pl.lit(self.kind).alias("kind"),
+            "pid",
+            "comm",
+            pl.col("ts_ns").alias("begin_ts_ns"),
+            pl.when(closed).then(pl.col("end_ts_ns")).alias("end_ts_ns"),
+            pl.when(closed).then(pl.col("end_ts_ns") - pl.col("ts_ns")).alias("duration_ns"),
+            pl.col("line").alias("begin_line"),
+            pl.when(closed).then(pl.col("end_line")).alias("end_line"),
+            pl.when(closed).then(pl.lit("closed")).otherwise(pl.lit("open")).alias("status"),
+            (closed & (pl.col("comm") != pl.col("_end_comm")))
+            .fill_null(False)
+            .alias("comm_changed"),
+            pl.col("_b_fields"),
+            pl.col("_end_struct"),
+        )
+        lost = _lost_between(
+            intervals["begin_line"].to_numpy(),
+            intervals["end_line"].fill_null(np.iinfo(np.int64).max).to_numpy(),
+            self.lost_lines,
+        )
+        intervals = intervals.with_columns(lost_events_inside=pl.Series(lost, dtype=pl.Boolean))
+        for column in ("_b_fields", "_end_struct"):
+            if isinstance(intervals.schema[column], pl.Struct):
+                intervals = intervals.unnest(column)
+            else:
+                intervals = intervals.drop(column)
+        return intervals
+
+    @property
+    def report(self) -> PairingReport:
+        """The report of every event added so far (complete after :meth:`finish`)."""
+        c = self._counts
+        return PairingReport(
+            kind=self.kind,
+            count=c["closed"],
+            total_s=float(c["total_ns"]) / 1e9,
+            unpaired_begin=c["overwritten"] + c["open"],
+            overwritten_begin=c["overwritten"],
+            open_at_end=c["open"],
+            unpaired_end=c["unpaired_end"],
+            clock_backwards=c["clock_backwards"],
+            comm_changed=c["comm_changed"],
+            lost_events=len(self.lost_lines),
+            lost_affected=c["lost_affected"],
+        )
+
+
+def _check_after(events: pl.DataFrame, held: pl.DataFrame) -> None:
+    """OutOfOrder unless every pid's events in ``events`` are no earlier than its held
+    (latest) event; equal timestamps keep file order, as a whole-trace sort would."""
+    first = events.group_by("pid").agg(pl.col("ts_ns").min().alias("_first"))
+    late = (
+        held.select("pid", "ts_ns").join(first, on="pid").filter(pl.col("_first") < pl.col("ts_ns"))
+    )
+    if late.height:
+        raise OutOfOrder(f"pid {late['pid'][0]} goes back in time across a block boundary")
+
+
 def pair_intervals(
     begin: pl.DataFrame,
     end: pl.DataFrame,
@@ -147,85 +366,17 @@ def pair_intervals(
 
     Interval frame columns: ``kind``, ``pid``, ``comm``, ``begin_ts_ns``, ``end_ts_ns`` (null if
     open), ``duration_ns`` (null if open), ``begin_line``, ``end_line``, ``status``
-    (``closed``/``open``), ``comm_changed``, ``lost_events_inside``, then the carried fields.
+    (``closed``/``open``), ``comm_changed``, ``lost_events_inside``, then the carried fields;
+    ordered by pid, begin timestamp and line.
     """
-    begins = _tagged(begin, "b", begin_fields, "")
-    ends = _tagged(end, "e", end_fields, "end_")
-    b_struct = begins.schema["_b_fields"]
-    e_struct = ends.schema["_e_fields"]
-    events = pl.concat(
-        [
-            begins.with_columns(pl.lit(None, dtype=e_struct).alias("_e_fields")),
-            ends.select(
-                *KEY_COLUMNS, "_tag", pl.lit(None, dtype=b_struct).alias("_b_fields"), "_e_fields"
-            ),
-        ],
-        how="vertical",
-    )
-    by_file = events.sort("pid", "line")
-    clock_backwards = int(
-        by_file.select((pl.col("ts_ns") < pl.col("ts_ns").shift(1).over("pid")).sum()).item() or 0
-    )
-    ordered = events.sort("pid", "ts_ns", "line").with_columns(
-        _prev=pl.col("_tag").shift(1).over("pid"),
-        _next=pl.col("_tag").shift(-1).over("pid"),
-        end_ts_ns=pl.col("ts_ns").shift(-1).over("pid"),
-        end_line=pl.col("line").shift(-1).over("pid"),
-        _end_comm=pl.col("comm").shift(-1).over("pid"),
-        _end_struct=pl.col("_e_fields").shift(-1).over("pid"),
-    )
-    is_begin = pl.col("_tag") == "b"
-    unpaired_end = ordered.filter(
-        (pl.col("_tag") == "e") & (pl.col("_prev").is_null() | (pl.col("_prev") == "e"))
-    ).height
-    overwritten = ordered.filter(is_begin & (pl.col("_next") == "b")).height
-    kept = ordered.filter(is_begin & (pl.col("_next").is_null() | (pl.col("_next") == "e")))
-    closed = pl.col("_next") == "e"
-    intervals = kept.select(
-        pl.lit(kind).alias("kind"),
-        "pid",
-        "comm",
-        pl.col("ts_ns").alias("begin_ts_ns"),
-        pl.when(closed).then(pl.col("end_ts_ns")).alias("end_ts_ns"),
-        pl.when(closed).then(pl.col("end_ts_ns") - pl.col("ts_ns")).alias("duration_ns"),
-        pl.col("line").alias("begin_line"),
-        pl.when(closed).then(pl.col("end_line")).alias("end_line"),
-        pl.when(closed).then(pl.lit("closed")).otherwise(pl.lit("open")).alias("status"),
-        (closed & (pl.col("comm") != pl.col("_end_comm"))).fill_null(False).alias("comm_changed"),
-        pl.col("_b_fields"),
-        pl.col("_end_struct"),
-    )
-    lost = _lost_between(
-        intervals["begin_line"].to_numpy(),
-        intervals["end_line"].fill_null(np.iinfo(np.int64).max).to_numpy(),
-        lost_lines,
-    )
-    intervals = intervals.with_columns(lost_events_inside=pl.Series(lost, dtype=pl.Boolean))
-    for column in ("_b_fields", "_end_struct"):
-        if isinstance(intervals.schema[column], pl.Struct):
-            intervals = intervals.unnest(column)
-        else:
-            intervals = intervals.drop(column)
-    durations = intervals.filter(pl.col("status") == "closed")
-    open_at_end = intervals.height - durations.height
-    report = PairingReport(
-        kind=kind,
-        count=durations.height,
-        total_s=float(durations["duration_ns"].sum() or 0) / 1e9,
-        unpaired_begin=overwritten + open_at_end,
-        overwritten_begin=overwritten,
-        open_at_end=open_at_end,
-        unpaired_end=unpaired_end,
-        clock_backwards=clock_backwards,
-        comm_changed=int(durations["comm_changed"].sum()),
-        lost_events=len(lost_lines),
-        lost_affected=int(durations["lost_events_inside"].sum()),
-    )
-    return StallIntervals(intervals=intervals, report=report)
+    pairing = Pairing(kind, begin_fields=begin_fields, end_fields=end_fields, lost_lines=lost_lines)
+    events = _tag_events(begin, end, pairing.begin_fields, pairing.end_fields)
+    intervals = pairing._step(events, True)
+    return StallIntervals(intervals=intervals, report=pairing.report)
 
 
-_BEGIN_FIELDS = ("nid", "order", "gfp_flags")
-_END_FIELDS = ("nr_reclaimed",)
+BEGIN_FIELDS = ("nid", "order", "gfp_flags")
+END_FIELDS = ("nr_reclaimed",)
 
 
 def reclaim_intervals(trace, *, lost_lines: Sequence[int] = ()) -> dict[str, StallIntervals]:
@@ -243,11 +394,11 @@ def reclaim_intervals(trace, *, lost_lines: Sequence[int] = ()) -> dict[str, Sta
         if context != "direct" and begin_name not in names and end_name not in names:
             continue
         out[context] = pair_intervals(
-            event_columns(trace, begin_name, (*KEY_COLUMNS, *_BEGIN_FIELDS)),
-            event_columns(trace, end_name, (*KEY_COLUMNS, *_END_FIELDS)),
+            event_columns(trace, begin_name, (*KEY_COLUMNS, *BEGIN_FIELDS)),
+            event_columns(trace, end_name, (*KEY_COLUMNS, *END_FIELDS)),
             kind=context,
-            begin_fields=_BEGIN_FIELDS,
-            end_fields=_END_FIELDS,
+            begin_fields=BEGIN_FIELDS,
+            end_fields=END_FIELDS,
             lost_lines=lost_lines,
         )
     return out

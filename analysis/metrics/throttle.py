@@ -38,7 +38,11 @@ __all__ = [
     "delay_histogram",
     "infer_hz",
     "short_reason",
+    "throttle_columns",
     "throttle_events",
+    "throttle_events_of",
+    "throttle_frame",
+    "throttle_rows",
     "throttle_table",
 ]
 
@@ -60,6 +64,57 @@ def _weight(frame: pl.DataFrame) -> pl.Expr:
     return pl.col("count") if "count" in frame.columns else pl.lit(1, dtype=pl.Int64)
 
 
+_SCHEMA = {
+    "event": pl.String(),
+    "reason": pl.String(),
+    "usec_timeout": pl.Int64(),
+    "delay_us": pl.Int64(),
+    "count": pl.Int64(),
+    "context": pl.String(),
+    "ts_ns": pl.Int64(),
+    "pid": pl.Int32(),
+    "comm": pl.String(),
+    "line": pl.Int64(),
+}
+
+
+def throttle_events_of(trace) -> list[tuple[str, str]]:
+    """(event, delay field) of every throttle event ``trace`` has, in reporting order."""
+    names = set(trace.event_names)
+    known = ((THROTTLED, "usect_delayed"), *((n, "usec_delayed") for n in LEGACY_THROTTLE))
+    return [(name, delay) for name, delay in known if name in names]
+
+
+def throttle_columns(delay: str) -> tuple[str, ...]:
+    """What :func:`throttle_rows` reads of a throttle event (a mail histogram's rows carry
+    their weight, block and user-given context)."""
+    return (*KEY_COLUMNS, "reason", "usec_timeout", delay, "count", "group", "context")
+
+
+def throttle_rows(labelled: pl.DataFrame, name: str, delay: str) -> pl.DataFrame:
+    """Rows of :func:`throttle_events` from event ``name``'s frame with its ``context``."""
+    reason = pl.col("reason") if "reason" in labelled.columns else pl.lit(name)
+    return labelled.select(
+        pl.lit(name).alias("event"),
+        reason.alias("reason"),
+        pl.col("usec_timeout").cast(pl.Int64),
+        pl.col(delay).cast(pl.Int64).alias("delay_us"),
+        _weight(labelled).cast(pl.Int64).alias("count"),
+        "context",
+        "ts_ns",
+        pl.col("pid").cast(pl.Int32),
+        "comm",
+        "line",
+    )
+
+
+def throttle_frame(rows: list[pl.DataFrame]) -> pl.DataFrame:
+    """:func:`throttle_rows` frames in one (empty with the schema when there are none)."""
+    if not rows:
+        return pl.DataFrame(schema=_SCHEMA)
+    return pl.concat(rows, how="vertical_relaxed")
+
+
 def throttle_events(trace, intervals: pl.DataFrame) -> pl.DataFrame:
     """All throttle events of ``trace`` in one frame with their reclaim context.
 
@@ -68,47 +123,16 @@ def throttle_events(trace, intervals: pl.DataFrame) -> pl.DataFrame:
     ``context`` (see :func:`analysis.metrics.pairing.label_context`), ``ts_ns``, ``pid``,
     ``comm``, ``line``. ``intervals`` is :func:`analysis.metrics.pairing.all_intervals`.
     """
-    frames = []
-    for name, delay in (
-        (THROTTLED, "usect_delayed"),
-        *((n, "usec_delayed") for n in LEGACY_THROTTLE),
-    ):
-        if name not in trace.event_names:
-            continue
-        # A mail histogram's rows carry their weight, block and user-given context.
-        wanted = (*KEY_COLUMNS, "reason", "usec_timeout", delay, "count", "group", "context")
-        raw = label_context(event_columns(trace, name, wanted), intervals)
-        reason = pl.col("reason") if "reason" in raw.columns else pl.lit(name)
-        frames.append(
-            raw.select(
-                pl.lit(name).alias("event"),
-                reason.alias("reason"),
-                pl.col("usec_timeout").cast(pl.Int64),
-                pl.col(delay).cast(pl.Int64).alias("delay_us"),
-                _weight(raw).cast(pl.Int64).alias("count"),
-                "context",
-                "ts_ns",
-                pl.col("pid").cast(pl.Int32),
-                "comm",
-                "line",
+    return throttle_frame(
+        [
+            throttle_rows(
+                label_context(event_columns(trace, name, throttle_columns(delay)), intervals),
+                name,
+                delay,
             )
-        )
-    if not frames:
-        return pl.DataFrame(
-            schema={
-                "event": pl.String(),
-                "reason": pl.String(),
-                "usec_timeout": pl.Int64(),
-                "delay_us": pl.Int64(),
-                "count": pl.Int64(),
-                "context": pl.String(),
-                "ts_ns": pl.Int64(),
-                "pid": pl.Int32(),
-                "comm": pl.String(),
-                "line": pl.Int64(),
-            }
-        )
-    return pl.concat(frames, how="vertical_relaxed")
+            for name, delay in throttle_events_of(trace)
+        ]
+    )
 
 
 def throttle_table(events: pl.DataFrame) -> pl.DataFrame:

@@ -13,17 +13,21 @@ whose interval spans a lost-event marker.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 
 from analysis.errors import InputError
 from analysis.ingest import mmtests
 from analysis.ingest.captures import iteration_of, iteration_traces
 from analysis.metrics import compaction, daemons, lru, pairing, shrinker, throttle
+from analysis.metrics.deferred import Deferred
 from analysis.metrics.pairing import KEY_COLUMNS, event_columns, event_scan
+from analysis.metrics.rows import RowStore, sum_parts
 from analysis.stats.describe import distribution_table
 
 __all__ = [
@@ -45,8 +49,12 @@ UNPARSED_LINES_SHOWN = 10
 
 
 @dataclass(frozen=True)
-class TraceAnalysis:
-    """All derived frames and reports for one source (field docs in the producing modules)."""
+class TraceAnalysis(Deferred):
+    """All derived frames and reports for one source (field docs in the producing modules).
+
+    The per-row frames (``reclaim``/``compaction`` intervals, ``shrinker_invocations``,
+    ``shrinker_backlog``) of an ingested trace are read from the analysis cache, or
+    computed, when first used."""
 
     source: str
     input_kind: str
@@ -137,33 +145,189 @@ def _unparsed(trace) -> tuple[int, tuple[int, ...]]:
 
 # What the daemons' wake/sleep accounting reads of their events.
 _DAEMON_COLUMNS = ("nid", "pid", "ts_ns", "line")
+_COMPACTION = ("mm_compaction_begin", "mm_compaction_end")
+_SHRINK_INACTIVE = "mm_vmscan_lru_shrink_inactive"
+# Interval and shrinker-call rows in the order the whole-trace pairing gives them.
+_INTERVAL_ORDER = ("pid", "begin_ts_ns", "begin_line")
+_INVOCATION_ORDER = ("pid", "ts_ns", "begin_line")
 
 
-def _labelled(trace, name: str, intervals: pl.DataFrame, fields: tuple[str, ...]) -> pl.DataFrame:
-    """``fields`` of event ``name`` with the reclaim ``context`` of each event."""
-    return pairing.label_context(event_columns(trace, name, (*KEY_COLUMNS, *fields)), intervals)
+def _write_event(trace) -> str:
+    """``mm_vmscan_write_folio`` (5.18+) or ``mm_vmscan_writepage`` before it."""
+    names = trace.event_names
+    return "mm_vmscan_write_folio" if "mm_vmscan_write_folio" in names else "mm_vmscan_writepage"
 
 
-def analyse_trace(
-    trace,
-    *,
-    config_hz: int | None = None,
-    vmstat_deltas: Mapping[str, int] | None = None,
-) -> TraceAnalysis:
-    """Derive every stall, throttle, daemon, compaction, shrinker and LRU statistic.
+def _contexts(trace, is_histogram: bool) -> list[str]:
+    """Reclaim contexts to pair: direct always (zero stalls is an answer), the others when
+    the trace has their events; none for a mail histogram."""
+    if is_histogram:
+        return []
+    names = set(trace.event_names)
+    return [
+        context
+        for context, (begin, end) in pairing.RECLAIM_EVENTS.items()
+        if context == "direct" or begin in names or end in names
+    ]
 
-    ``config_hz`` (CONFIG_HZ of the capturing kernel, if known) is checked against the HZ
-    inferred from throttle delays; ``vmstat_deltas`` (counter name → delta over the same
-    capture) enables the LRU cross-check.
-    """
+
+@dataclass(frozen=True)
+class _Paired:
+    """Pass 1: the reclaim and compaction pairings (rows in the store) and the compact
+    interval frame every later event is labelled with."""
+
+    reports: dict[str, pairing.PairingReport]
+    compaction: pairing.PairingReport
+    intervals: pl.DataFrame
+
+
+def _pair_reclaim(
+    trace, contexts: list[str], lost_lines: list[int], store: RowStore, by_block: bool
+) -> _Paired:
+    """Pair every reclaim context and compaction block by block into ``store``."""
+    pairs = {
+        context: pairing.Pairing(
+            context,
+            begin_fields=pairing.BEGIN_FIELDS,
+            end_fields=pairing.END_FIELDS,
+            lost_lines=lost_lines,
+        )
+        for context in contexts
+    }
+    comp = compaction.compaction_pairing(lost_lines)
+    columns: dict[str, tuple[str, ...]] = {}
+    for context in contexts:
+        begin, end = pairing.RECLAIM_EVENTS[context]
+        columns[begin] = (*KEY_COLUMNS, *pairing.BEGIN_FIELDS)
+        columns[end] = (*KEY_COLUMNS, *pairing.END_FIELDS)
+    columns[_COMPACTION[0]] = (*KEY_COLUMNS, *comp.begin_fields)
+    columns[_COMPACTION[1]] = (*KEY_COLUMNS, *comp.end_fields)
+    compact: list[pl.DataFrame] = []
+
+    def keep(context: str, rows: pl.DataFrame) -> None:
+        store.add(context, rows)
+        compact.append(rows.select("kind", "pid", "begin_ts_ns", "end_ts_ns"))
+
+    for frames in pairing.event_blocks(trace, columns, by_block=by_block):
+        for context, paired in pairs.items():
+            begin, end = pairing.RECLAIM_EVENTS[context]
+            keep(context, paired.add(frames[begin], frames[end]))
+        store.add("compaction", compaction.with_context(comp.add(*map(frames.get, _COMPACTION))))
+    for context, paired in pairs.items():
+        keep(context, paired.finish())
+    store.add("compaction", compaction.with_context(comp.finish()))
+    intervals = pl.concat(compact, how="vertical") if compact else pairing.all_intervals({})
+    return _Paired({c: p.report for c, p in pairs.items()}, comp.report, intervals)
+
+
+@dataclass(frozen=True)
+class _Labelled:
+    """Pass 2: what the events labelled with their reclaim context add up to."""
+
+    throttle_events: pl.DataFrame
+    lru: pl.DataFrame
+    writes: pl.DataFrame
+    shrinker: pl.DataFrame
+    shrinker_report: pairing.PairingReport
+
+
+def _label_events(
+    trace, intervals: pl.DataFrame, lost_lines: list[int], store: RowStore, by_block: bool
+) -> _Labelled:
+    """Label throttle, LRU, write and shrinker events block by block; keep the throttle
+    events, the LRU and write sums and the shrinker calls (rows in ``store``)."""
+    throttled = throttle.throttle_events_of(trace)
+    write = _write_event(trace)
+    calls = shrinker.shrinker_pairing(lost_lines)
+    columns = {name: throttle.throttle_columns(delay) for name, delay in throttled}
+    columns[_SHRINK_INACTIVE] = (*KEY_COLUMNS, *lru.LRU_FIELDS)
+    columns[write] = (*KEY_COLUMNS, "flags")
+    columns[shrinker.START] = (*KEY_COLUMNS, *shrinker.START_FIELDS)
+    columns[shrinker.END] = (*KEY_COLUMNS, *shrinker.END_FIELDS)
+    events: dict[str, list[pl.DataFrame]] = {name: [] for name, _ in throttled}
+    lru_parts, write_parts, sums = [], [], []
+    for frames in pairing.event_blocks(trace, columns, by_block=by_block):
+        for name, delay in throttled:
+            labelled = pairing.label_context(frames[name], intervals)
+            events[name].append(throttle.throttle_rows(labelled, name, delay))
+        lru_parts.append(lru.lru_table(pairing.label_context(frames[_SHRINK_INACTIVE], intervals)))
+        write_parts.append(write_counts(pairing.label_context(frames[write], intervals)))
+        paired = calls.add(shrinker.start_events(frames[shrinker.START]), frames[shrinker.END])
+        invocations = shrinker.invocation_rows(paired, intervals)
+        store.add("shrinker_invocations", invocations)
+        sums.append(shrinker.shrinker_sums(invocations))
+    calls.finish()
+    return _Labelled(
+        # Each event's rows in file order, the events in reporting order.
+        throttle_events=throttle.throttle_frame([f for name in events for f in events[name]]),
+        lru=lru.lru_totals(lru_parts),
+        writes=sum_parts(write_parts, ("context", "kind", "mode")),
+        shrinker=shrinker.shrinker_shares(sum_parts(sums, ("shrinker", "context"))),
+        shrinker_report=calls.report,
+    )
+
+
+def write_counts(writes: pl.DataFrame) -> pl.DataFrame:
+    """``mm_vmscan_write_folio``/``writepage`` events counted per ``context``, ``kind``
+    (``file`` by ``RECLAIM_WB_FILE``, else ``anon`` when ``RECLAIM_WB_ANON``) and ``mode``
+    (``sync`` when ``RECLAIM_WB_SYNC`` is set, lumpy reclaim < 3.x, else ``async``): the
+    script's four write rows per context. Events without either flag count in neither."""
+    schema = {
+        "context": pl.String(),
+        "kind": pl.String(),
+        "mode": pl.String(),
+        "count": pl.UInt32(),
+    }
+    if writes.is_empty() or "flags" not in writes.columns:
+        return pl.DataFrame(schema=schema)
+    flags = pl.col("flags")
+    rows = [
+        writes.filter(
+            flags.list.contains(f"RECLAIM_WB_{kind.upper()}")
+            & (flags.list.contains("RECLAIM_WB_SYNC") == (mode == "sync"))
+        )
+        .group_by("context")
+        .agg(count=pl.len())
+        .with_columns(kind=pl.lit(kind), mode=pl.lit(mode))
+        for mode in ("async", "sync")
+        for kind in ("file", "anon")
+    ]
+    return pl.concat(rows).select(pl.col(name).cast(dtype) for name, dtype in schema.items())
+
+
+def _backlog(trace) -> pl.DataFrame:
+    """The shrinkers' deferred counters over time (:func:`shrinker.deferred_backlog`)."""
+    end = event_columns(trace, shrinker.END, ("ts_ns", "shrinker", "nid", "new_scan"))
+    return shrinker.deferred_backlog(end, changes_only=True)
+
+
+def _closed_ms(rows: pl.LazyFrame) -> np.ndarray:
+    """Durations (ms) of the closed intervals among ``rows``."""
+    closed = rows.filter(pl.col("status") == "closed").select(pl.col("duration_ns") / 1e6)
+    return closed.collect().to_series().to_numpy()
+
+
+def _compute(trace, store: RowStore, by_block: bool) -> TraceAnalysis:
+    """Every statistic of ``trace`` in two passes over its blocks (see :func:`analyse_trace`),
+    without the checks against CONFIG_HZ and vmstat; :class:`pairing.OutOfOrder` when a pid
+    goes back in time across a block boundary."""
     lost = int(trace.lost_events_total)
     lost_lines = _lost_lines(trace)
     is_histogram = hasattr(trace, "groups")
-    reclaim = {} if is_histogram else pairing.reclaim_intervals(trace, lost_lines=lost_lines)
-    intervals = pairing.all_intervals(reclaim)
     start, end = capture_span(trace)
-
-    t_events = throttle.throttle_events(trace, intervals)
+    paired = _pair_reclaim(trace, _contexts(trace, is_histogram), lost_lines, store, by_block)
+    labelled = _label_events(trace, paired.intervals, lost_lines, store, by_block)
+    reclaim = {
+        context: pairing.StallIntervals.deferred(
+            {"intervals": store.loader(context, _INTERVAL_ORDER)}, report=report
+        )
+        for context, report in paired.reports.items()
+    }
+    comp_rows = store.scan("compaction")
+    wanted = ("status", "context", "duration_ns", "lost_events_inside", "end_status")
+    present = comp_rows.collect_schema().names()
+    comp_closed = comp_rows.select(c for c in wanted if c in present).collect()
+    t_events = labelled.throttle_events
     awake: dict[str, tuple[daemons.AwakeReport, ...]] = {}
     for daemon, (wake, sleep, _) in daemons.DAEMONS.items():
         awake[daemon] = tuple(
@@ -179,29 +343,30 @@ def analyse_trace(
             if start is not None
             else ()
         )
-    comp = compaction.compaction_intervals(trace, lost_lines=lost_lines)
-    invocations, _ = shrinker.shrinker_invocations(trace, intervals, lost_lines=lost_lines)
-    lru_frame = lru.lru_table(
-        _labelled(trace, "mm_vmscan_lru_shrink_inactive", intervals, lru.LRU_FIELDS)
-    )
-    series: dict[str, tuple[list[float], list[int] | None]] = {}
-    for context, paired in reclaim.items():
-        closed = paired.intervals.filter(pl.col("status") == "closed")
-        series[f"{context} reclaim"] = ((closed["duration_ns"] / 1e6).to_list(), None)
-    for (context,), group in comp.intervals.filter(pl.col("status") == "closed").group_by(
-        "context", maintain_order=True
-    ):
-        series[f"{context} compaction"] = ((group["duration_ns"] / 1e6).to_list(), None)
+    series: dict[str, tuple[np.ndarray, list[int] | None]] = {}
+    for context in reclaim:
+        series[f"{context} reclaim"] = (_closed_ms(store.scan(context)), None)
+    closed_comp = comp_closed.filter(pl.col("status") == "closed")
+    for (context,), group in closed_comp.group_by("context", maintain_order=True):
+        series[f"{context} compaction"] = ((group["duration_ns"] / 1e6).to_numpy(), None)
     known = t_events.filter(pl.col("delay_us").is_not_null())
     for (reason, context), group in known.group_by("reason", "context", maintain_order=True):
         series[f"throttle {reason} {context}"] = (
-            (group["delay_us"] / 1e3).to_list(),
+            (group["delay_us"] / 1e3).to_numpy(),
             group["count"].to_list(),
         )
+    work = store.scan("shrinker_invocations").select(
+        "context", "deferred_in_objects", "scanned_objects"
+    )
     # Every table carries its source's lost-event count: any sum may be short by lost events.
     lost_col = pl.lit(lost, dtype=pl.Int64)
     unparsed = _unparsed(trace)
-    analysis = TraceAnalysis(
+    loaders = {
+        "shrinker_invocations": store.loader("shrinker_invocations", _INVOCATION_ORDER),
+        "shrinker_backlog": functools.partial(_backlog, trace),
+    }
+    analysis = TraceAnalysis.deferred(
+        loaders,
         source=str(trace.source),
         input_kind="histogram" if is_histogram else "trace",
         lost_events=lost,
@@ -212,28 +377,23 @@ def analyse_trace(
         throttle_events=t_events,
         throttle=throttle.throttle_table(t_events).with_columns(lost_events=lost_col),
         delay_histogram=throttle.delay_histogram(t_events),
-        hz=throttle.infer_hz(t_events, config_hz),
+        hz=throttle.infer_hz(t_events, None),
         kswapd=awake["kswapd"],
         kcompactd=awake["kcompactd"],
-        compaction=comp,
-        compaction_time=compaction.compaction_time(comp.intervals).with_columns(
-            lost_events=lost_col
+        compaction=pairing.StallIntervals.deferred(
+            {"intervals": store.loader("compaction", _INTERVAL_ORDER)}, report=paired.compaction
         ),
-        compaction_status=compaction.compaction_status(comp.intervals),
+        compaction_time=compaction.compaction_time(comp_closed).with_columns(lost_events=lost_col),
+        compaction_status=compaction.compaction_status(comp_closed),
         compact_orders=compaction.try_to_compact_by_order(
             event_columns(
                 trace, "mm_compaction_try_to_compact_pages", ("order", "priority", "count")
             )
         ),
-        shrinker_invocations=invocations,
-        shrinker=shrinker.shrinker_table(invocations).with_columns(lost_events=lost_col),
-        shrinker_work=shrinker.work_distribution(invocations),
-        shrinker_backlog=shrinker.deferred_backlog(
-            event_columns(trace, "mm_shrink_slab_end", ("ts_ns", "shrinker", "nid", "new_scan")),
-            changes_only=True,
-        ),
-        lru=lru_frame.with_columns(lost_events=lost_col),
-        lru_check=lru.lru_vs_vmstat(lru_frame, vmstat_deltas) if vmstat_deltas else None,
+        shrinker=labelled.shrinker.with_columns(lost_events=lost_col),
+        shrinker_work=shrinker.work_distribution(work.collect()),
+        lru=labelled.lru.with_columns(lost_events=lost_col),
+        lru_check=None,
         distributions=distribution_table(dict(sorted(series.items()))),
         summary=pl.DataFrame(),
         histogram_groups=getattr(trace, "groups", None),
@@ -243,26 +403,59 @@ def analyse_trace(
         return analysis
     summary = vmscan_summary(
         analysis,
-        writes=_labelled_writes(trace, intervals),
+        writes=labelled.writes,
         wakeup_requests=_count(trace, "mm_vmscan_wakeup_kswapd"),
     )
-    return TraceAnalysis(**{**analysis.__dict__, "summary": summary})
+    object.__setattr__(analysis, "summary", summary)
+    return analysis
+
+
+def analyse_trace(
+    trace,
+    *,
+    config_hz: int | None = None,
+    vmstat_deltas: Mapping[str, int] | None = None,
+    store: RowStore | None = None,
+) -> TraceAnalysis:
+    """Derive every stall, throttle, daemon, compaction, shrinker and LRU statistic.
+
+    ``config_hz`` (CONFIG_HZ of the capturing kernel, if known) is checked against the HZ
+    inferred from throttle delays; ``vmstat_deltas`` (counter name → delta over the same
+    capture) enables the LRU cross-check.
+
+    An ingested trace is read one 32 MB block at a time (its Parquet parts), twice: first
+    pairing reclaim and compaction begin/end events per pid, then labelling throttle, LRU,
+    write and shrinker events with the reclaim interval around them. Only the sums, the
+    compact interval frame and the per-row results go on; the per-row results go to
+    ``store`` (memory by default; the analysis cache for :func:`analyse_file`), so memory
+    stays that of a block and the intervals, not of the trace. If a pid's timestamps go back
+    across a block boundary, the trace is analysed whole instead (same answer, more memory).
+    """
+    store = store or RowStore()
+    try:
+        analysis = _compute(trace, store, by_block=True)
+    except pairing.OutOfOrder:
+        store.clear()
+        analysis = _compute(trace, store, by_block=False)
+    return with_checks(analysis, config_hz, vmstat_deltas)
+
+
+def with_checks(
+    analysis: TraceAnalysis, config_hz: int | None, vmstat_deltas: Mapping[str, int] | None
+) -> TraceAnalysis:
+    """``analysis`` with its HZ checked against ``config_hz`` and its LRU sums against
+    ``vmstat_deltas`` (the parts of an analysis that depend on the iteration, not the trace)."""
+    object.__setattr__(analysis, "hz", throttle.infer_hz(analysis.throttle_events, config_hz))
+    check = lru.lru_vs_vmstat(analysis.lru, vmstat_deltas) if vmstat_deltas else None
+    object.__setattr__(analysis, "lru_check", check)
+    return analysis
 
 
 def _count(trace, name: str) -> int:
     """Events of ``name``, weighted by ``count`` where the source has it (a histogram)."""
-    frame = event_columns(trace, name, ("count", "line"))
-    return int(frame["count"].sum()) if "count" in frame.columns else frame.height
-
-
-def _labelled_writes(trace, intervals: pl.DataFrame) -> pl.DataFrame:
-    """``mm_vmscan_write_folio`` (5.18+; ``mm_vmscan_writepage`` before) with context."""
-    name = (
-        "mm_vmscan_write_folio"
-        if "mm_vmscan_write_folio" in trace.event_names
-        else "mm_vmscan_writepage"
-    )
-    return _labelled(trace, name, intervals, ("flags",))
+    scan = event_scan(trace, name)
+    weight = pl.col("count").sum() if "count" in scan.collect_schema().names() else pl.len()
+    return int(scan.select(weight).collect().item() or 0)
 
 
 def vmscan_summary(
@@ -272,30 +465,25 @@ def vmscan_summary(
     Statistics: vmscan"), as ``statistic``, ``value``, ``unit`` rows.
 
     Pages scanned/reclaimed come from ``mm_vmscan_lru_shrink_inactive`` (the counters vmstat
-    uses), writes (one per event: a page, or since 5.18 a folio) from
-    ``mm_vmscan_write_folio``/``writepage`` ``flags``, kswapd awake time is
-    the lower bound of :mod:`analysis.metrics.daemons` (its upper bound on the next row).
+    uses), writes (one per event: a page, or since 5.18 a folio) from :func:`write_counts`,
+    kswapd awake time is the lower bound of :mod:`analysis.metrics.daemons` (its upper bound
+    on the next row).
     """
 
     def lru_sum(column: str, context: str) -> int:
         return int(analysis.lru.filter(pl.col("context") == context)[column].sum() or 0)
 
     def write_rows(who: str, context: str) -> list[tuple[str, int, str]]:
-        """The script's four write rows: file/anon by ``RECLAIM_WB_FILE``/``_ANON``, sync
-        when ``RECLAIM_WB_SYNC`` is set (lumpy reclaim, < 3.x), else async."""
-        has_flags = not writes.is_empty() and "flags" in writes.columns
+        """The script's four write rows of one context."""
         rows = []
         for mode in ("async", "sync"):
             for kind in ("file", "anon"):
-                count = 0
-                if has_flags:
-                    flags = pl.col("flags")
-                    count = writes.filter(
-                        (pl.col("context") == context)
-                        & flags.list.contains(f"RECLAIM_WB_{kind.upper()}")
-                        & (flags.list.contains("RECLAIM_WB_SYNC") == (mode == "sync"))
-                    ).height
-                rows.append((f"{who} write {kind} {mode} I/O", count, "writes"))
+                count = writes.filter(
+                    (pl.col("context") == context)
+                    & (pl.col("kind") == kind)
+                    & (pl.col("mode") == mode)
+                )["count"].sum()
+                rows.append((f"{who} write {kind} {mode} I/O", int(count or 0), "writes"))
         return rows
 
     direct = analysis.reclaim.get("direct")
