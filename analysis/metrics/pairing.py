@@ -44,6 +44,7 @@ __all__ = [
     "END_FIELDS",
     "KEY_COLUMNS",
     "RECLAIM_EVENTS",
+    "Labeller",
     "OutOfOrder",
     "Pairing",
     "PairingReport",
@@ -244,66 +245,76 @@ class Pairing:
         held = self._held
         if held is not None:
             _check_after(events, held)
-            events = events.with_columns(_held=pl.lit(False))
-            rows = pl.concat([held, events], how="vertical_relaxed")
+            rows = pl.concat([held, events.with_columns(_held=pl.lit(False))], how="vertical")
         else:
             rows = events.with_columns(_held=pl.lit(False))
         counts = self._counts
         # In file order: within this block (the check above makes a block's first event
         # of a pid no earlier than everything before it).
         counts["clock_backwards"] += int(
-            events.sort("pid", "line")
-            .select((pl.col("ts_ns") < pl.col("ts_ns").shift(1).over("pid")).sum())
+            events.select("pid", "line", "ts_ns")
+            .sort("pid", "line")
+            .select(((pl.col("ts_ns") < pl.col("ts_ns").shift(1)) & _same_pid(1)).sum())
             .item()
             or 0
         )
-        ordered = rows.sort("pid", "ts_ns", "line").with_columns(
-            _prev=pl.col("_tag").shift(1).over("pid"),
-            _next=pl.col("_tag").shift(-1).over("pid"),
-            end_ts_ns=pl.col("ts_ns").shift(-1).over("pid"),
-            end_line=pl.col("line").shift(-1).over("pid"),
-            _end_comm=pl.col("comm").shift(-1).over("pid"),
-            _end_struct=pl.col("_e_fields").shift(-1).over("pid"),
+        # Sorted on the key columns alone; the wide rows are gathered for what is kept.
+        order = (
+            rows.select("pid", "ts_ns", "line", "_tag", "_held")
+            .with_row_index("_i")
+            .sort("pid", "ts_ns", "line")
+            .with_columns(
+                _prev=pl.when(_same_pid(1)).then(pl.col("_tag").shift(1)),
+                _next=pl.when(_same_pid(-1)).then(pl.col("_tag").shift(-1)),
+                _j=pl.when(_same_pid(-1)).then(pl.col("_i").shift(-1)),
+            )
         )
         is_begin = pl.col("_tag") == "b"
         # A held event's predecessor was counted in its own block.
-        counts["unpaired_end"] += ordered.filter(
+        counts["unpaired_end"] += order.filter(
             ~pl.col("_held")
             & (pl.col("_tag") == "e")
             & (pl.col("_prev").is_null() | (pl.col("_prev") == "e"))
         ).height
         if not final:
             last = pl.col("_next").is_null()
-            self._held = ordered.filter(last).select(rows.columns).with_columns(_held=pl.lit(True))
-            ordered = ordered.filter(~last)
-        counts["overwritten"] += ordered.filter(is_begin & (pl.col("_next") == "b")).height
-        kept = ordered.filter(is_begin & (pl.col("_next").is_null() | (pl.col("_next") == "e")))
-        intervals = self._intervals(kept)
-        closed = intervals.filter(pl.col("status") == "closed")
-        counts["closed"] += closed.height
-        counts["open"] += intervals.height - closed.height
-        counts["total_ns"] += int(closed["duration_ns"].sum() or 0)
-        counts["comm_changed"] += int(closed["comm_changed"].sum())
-        counts["lost_affected"] += int(closed["lost_events_inside"].sum())
+            index = order.filter(last)["_i"]
+            self._held = rows.select(pl.all().gather(index)).with_columns(_held=pl.lit(True))
+            order = order.filter(~last)
+        counts["overwritten"] += order.filter(is_begin & (pl.col("_next") == "b")).height
+        kept = order.filter(is_begin & (pl.col("_next").is_null() | (pl.col("_next") == "e")))
+        closed = kept["_next"] == "e"
+        begins = rows.select(pl.all().gather(kept["_i"]))
+        ends = rows.select(
+            pl.all().gather(kept["_j"].zip_with(closed, kept["_j"].clear(kept.height)))
+        )
+        intervals = self._intervals(begins, ends)
+        done = intervals.filter(pl.col("status") == "closed")
+        counts["closed"] += done.height
+        counts["open"] += intervals.height - done.height
+        counts["total_ns"] += int(done["duration_ns"].sum() or 0)
+        counts["comm_changed"] += int(done["comm_changed"].sum())
+        counts["lost_affected"] += int(done["lost_events_inside"].sum())
         return intervals
 
-    def _intervals(self, kept: pl.DataFrame) -> pl.DataFrame:
-        closed = pl.col("_next") == "e"
-        intervals = kept.select(
-            pl.lit(self.kind).alias("kind"),
-            "pid",
-            "comm",
-            pl.col("ts_ns").alias("begin_ts_ns"),
-            pl.when(closed).then(pl.col("end_ts_ns")).alias("end_ts_ns"),
-            pl.when(closed).then(pl.col("end_ts_ns") - pl.col("ts_ns")).alias("duration_ns"),
-            pl.col("line").alias("begin_line"),
-            pl.when(closed).then(pl.col("end_line")).alias("end_line"),
-            pl.when(closed).then(pl.lit("closed")).otherwise(pl.lit("open")).alias("status"),
-            (closed & (pl.col("comm") != pl.col("_end_comm")))
-            .fill_null(False)
-            .alias("comm_changed"),
-            pl.col("_b_fields"),
-            pl.col("_end_struct"),
+    def _intervals(self, begins: pl.DataFrame, ends: pl.DataFrame) -> pl.DataFrame:
+        """Interval rows of kept begins and their ends (null rows for open intervals)."""
+        closed = ends["_tag"].is_not_null()
+        intervals = pl.DataFrame(
+            {
+                "kind": pl.Series([self.kind] * begins.height, dtype=pl.String),
+                "pid": begins["pid"],
+                "comm": begins["comm"],
+                "begin_ts_ns": begins["ts_ns"],
+                "end_ts_ns": ends["ts_ns"],
+                "duration_ns": ends["ts_ns"] - begins["ts_ns"],
+                "begin_line": begins["line"],
+                "end_line": ends["line"],
+                "status": pl.Series(["open", "closed"]).gather(closed.cast(pl.UInt32)),
+                "comm_changed": (closed & (begins["comm"] != ends["comm"])).fill_null(False),
+                "_b_fields": begins["_b_fields"],
+                "_end_struct": ends["_e_fields"],
+            }
         )
         lost = _lost_between(
             intervals["begin_line"].to_numpy(),
@@ -335,6 +346,13 @@ class Pairing:
             lost_events=len(self.lost_lines),
             lost_affected=c["lost_affected"],
         )
+
+
+def _same_pid(offset: int) -> pl.Expr:
+    """True where the row ``offset`` away (1: the one before) has the same pid, in a
+    frame sorted by pid: a shift within the pid, as ``.over("pid")`` would, without
+    grouping."""
+    return (pl.col("pid").shift(offset) == pl.col("pid")).fill_null(False)
 
 
 def _check_after(events: pl.DataFrame, held: pl.DataFrame) -> None:
@@ -455,3 +473,42 @@ def label_context(events: pl.DataFrame, intervals: pl.DataFrame) -> pl.DataFrame
         .sort("_row")
         .drop("_row", "_ctx")
     )
+
+
+class Labeller:
+    """:func:`label_context` against one interval frame for many event frames (a trace's
+    blocks, in file order): each frame is joined with only the intervals its time range can
+    meet, those beginning inside it and each pid's last one beginning before it, which
+    are the only candidates for "the pid's latest interval beginning at or before the
+    event" (the label is the same as against all intervals)."""
+
+    def __init__(self, intervals: pl.DataFrame) -> None:
+        self._sorted = intervals.sort("begin_ts_ns", "pid", maintain_order=True)
+        self._begins = self._sorted["begin_ts_ns"].to_numpy()
+        self._upto = 0
+        self._last = self._sorted.clear()
+
+    def _before(self, index: int) -> pl.DataFrame:
+        """Each pid's last interval among the first ``index`` (by begin), kept as the
+        frames advance; recomputed when a frame starts earlier than the one before."""
+        if index < self._upto:
+            self._upto, self._last = 0, self._sorted.clear()
+        if index > self._upto:
+            new = self._sorted.slice(self._upto, index - self._upto)
+            self._last = (
+                pl.concat([self._last, new], how="vertical")
+                .group_by("pid", maintain_order=True)
+                .agg(pl.all().last())
+                .select(self._sorted.columns)
+            )
+            self._upto = index
+        return self._last
+
+    def __call__(self, events: pl.DataFrame) -> pl.DataFrame:
+        ts = events["ts_ns"].drop_nulls() if "ts_ns" in events.columns else None
+        if ts is None or ts.is_empty():
+            return label_context(events, self._sorted)
+        lo, hi = np.searchsorted(self._begins, [ts.min(), ts.max()], side="right")
+        lo = int(np.searchsorted(self._begins, ts.min(), side="left"))
+        window = pl.concat([self._before(lo), self._sorted.slice(lo, int(hi) - lo)], how="vertical")
+        return label_context(events, window)

@@ -27,7 +27,8 @@ context that takes the counter inherits all of it).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import polars as pl
@@ -91,14 +92,16 @@ def start_events(start: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def invocation_rows(paired: pl.DataFrame, intervals: pl.DataFrame) -> pl.DataFrame:
+def invocation_rows(
+    paired: pl.DataFrame, label: Callable[[pl.DataFrame], pl.DataFrame]
+) -> pl.DataFrame:
     """The invocation frame (see :func:`shrinker_invocations`) of the closed start/end
-    pairs in ``paired``, with the reclaim context from ``intervals``
-    (:func:`analysis.metrics.pairing.all_intervals`)."""
+    pairs in ``paired``, with the reclaim context ``label`` adds
+    (:func:`analysis.metrics.pairing.label_context` or a ``Labeller``)."""
     closed = paired.filter(pl.col("status") == "closed")
     if closed.is_empty():
         return _empty_invocations()
-    labelled = label_context(closed.rename({"begin_ts_ns": "ts_ns"}), intervals)
+    labelled = label(closed.rename({"begin_ts_ns": "ts_ns"}))
     return labelled.select(
         "shrinker",
         "shrinker_ptr",
@@ -142,7 +145,8 @@ def shrinker_invocations(
         end_fields=END_FIELDS,
         lost_lines=lost_lines,
     )
-    return invocation_rows(paired.intervals, intervals), paired
+    label = functools.partial(label_context, intervals=intervals)
+    return invocation_rows(paired.intervals, label), paired
 
 
 def _empty_invocations() -> pl.DataFrame:

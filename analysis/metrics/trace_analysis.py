@@ -244,16 +244,17 @@ def _label_events(
     columns[write] = (*KEY_COLUMNS, "flags")
     columns[shrinker.START] = (*KEY_COLUMNS, *shrinker.START_FIELDS)
     columns[shrinker.END] = (*KEY_COLUMNS, *shrinker.END_FIELDS)
+    label = pairing.Labeller(intervals)
     events: dict[str, list[pl.DataFrame]] = {name: [] for name, _ in throttled}
     lru_parts, write_parts, sums = [], [], []
     for frames in pairing.event_blocks(trace, columns, by_block=by_block):
         for name, delay in throttled:
-            labelled = pairing.label_context(frames[name], intervals)
+            labelled = label(frames[name])
             events[name].append(throttle.throttle_rows(labelled, name, delay))
-        lru_parts.append(lru.lru_table(pairing.label_context(frames[_SHRINK_INACTIVE], intervals)))
-        write_parts.append(write_counts(pairing.label_context(frames[write], intervals)))
+        lru_parts.append(lru.lru_table(label(frames[_SHRINK_INACTIVE])))
+        write_parts.append(write_counts(label(frames[write])))
         paired = calls.add(shrinker.start_events(frames[shrinker.START]), frames[shrinker.END])
-        invocations = shrinker.invocation_rows(paired, intervals)
+        invocations = shrinker.invocation_rows(paired, label)
         store.add("shrinker_invocations", invocations)
         sums.append(shrinker.shrinker_sums(invocations))
     calls.finish()
