@@ -64,7 +64,8 @@ def _head(path: Path) -> str:
 def analyse_path(path: Path, args: argparse.Namespace) -> TraceAnalysis:
     # Here, not at the top: `mmlab --help` must not import polars or numpy.
     from analysis.ingest import histogram
-    from analysis.metrics.trace_analysis import analyse_file, analyse_trace
+    from analysis.metrics.trace_analysis import analyse_trace
+    from analysis.metrics.trace_files import analyse_file
 
     labels = dict(args.label)
     if histogram.looks_like_histogram(_head(path)):

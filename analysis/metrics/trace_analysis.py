@@ -1,6 +1,5 @@
-"""Every reclaim statistic of one trace (or mail histogram) in one pass: :func:`analyse_trace`;
-of a trace file with its iteration's CONFIG_HZ and vmstat (:func:`analyse_file`); of every
-trace of an mmtests iteration (:func:`analyse_iteration`).
+"""Every reclaim statistic of one trace (or mail histogram): :func:`analyse_trace` (of a
+trace file, cached, and of every trace of an iteration: :mod:`analysis.metrics.trace_files`).
 
 This composes the single-purpose modules (``stalls``, ``throttle``, ``kswapd``,
 ``compaction``, ``shrinker``, ``lru``, ``distribution``) over anything shaped like
@@ -16,14 +15,10 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import polars as pl
 
-from analysis.errors import InputError
-from analysis.ingest import mmtests
-from analysis.ingest.captures import iteration_of, iteration_traces
 from analysis.metrics import compaction, daemons, lru, pairing, shrinker, throttle
 from analysis.metrics.deferred import Deferred
 from analysis.metrics.pairing import KEY_COLUMNS, event_columns, event_scan
@@ -31,16 +26,20 @@ from analysis.metrics.rows import RowStore, sum_parts
 from analysis.stats.describe import distribution_table
 
 __all__ = [
+    "INTERVAL_ORDER",
+    "INVOCATION_ORDER",
     "UNPARSED_LINES_SHOWN",
     "TraceAnalysis",
-    "analyse_file",
-    "analyse_iteration",
     "analyse_trace",
     "capture_span",
     "daemon_activity",
     "pooled",
     "reclaim_series",
+    "shrinker_backlog",
+    "unparsed_of",
     "vmscan_summary",
+    "with_checks",
+    "write_counts",
 ]
 
 
@@ -131,7 +130,7 @@ def _lost_lines(trace) -> list[int]:
     return [int(entry.line) for entry in getattr(accounting, "lost_events", ())]
 
 
-def _unparsed(trace) -> tuple[int, tuple[int, ...]]:
+def unparsed_of(trace) -> tuple[int, tuple[int, ...]]:
     """(count, first line numbers) of the lines the reader could not use: a trace's
     unparsed lines, a mail histogram's unidentified ones."""
     accounting = getattr(trace, "accounting", None)
@@ -148,8 +147,8 @@ _DAEMON_COLUMNS = ("nid", "pid", "ts_ns", "line")
 _COMPACTION = ("mm_compaction_begin", "mm_compaction_end")
 _SHRINK_INACTIVE = "mm_vmscan_lru_shrink_inactive"
 # Interval and shrinker-call rows in the order the whole-trace pairing gives them.
-_INTERVAL_ORDER = ("pid", "begin_ts_ns", "begin_line")
-_INVOCATION_ORDER = ("pid", "ts_ns", "begin_line")
+INTERVAL_ORDER = ("pid", "begin_ts_ns", "begin_line")
+INVOCATION_ORDER = ("pid", "ts_ns", "begin_line")
 
 
 def _write_event(trace) -> str:
@@ -296,7 +295,7 @@ def write_counts(writes: pl.DataFrame) -> pl.DataFrame:
     return pl.concat(rows).select(pl.col(name).cast(dtype) for name, dtype in schema.items())
 
 
-def _backlog(trace) -> pl.DataFrame:
+def shrinker_backlog(trace) -> pl.DataFrame:
     """The shrinkers' deferred counters over time (:func:`shrinker.deferred_backlog`)."""
     end = event_columns(trace, shrinker.END, ("ts_ns", "shrinker", "nid", "new_scan"))
     return shrinker.deferred_backlog(end, changes_only=True)
@@ -320,7 +319,7 @@ def _compute(trace, store: RowStore, by_block: bool) -> TraceAnalysis:
     labelled = _label_events(trace, paired.intervals, lost_lines, store, by_block)
     reclaim = {
         context: pairing.StallIntervals.deferred(
-            {"intervals": store.loader(context, _INTERVAL_ORDER)}, report=report
+            {"intervals": store.loader(context, INTERVAL_ORDER)}, report=report
         )
         for context, report in paired.reports.items()
     }
@@ -361,10 +360,10 @@ def _compute(trace, store: RowStore, by_block: bool) -> TraceAnalysis:
     )
     # Every table carries its source's lost-event count: any sum may be short by lost events.
     lost_col = pl.lit(lost, dtype=pl.Int64)
-    unparsed = _unparsed(trace)
+    unparsed = unparsed_of(trace)
     loaders = {
-        "shrinker_invocations": store.loader("shrinker_invocations", _INVOCATION_ORDER),
-        "shrinker_backlog": functools.partial(_backlog, trace),
+        "shrinker_invocations": store.loader("shrinker_invocations", INVOCATION_ORDER),
+        "shrinker_backlog": functools.partial(shrinker_backlog, trace),
     }
     analysis = TraceAnalysis.deferred(
         loaders,
@@ -382,7 +381,7 @@ def _compute(trace, store: RowStore, by_block: bool) -> TraceAnalysis:
         kswapd=awake["kswapd"],
         kcompactd=awake["kcompactd"],
         compaction=pairing.StallIntervals.deferred(
-            {"intervals": store.loader("compaction", _INTERVAL_ORDER)}, report=paired.compaction
+            {"intervals": store.loader("compaction", INTERVAL_ORDER)}, report=paired.compaction
         ),
         compaction_time=compaction.compaction_time(comp_closed).with_columns(lost_events=lost_col),
         compaction_status=compaction.compaction_status(comp_closed),
@@ -428,7 +427,8 @@ def analyse_trace(
     pairing reclaim and compaction begin/end events per pid, then labelling throttle, LRU,
     write and shrinker events with the reclaim interval around them. Only the sums, the
     compact interval frame and the per-row results go on; the per-row results go to
-    ``store`` (memory by default; the analysis cache for :func:`analyse_file`), so memory
+    ``store`` (memory by default; the analysis cache for
+    :func:`analysis.metrics.trace_files.analyse_file`), so memory
     stays that of a block and the intervals, not of the trace. If a pid's timestamps go back
     across a block boundary, the trace is analysed whole instead (same answer, more memory).
     """
@@ -517,38 +517,6 @@ def vmscan_summary(
             "unit": [r[2] for r in rows],
         }
     )
-
-
-def _in_iteration(
-    trace: Path, iteration: mmtests.Iteration, test: str, config_hz: int | None
-) -> TraceAnalysis:
-    # Imported here: the trace reader pulls in NumPy, Polars and PyArrow, which `mmlab --help`
-    # should not pay for.
-    from analysis.ingest import ftrace
-
-    try:
-        deltas = iteration.counter_deltas(test)
-    except InputError:
-        deltas = None  # a trace without vmstat snapshots still has its stall statistics
-    hz = config_hz if config_hz is not None else iteration.config_hz
-    return analyse_trace(ftrace.read(trace), config_hz=hz, vmstat_deltas=deltas)
-
-
-def analyse_file(trace: Path, *, config_hz: int | None = None) -> TraceAnalysis:
-    """:func:`analyse_trace` of a trace file, with the CONFIG_HZ (unless ``config_hz`` is
-    given) and vmstat deltas of the mmtests iteration holding it, when it is in one."""
-    if found := iteration_of(trace):
-        return _in_iteration(trace, *found, config_hz)
-    from analysis.ingest import ftrace
-
-    return analyse_trace(ftrace.read(trace), config_hz=config_hz)
-
-
-def analyse_iteration(iteration: mmtests.Iteration) -> list[TraceAnalysis]:
-    """:func:`analyse_trace` of every trace of ``iteration`` with its CONFIG_HZ and vmstat."""
-    return [
-        _in_iteration(trace, iteration, test, None) for test, trace in iteration_traces(iteration)
-    ]
 
 
 def reclaim_series(results: Mapping[str, TraceAnalysis]) -> dict[str, tuple[list[float], None]]:

@@ -17,7 +17,8 @@ from analysis.ingest.mmtests import Run
 from analysis.metrics.compare import Comparison, compare_runs
 from analysis.metrics.stall_runs import iteration_stalls, run_stall_table
 from analysis.metrics.throttle_runs import run_throttle_table
-from analysis.metrics.trace_analysis import TraceAnalysis, analyse_iteration
+from analysis.metrics.trace_analysis import TraceAnalysis
+from analysis.metrics.trace_files import analyse_iteration
 from analysis.study.fits import RunGroupFit, run_fits
 from analysis.study.latency import LatencyComparison, latency_comparison
 from analysis.study.provenance import (
