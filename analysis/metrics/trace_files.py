@@ -17,7 +17,8 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-from collections.abc import Mapping
+import os
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 
@@ -28,12 +29,21 @@ from analysis import __version__
 from analysis.errors import InputError
 from analysis.ingest import ftrace, mmtests
 from analysis.ingest.captures import iteration_of, iteration_traces
-from analysis.ingest.ftrace.cache import results
+from analysis.ingest.ftrace.cache import DEFAULT_CACHE, cached, results
 from analysis.metrics import daemons, pairing, trace_analysis
 from analysis.metrics.rows import RowStore, stored
 from analysis.metrics.trace_analysis import TraceAnalysis
 
-__all__ = ["TABLES", "analyse_file", "analyse_iteration", "analysis_key", "cached_analysis"]
+__all__ = [
+    "TABLES",
+    "analyse_file",
+    "analyse_iteration",
+    "analyse_iterations",
+    "analysis_key",
+    "cached_analysis",
+    "warm",
+    "warm_runs",
+]
 
 # The tables of a TraceAnalysis kept as Parquet files.
 TABLES = (
@@ -158,3 +168,46 @@ def analyse_iteration(iteration: mmtests.Iteration) -> list[TraceAnalysis]:
     return [
         _in_iteration(trace, iteration, test, None) for test, trace in iteration_traces(iteration)
     ]
+
+
+def analyse_iterations(iterations: Sequence[mmtests.Iteration]) -> list[list[TraceAnalysis]]:
+    """:func:`analyse_iteration` of each iteration; the traces not analysed before are
+    analysed first in parallel (:func:`warm`)."""
+    warm([trace for it in iterations for _, trace in iteration_traces(it)])
+    return [analyse_iteration(it) for it in iterations]
+
+
+def _analysed(path: Path) -> bool:
+    """Whether this code's analysis of ``path`` (as it is now) is in the default cache."""
+    dataset = cached(DEFAULT_CACHE, path)
+    return dataset is not None and (dataset / f"analysis-{analysis_key()}/meta.json").is_file()
+
+
+def _analyse_for_pool(path: str, _cache: str | None) -> dict:
+    """Worker entry point: ingest and analyse one trace into the caches (the reader's
+    note on unparsed lines is the caller's to print)."""
+    cached_analysis(ftrace.read(path, note_unparsed=False))
+    return {}
+
+
+def warm(paths: Sequence[Path]) -> None:
+    """Analyse into the cache the traces among ``paths`` not analysed yet, one process per
+    core (and per ``WORKER_PEAK_BYTES`` of available memory): the analyses of different
+    traces are independent. With one to do, or one core, the caller's own analysis does it."""
+    todo = [str(p) for p in dict.fromkeys(paths) if p.is_file() and not _analysed(p)]
+    if len(todo) < 2:
+        return
+    import psutil
+
+    from analysis.ingest.ftrace import reader
+
+    free = reader.available_memory_bytes(psutil.virtual_memory().available)
+    workers = reader.pool_workers(len(todo), os.cpu_count() or 1, free)
+    if workers > 1:
+        reader.map_in_processes(_analyse_for_pool, todo, None, workers)
+
+
+def warm_runs(paths: Sequence[Path]) -> None:
+    """:func:`warm` for every trace of every run found below ``paths``."""
+    runs = [run for path in paths for run in mmtests.find_runs(path)]
+    warm([trace for run in runs for it in run.iterations for _, trace in iteration_traces(it)])

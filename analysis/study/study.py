@@ -18,7 +18,7 @@ from analysis.metrics.compare import Comparison, compare_runs
 from analysis.metrics.stall_runs import iteration_stalls, run_stall_table
 from analysis.metrics.throttle_runs import run_throttle_table
 from analysis.metrics.trace_analysis import TraceAnalysis
-from analysis.metrics.trace_files import analyse_iteration
+from analysis.metrics.trace_files import analyse_iterations
 from analysis.study.fits import RunGroupFit, run_fits
 from analysis.study.latency import LatencyComparison, latency_comparison
 from analysis.study.provenance import (
@@ -45,11 +45,12 @@ class Study:
     @cached_property
     def analyses(self) -> tuple[tuple[Run, int, TraceAnalysis], ...]:
         """``(run, iteration index, analysis)`` of every trace of every iteration."""
+        iterations = [(run, it) for run in self.runs for it in run.iterations]
+        analysed = analyse_iterations([it for _, it in iterations])
         return tuple(
             (run, it.index, analysis)
-            for run in self.runs
-            for it in run.iterations
-            for analysis in analyse_iteration(it)
+            for (run, it), analyses in zip(iterations, analysed, strict=True)
+            for analysis in analyses
         )
 
     @cached_property
