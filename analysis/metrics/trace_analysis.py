@@ -13,7 +13,7 @@ whose interval spans a lost-event marker.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,6 +33,7 @@ __all__ = [
     "analyse_trace",
     "capture_span",
     "daemon_activity",
+    "not_traced",
     "pooled",
     "reclaim_series",
     "shrinker_backlog",
@@ -405,6 +406,7 @@ def _compute(trace, store: RowStore, by_block: bool) -> TraceAnalysis:
         analysis,
         writes=labelled.writes,
         wakeup_requests=_count(trace, "mm_vmscan_wakeup_kswapd"),
+        event_names=trace.event_names,
     )
     object.__setattr__(analysis, "summary", summary)
     return analysis
@@ -459,22 +461,45 @@ def _count(trace, name: str) -> int:
     return int(scan.select(weight).collect().item() or 0)
 
 
+def not_traced(names: set[str], *events: str) -> str | None:
+    """The note of a statistic whose events are all absent from a trace (``names``): it
+    is not 0 but unknown (the events were not enabled, or none fired)."""
+    if names.isdisjoint(events):
+        return f"not traced: no {' or '.join(events)} events in the trace"
+    return None
+
+
 def vmscan_summary(
-    analysis: TraceAnalysis, *, writes: pl.DataFrame, wakeup_requests: int
+    analysis: TraceAnalysis,
+    *,
+    writes: pl.DataFrame,
+    wakeup_requests: int,
+    event_names: Sequence[str],
 ) -> pl.DataFrame:
     """The summary of ``trace-vmscan-postprocess.pl`` (seed 002's "FTrace Reclaim
-    Statistics: vmscan"), as ``statistic``, ``value``, ``unit`` rows.
+    Statistics: vmscan"), as ``statistic``, ``value``, ``unit``, ``note`` rows.
 
     Pages scanned/reclaimed come from ``mm_vmscan_lru_shrink_inactive`` (the counters vmstat
     uses), writes (one per event: a page, or since 5.18 a folio) from :func:`write_counts`,
     kswapd awake time is the lower bound of :mod:`analysis.metrics.daemons` (its upper bound
-    on the next row).
+    on the next row). A row whose events the trace does not have (``event_names``) is null
+    with a ``not traced`` note, not 0; the script's own rows cover direct reclaim and kswapd,
+    and memcg reclaim (a cgroup's limit) has rows of its own.
     """
+    names = set(event_names)
+    direct_events = pairing.RECLAIM_EVENTS["direct"]
+    lru_note = not_traced(names, _SHRINK_INACTIVE)
+    write_note = not_traced(names, "mm_vmscan_write_folio", "mm_vmscan_writepage")
+    kswapd_note = (
+        None
+        if analysis.kswapd
+        else "not traced: no mm_vmscan_kswapd_wake or _sleep events and no kswapd activity"
+    )
 
     def lru_sum(column: str, context: str) -> int:
         return int(analysis.lru.filter(pl.col("context") == context)[column].sum() or 0)
 
-    def write_rows(who: str, context: str) -> list[tuple[str, int, str]]:
+    def write_rows(who: str, context: str) -> list[tuple]:
         """The script's four write rows of one context."""
         rows = []
         for mode in ("async", "sync"):
@@ -484,38 +509,87 @@ def vmscan_summary(
                     & (pl.col("kind") == kind)
                     & (pl.col("mode") == mode)
                 )["count"].sum()
-                rows.append((f"{who} write {kind} {mode} I/O", int(count or 0), "writes"))
+                rows.append(
+                    (f"{who} write {kind} {mode} I/O", int(count or 0), "writes", write_note)
+                )
         return rows
 
     direct = analysis.reclaim.get("direct")
+    direct_note = not_traced(names, *direct_events)
+    kswapd = analysis.kswapd
+
     rows = [
-        ("Direct reclaims", direct.report.count if direct else 0, "count"),
-        ("Direct reclaim pages scanned", lru_sum("scanned_pages", "direct"), "pages"),
-        ("Direct reclaim pages reclaimed", lru_sum("reclaimed_pages", "direct"), "pages"),
+        ("Direct reclaims", direct.report.count, "count", direct_note),
+        ("Direct reclaim pages scanned", lru_sum("scanned_pages", "direct"), "pages", lru_note),
+        (
+            "Direct reclaim pages reclaimed",
+            lru_sum("reclaimed_pages", "direct"),
+            "pages",
+            lru_note,
+        ),
         *write_rows("Direct reclaim", "direct"),
-        ("Wake kswapd requests", wakeup_requests, "count"),
-        ("Kswapd wakeups", sum(r.wakes - r.rewakes for r in analysis.kswapd), "count"),
-        ("Kswapd re-wakes while awake", sum(r.rewakes for r in analysis.kswapd), "count"),
-        ("Kswapd pages scanned", lru_sum("scanned_pages", "kswapd"), "pages"),
-        ("Kswapd pages reclaimed", lru_sum("reclaimed_pages", "kswapd"), "pages"),
+        (
+            "Wake kswapd requests",
+            wakeup_requests,
+            "count",
+            not_traced(names, "mm_vmscan_wakeup_kswapd"),
+        ),
+        (
+            "Kswapd wakeups",
+            sum(r.wakes - r.rewakes for r in kswapd),
+            "count",
+            kswapd_note,
+        ),
+        (
+            "Kswapd re-wakes while awake",
+            sum(r.rewakes for r in kswapd),
+            "count",
+            kswapd_note,
+        ),
+        ("Kswapd pages scanned", lru_sum("scanned_pages", "kswapd"), "pages", lru_note),
+        ("Kswapd pages reclaimed", lru_sum("reclaimed_pages", "kswapd"), "pages", lru_note),
         *write_rows("Kswapd reclaim", "kswapd"),
-        ("Time stalled direct reclaim", direct.report.total_s if direct else 0.0, "s"),
-        ("Time kswapd awake (lower bound)", sum(r.awake_s for r in analysis.kswapd), "s"),
-        ("Time kswapd awake (upper bound)", sum(r.awake_upper_s for r in analysis.kswapd), "s"),
+        (
+            "Time stalled direct reclaim",
+            direct.report.total_s,
+            "s",
+            direct_note,
+        ),
+        (
+            "Time kswapd awake (lower bound)",
+            sum(r.awake_s for r in kswapd),
+            "s",
+            kswapd_note,
+        ),
+        (
+            "Time kswapd awake (upper bound)",
+            sum(r.awake_upper_s for r in kswapd),
+            "s",
+            kswapd_note,
+        ),
     ]
+    rows = [(label, None if note else value, unit, note) for label, value, unit, note in rows]
     memcg = analysis.reclaim.get("memcg")
     if memcg:
         rows += [
-            ("Memcg reclaims", memcg.report.count, "count"),
-            ("Memcg reclaim pages scanned", lru_sum("scanned_pages", "memcg"), "pages"),
-            ("Time stalled memcg reclaim", memcg.report.total_s, "s"),
+            ("Memcg reclaims", memcg.report.count, "count", None),
+            ("Memcg reclaim pages scanned", lru_sum("scanned_pages", "memcg"), "pages", lru_note),
+            ("Time stalled memcg reclaim", memcg.report.total_s, "s", None),
         ]
+    # A statistic with a note has no value: its events are not in the trace.
     return pl.DataFrame(
         {
             "statistic": [r[0] for r in rows],
-            "value": [float(r[1]) for r in rows],
+            "value": [None if r[3] else float(r[1]) for r in rows],
             "unit": [r[2] for r in rows],
-        }
+            "note": [r[3] for r in rows],
+        },
+        schema={
+            "statistic": pl.String(),
+            "value": pl.Float64(),
+            "unit": pl.String(),
+            "note": pl.String(),
+        },
     )
 
 

@@ -208,6 +208,26 @@ def _histogram_group_lines(a: TraceAnalysis) -> list[str]:
     return [title, *Table(columns, rows).text(indent=2)]
 
 
+def _summary_lines(summary: pl.DataFrame) -> list[str]:
+    """The script's summary rows; a row whose events are not in the trace says so."""
+    notes = Footnotes()
+    rows = [
+        (
+            r["statistic"],
+            "not traced"
+            if r["value"] is None
+            else fixed(r["value"], 3)
+            if r["unit"] == "s"
+            else str(int(r["value"])),
+            f"{r['unit']} {notes.mark(r['note'])}" if r["note"] else r["unit"],
+        )
+        for r in summary.iter_rows(named=True)
+    ]
+    columns = [Column(width=44, left=True), Column(width=15), Column(left=True)]
+    title = "Summary (trace-vmscan-postprocess.pl; direct reclaim and kswapd, memcg apart)"
+    return [title, *Table(columns, rows).text(indent=2), *notes.lines()]
+
+
 def _mmtests_lines(a: TraceAnalysis) -> list[str]:
     """mmtests' rows (seed 002's vmscan block, seed 003's compaction block) that the summary
     above does not already print under the same name; reasons numbered below."""
@@ -324,19 +344,7 @@ def format_analysis(a: TraceAnalysis) -> str:
             ],
         )
     if not a.summary.is_empty():
-        rows = [
-            (
-                r["statistic"],
-                fixed(r["value"], 3) if r["unit"] == "s" else str(int(r["value"])),
-                r["unit"],
-            )
-            for r in a.summary.iter_rows(named=True)
-        ]
-        columns = [Column(width=44, left=True), Column(width=15), Column(left=True)]
-        out += [
-            "Summary (trace-vmscan-postprocess.pl)",
-            *Table(columns, rows).text(indent=2),
-        ]
+        out += _summary_lines(a.summary)
     out += _mmtests_lines(a)
     return "\n".join(out).rstrip() + "\n"
 
