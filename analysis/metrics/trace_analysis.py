@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from analysis.metrics import compaction, daemons, lru, pairing, shrinker, throttle
+from analysis.metrics import attribution, compaction, daemons, lru, pairing, shrinker, throttle
 from analysis.metrics.deferred import Deferred
 from analysis.metrics.pairing import KEY_COLUMNS, event_columns, event_scan
 from analysis.metrics.rows import RowStore, sum_parts
@@ -72,6 +72,9 @@ class TraceAnalysis(Deferred):
     kswapd: tuple[daemons.AwakeReport, ...]
     kcompactd: tuple[daemons.AwakeReport, ...]
     compaction: pairing.StallIntervals
+    by_process: pl.DataFrame
+    by_order: pl.DataFrame
+    by_gfp: pl.DataFrame
     compaction_time: pl.DataFrame
     compaction_status: pl.DataFrame
     compact_orders: pl.DataFrame
@@ -179,6 +182,8 @@ class _Paired:
     reports: dict[str, pairing.PairingReport]
     compaction: pairing.PairingReport
     intervals: pl.DataFrame
+    stalls: pl.DataFrame
+    begins: pl.DataFrame
 
 
 def _pair_reclaim(
@@ -203,21 +208,31 @@ def _pair_reclaim(
     columns[_COMPACTION[0]] = (*KEY_COLUMNS, *comp.begin_fields)
     columns[_COMPACTION[1]] = (*KEY_COLUMNS, *comp.end_fields)
     compact: list[pl.DataFrame] = []
+    stalls = [pl.DataFrame(schema=attribution.STALL_SCHEMA)]
+    begins = [pl.DataFrame(schema=attribution.BEGIN_SCHEMA)]
 
     def keep(context: str, rows: pl.DataFrame) -> None:
         store.add(context, rows)
         compact.append(rows.select("kind", "pid", "begin_ts_ns", "end_ts_ns"))
+        stalls.append(attribution.stall_sums(rows, context))
 
     for frames in pairing.event_blocks(trace, columns, by_block=by_block):
         for context, paired in pairs.items():
             begin, end = pairing.RECLAIM_EVENTS[context]
             keep(context, paired.add(frames[begin], frames[end]))
+            begins.append(attribution.begin_counts(frames[begin], context))
         store.add("compaction", compaction.with_context(comp.add(*map(frames.get, _COMPACTION))))
     for context, paired in pairs.items():
         keep(context, paired.finish())
     store.add("compaction", compaction.with_context(comp.finish()))
     intervals = pl.concat(compact, how="vertical") if compact else pairing.all_intervals({})
-    return _Paired({c: p.report for c, p in pairs.items()}, comp.report, intervals)
+    return _Paired(
+        {c: p.report for c, p in pairs.items()},
+        comp.report,
+        intervals,
+        sum_parts(stalls, attribution.STALL_KEYS),
+        sum_parts(begins, ("context", *attribution.PROCESS)),
+    )
 
 
 @dataclass(frozen=True)
@@ -226,6 +241,7 @@ class _Labelled:
 
     throttle_events: pl.DataFrame
     lru: pl.DataFrame
+    lru_by_process: pl.DataFrame
     writes: pl.DataFrame
     shrinker: pl.DataFrame
     shrinker_report: pairing.PairingReport
@@ -246,12 +262,14 @@ def _label_events(
     columns[shrinker.END] = (*KEY_COLUMNS, *shrinker.END_FIELDS)
     label = pairing.Labeller(intervals)
     events: dict[str, list[pl.DataFrame]] = {name: [] for name, _ in throttled}
-    lru_parts, write_parts, sums = [], [], []
+    lru_parts, by_process, write_parts, sums = [], [], [], []
     for frames in pairing.event_blocks(trace, columns, by_block=by_block):
         for name, delay in throttled:
             labelled = label(frames[name])
             events[name].append(throttle.throttle_rows(labelled, name, delay))
-        lru_parts.append(lru.lru_table(label(frames[_SHRINK_INACTIVE])))
+        shrink_inactive = label(frames[_SHRINK_INACTIVE])
+        lru_parts.append(lru.lru_table(shrink_inactive))
+        by_process.append(attribution.lru_by_process(shrink_inactive))
         write_parts.append(write_counts(label(frames[write])))
         paired = calls.add(shrinker.start_events(frames[shrinker.START]), frames[shrinker.END])
         invocations = shrinker.invocation_rows(paired, label)
@@ -262,6 +280,7 @@ def _label_events(
         # Each event's rows in file order, the events in reporting order.
         throttle_events=throttle.throttle_frame([f for name in events for f in events[name]]),
         lru=lru.lru_totals(lru_parts),
+        lru_by_process=sum_parts(by_process, attribution.PROCESS),
         writes=sum_parts(write_parts, ("context", "kind", "mode")),
         shrinker=shrinker.shrinker_shares(sum_parts(sums, ("shrinker", "context"))),
         shrinker_report=calls.report,
@@ -325,7 +344,7 @@ def _compute(trace, store: RowStore, by_block: bool) -> TraceAnalysis:
         for context, report in paired.reports.items()
     }
     comp_rows = store.scan("compaction")
-    wanted = ("status", "context", "duration_ns", "lost_events_inside", "end_status")
+    wanted = ("status", "context", "duration_ns", "lost_events_inside", "end_status", "comm", "pid")
     present = comp_rows.collect_schema().names()
     comp_closed = comp_rows.select(c for c in wanted if c in present).collect()
     t_events = labelled.throttle_events
@@ -356,6 +375,9 @@ def _compute(trace, store: RowStore, by_block: bool) -> TraceAnalysis:
             (group["delay_us"] / 1e3).to_numpy(),
             group["count"].to_list(),
         )
+    wakeups = event_scan(trace, "mm_vmscan_wakeup_kswapd")
+    weight = pl.col("count").sum() if "count" in wakeups.collect_schema().names() else pl.len()
+    wakeups = wakeups.group_by(attribution.PROCESS).agg(wakeup_kswapd=weight).collect()
     work = store.scan("shrinker_invocations").select(
         "context", "deferred_in_objects", "scanned_objects"
     )
@@ -384,6 +406,16 @@ def _compute(trace, store: RowStore, by_block: bool) -> TraceAnalysis:
         compaction=pairing.StallIntervals.deferred(
             {"intervals": store.loader("compaction", INTERVAL_ORDER)}, report=paired.compaction
         ),
+        by_process=attribution.by_process(
+            paired.stalls,
+            paired.begins,
+            labelled.lru_by_process,
+            wakeups,
+            t_events,
+            comp_closed,
+        ),
+        by_order=attribution.by_order(paired.stalls),
+        by_gfp=attribution.by_gfp(paired.stalls),
         compaction_time=compaction.compaction_time(comp_closed).with_columns(lost_events=lost_col),
         compaction_status=compaction.compaction_status(comp_closed),
         compact_orders=compaction.try_to_compact_by_order(

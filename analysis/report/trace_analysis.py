@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from analysis.metrics.attribution import NO_MEMCG
 from analysis.metrics.throttle import REASON_PREFIX
 from analysis.metrics.trace_analysis import TraceAnalysis
 from analysis.metrics.trace_rows import benchmark_times, mmtests_trace_rows
@@ -208,6 +209,54 @@ def _histogram_group_lines(a: TraceAnalysis) -> list[str]:
     return [title, *Table(columns, rows).text(indent=2)]
 
 
+# Processes the text shows (the JSON has every one).
+TOP_PROCESSES = 10
+
+
+def _attribution_lines(a: TraceAnalysis) -> list[str]:
+    """Who paid: the top processes by time stalled, then stalls by order and gfp flags."""
+    procs = a.by_process
+    if procs.is_empty():
+        return []
+    shown = procs.head(TOP_PROCESSES).with_columns(
+        process=pl.format("{}-{}", "comm", "pid"),
+        stall_s=pl.col("stalled_s"),
+    )
+    out = _frame_lines(
+        f"Who paid (top {min(TOP_PROCESSES, procs.height)} of {procs.height} processes by "
+        "time stalled; --json has all)",
+        shown,
+        [
+            ("process", "process", 16),
+            ("contexts", "ctx", 6),
+            ("begins", "begins", 7),
+            ("stall_s", "stall_s", 8),
+            ("scanned_pages", "scanned", 9),
+            ("reclaimed_pages", "reclaimed", 10),
+            ("throttled", "thrott", 7),
+            ("throttled_s", "thr_s", 7),
+            ("compaction_s", "comp_s", 8),
+        ],
+    )
+    for title, frame, key in (
+        ("Reclaim stalls by allocation order", a.by_order, ("order", "order", 7)),
+        ("Reclaim stalls by gfp flags", a.by_gfp, ("gfp_flags", "gfp_flags", 38)),
+    ):
+        out += _frame_lines(
+            title,
+            frame.with_columns(pl.col(key[0]).cast(pl.String)),
+            [
+                key,
+                ("context", "context", 9),
+                ("stalls", "stalls", 9),
+                ("stalled_s", "stall_s", 10),
+                ("processes", "procs", 7),
+                ("share", "share", 7),
+            ],
+        )
+    return [*out, fit(f"By memory cgroup: {NO_MEMCG}")]
+
+
 def _summary_lines(summary: pl.DataFrame) -> list[str]:
     """The script's summary rows; a row whose events are not in the trace says so."""
     notes = Footnotes()
@@ -343,6 +392,7 @@ def format_analysis(a: TraceAnalysis) -> str:
                 ("diff_share", "share", 8),
             ],
         )
+    out += _attribution_lines(a)
     if not a.summary.is_empty():
         out += _summary_lines(a.summary)
     out += _mmtests_lines(a)
@@ -377,6 +427,13 @@ def analysis_json(a: TraceAnalysis) -> dict:
             },
             "shrinker": a.shrinker,
             "shrinker_work": a.shrinker_work,
+            "attribution": {
+                "by_process": a.by_process,
+                "by_order": a.by_order,
+                "by_gfp": a.by_gfp,
+                "by_memcg": None,
+                "by_memcg_note": NO_MEMCG,
+            },
             "lru": a.lru,
             "lru_vs_vmstat": a.lru_check,
             "distributions": a.distributions,
