@@ -121,3 +121,25 @@ def test_orders_gfp_and_processes_by_hand():
     gfp = {r["gfp_flags"]: r["stalls"] for r in result.by_gfp.iter_rows(named=True)}
     assert gfp == {"GFP_HIGHUSER_MOVABLE": 2, "GFP_TRANSHUGE|__GFP_COMP": 1}
     assert "print no cgroup" in attribution.NO_MEMCG
+
+
+def test_duplicated_lines_are_counted_and_reported(tmp_path):
+    """Issue 29 item 10: the real slice written twice (``cat slice slice``) repeats each of
+    its 6,000 lines once, the first repeat being line 6,001; the slice alone has none."""
+    from analysis.report.trace_analysis import analysis_json, format_analysis
+
+    text = zstandard.ZstdDecompressor().decompress((DATA / "slice.trace.zst").read_bytes())
+    cache = tmp_path / "cache"
+    once, twice = tmp_path / "once.trace", tmp_path / "twice.trace"
+    once.write_bytes(text)
+    twice.write_bytes(text + text)
+    lines = text.count(b"\n")
+    single = analyse_trace(ftrace.read(once, cache_dir=cache))
+    double = analyse_trace(ftrace.read(twice, cache_dir=cache))
+    assert (single.duplicates.lines, single.duplicates.first_line) == (0, None)
+    assert (double.duplicates.lines, double.duplicates.first_line) == (lines, lines + 1)
+    assert f"{lines:,} DUPLICATED LINES (first at line {lines + 1})" in " ".join(
+        format_analysis(double).split()
+    )
+    assert analysis_json(double)["duplicate_lines"] == lines
+    assert "DUPLICATED" not in format_analysis(single)

@@ -21,6 +21,7 @@ import polars as pl
 
 from analysis.metrics import attribution, compaction, daemons, lru, pairing, shrinker, throttle
 from analysis.metrics.deferred import Deferred
+from analysis.metrics.duplicates import Duplicates, duplicate_lines
 from analysis.metrics.pairing import KEY_COLUMNS, event_columns, event_scan
 from analysis.metrics.rows import RowStore, sum_parts
 from analysis.stats.describe import distribution_table
@@ -64,6 +65,8 @@ class TraceAnalysis(Deferred):
     unparsed: int
     unparsed_lines: tuple[int, ...]
     capture_s: float | None
+    # Lines repeating an earlier one exactly, which ftrace does not write (duplicates.py).
+    duplicates: Duplicates
     reclaim: Mapping[str, pairing.StallIntervals]
     throttle_events: pl.DataFrame
     throttle: pl.DataFrame
@@ -335,6 +338,8 @@ def _compute(trace, store: RowStore, by_block: bool) -> TraceAnalysis:
     lost_lines = _lost_lines(trace)
     is_histogram = hasattr(trace, "groups")
     start, end = capture_span(trace)
+    rows = sum(event_scan(trace, n).select(pl.len()).collect().item() for n in trace.event_names)
+    dups = Duplicates(0, None) if is_histogram else duplicate_lines(trace, start, end, rows)
     paired = _pair_reclaim(trace, _contexts(trace, is_histogram), lost_lines, store, by_block)
     labelled = _label_events(trace, paired.intervals, lost_lines, store, by_block)
     reclaim = {
@@ -396,6 +401,7 @@ def _compute(trace, store: RowStore, by_block: bool) -> TraceAnalysis:
         unparsed=unparsed[0],
         unparsed_lines=unparsed[1],
         capture_s=(end - start) / 1e9 if start is not None else None,
+        duplicates=dups,
         reclaim=reclaim,
         throttle_events=t_events,
         throttle=throttle.throttle_table(t_events).with_columns(lost_events=lost_col),

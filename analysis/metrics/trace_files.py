@@ -31,6 +31,7 @@ from analysis.ingest import ftrace, mmtests
 from analysis.ingest.captures import iteration_of, iteration_traces
 from analysis.ingest.ftrace.cache import DEFAULT_CACHE, cached, results
 from analysis.metrics import daemons, pairing, trace_analysis
+from analysis.metrics.duplicates import Duplicates
 from analysis.metrics.rows import RowStore, stored
 from analysis.metrics.trace_analysis import TraceAnalysis
 
@@ -88,6 +89,7 @@ def _write(analysis: TraceAnalysis, directory: Path) -> None:
         "input_kind": analysis.input_kind,
         "lost_events": analysis.lost_events,
         "capture_s": analysis.capture_s,
+        "duplicates": asdict(analysis.duplicates),
         "reclaim": {context: asdict(s.report) for context, s in analysis.reclaim.items()},
         "compaction": asdict(analysis.compaction.report),
         "kswapd": [asdict(r) for r in analysis.kswapd],
@@ -123,6 +125,7 @@ def _read(directory: Path, trace) -> TraceAnalysis:
         unparsed=unparsed[0],
         unparsed_lines=unparsed[1],
         capture_s=meta["capture_s"],
+        duplicates=Duplicates(**meta["duplicates"]),
         reclaim={c: intervals(c, r) for c, r in meta["reclaim"].items()},
         compaction=intervals("compaction", meta["compaction"]),
         kswapd=tuple(daemons.AwakeReport(**r) for r in meta["kswapd"]),

@@ -21,6 +21,7 @@ from analysis.report.units import PLAIN, fixed
 
 __all__ = [
     "analysis_json",
+    "duplicates_note",
     "format_analysis",
     "format_distributions",
     "format_uniq_c",
@@ -313,6 +314,18 @@ def unparsed_note(a: TraceAnalysis) -> str:
     return f"; {a.unparsed:,} unparsed lines: {', '.join(map(str, a.unparsed_lines))}{more}"
 
 
+def duplicates_note(a: TraceAnalysis) -> str:
+    """``; N DUPLICATED LINES ...`` when some line repeats an earlier one exactly."""
+    dups = a.duplicates
+    if not dups.lines:
+        return ""
+    return (
+        f"; {dups.lines:,} DUPLICATED LINES (first at line {dups.first_line}): same "
+        "timestamp, cpu, task, event and fields, which ftrace does not write (a trace "
+        "concatenated or pasted twice?); every count below includes them"
+    )
+
+
 def format_analysis(a: TraceAnalysis) -> str:
     """The full text report of one source, 80 columns wide."""
     span = f", capture {a.capture_s:.3f} s" if a.capture_s is not None else ""
@@ -321,7 +334,7 @@ def format_analysis(a: TraceAnalysis) -> str:
         if a.lost_events
         else "no lost events"
     )
-    what = f"({a.input_kind}{span}; {lost}{unparsed_note(a)})"
+    what = f"({a.input_kind}{span}; {lost}{unparsed_note(a)}{duplicates_note(a)})"
     # Past 80 columns the path takes its own line: a number keeps its unit beside it.
     head = f"{a.source} {what}"
     out = [head if len(head) <= WIDTH else fit(f"{a.source}\n  {what}"), ""]
@@ -413,6 +426,8 @@ def analysis_json(a: TraceAnalysis) -> dict:
             "unparsed": a.unparsed,
             "unparsed_lines": a.unparsed_lines,
             "capture_s": a.capture_s,
+            "duplicate_lines": a.duplicates.lines,
+            "duplicate_first_line": a.duplicates.first_line,
             "throttle": a.throttle,
             "hz": a.hz,
             "direct_reclaim": direct.report if direct else None,
