@@ -13,13 +13,16 @@ recorded by :mod:`benchmarks.ftrace_capture` if missing), in ``PAIRS`` back-to-b
 - the same again (cached: the analysis results are read back);
 - the same with the results removed but the ingest kept (the analysis alone).
 
-Memory scaling: the capture concatenated 1×, 2× and 4× (line numbers keep counting; the
-copies are real lines, repeated), cold and analysis-only, peak RSS of each.
-The 1/5/15-minute load averages are recorded beside each figure.
+Memory scaling: the capture concatenated 1×, 2× and 4× (``cat``: line numbers keep
+counting, every line repeated, each pid going back in time at each seam), cold and
+analysis-only, peak RSS of each. Every measured process runs inside a memory cgroup limited
+to ``LIMIT_MB`` (this machine is shared). The 1/5/15-minute load averages are recorded
+beside each figure.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -27,11 +30,15 @@ import statistics
 import subprocess
 import tarfile
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
+from analysis.capture.cgroup import MemCgroup
+from analysis.capture.run import preflight_machine
 from benchmarks.bench_ftrace import HERE, REPO, WORK, _cpu_model, ensure_capture, timed
 
 PAIRS = 3
+LIMIT_MB = 3072
 COPIES = (1, 2, 4)
 SOURCE = Path("/usr/src/linux-source-6.12.tar.xz")
 PERL = WORK / "trace-vmscan-postprocess.pl"
@@ -43,6 +50,19 @@ TARGETS = {
     "peak_rss_mb": 1024,
     "scaling_rss_ratio_4x": 1.10,
 }
+
+
+@contextlib.contextmanager
+def memory_limited(limit_mb: int = LIMIT_MB) -> Iterator[list[str]]:
+    """A memory cgroup (``mmlab-<pid>``, which ``mmlab capture --recover`` removes if this
+    process is killed) for every measured process: yields the argv prefix that joins it."""
+    pre = preflight_machine()
+    name = f"mmlab-{os.getpid()}"
+    cg = MemCgroup.create(pre["cgroup_version"], pre["cgroup_root"], name, limit_mb << 20)
+    try:
+        yield ["sh", "-c", f'echo $$ > {cg.procs_file} && exec "$@"', "sh"]
+    finally:
+        cg.remove()
 
 
 def perl_script() -> Path:
@@ -75,12 +95,12 @@ def _drop_results(cwd: Path) -> None:
         shutil.rmtree(results)
 
 
-def stalls_runs(trace: Path, *, cached: bool = True) -> dict:
-    """``mmlab stalls`` of ``trace``: cold in an empty directory, then cached, then with
-    only the ingest cached."""
+def stalls_runs(trace: Path, join: list[str], *, cached: bool = True) -> dict:
+    """``mmlab stalls`` of ``trace`` (run through ``join``): cold in an empty directory,
+    then cached, then with only the ingest cached."""
     with tempfile.TemporaryDirectory(dir=WORK) as tmp:
         cwd = Path(tmp)
-        argv = [str(MMLAB), "stalls", str(trace)]
+        argv = [*join, str(MMLAB), "stalls", str(trace)]
         runs = {"cold": timed(argv, cwd)}
         if cached:
             runs["cached"] = timed(argv, cwd)
@@ -95,20 +115,22 @@ def run(out_dir: Path) -> dict:
     capture = ensure_capture()
     script = perl_script()
     pairs = []
-    for _ in range(PAIRS):
-        perl = timed(["perl", str(script)], stdin=capture)
-        mmlab = stalls_runs(capture)
-        pairs.append(
-            {
-                "perl": perl,
-                **mmlab,
-                "cold_wall_ratio": mmlab["cold"]["wall_s"] / perl["wall_s"],
-                "cold_cpu_ratio": mmlab["cold"]["cpu_s"] / perl["cpu_s"],
-            }
-        )
-    scaling = {
-        copies: stalls_runs(concatenated(capture, copies), cached=False) for copies in COPIES
-    }
+    with memory_limited() as join:
+        for _ in range(PAIRS):
+            perl = timed([*join, "perl", str(script)], stdin=capture)
+            mmlab = stalls_runs(capture, join)
+            pairs.append(
+                {
+                    "perl": perl,
+                    **mmlab,
+                    "cold_wall_ratio": mmlab["cold"]["wall_s"] / perl["wall_s"],
+                    "cold_cpu_ratio": mmlab["cold"]["cpu_s"] / perl["cpu_s"],
+                }
+            )
+        scaling = {
+            copies: stalls_runs(concatenated(capture, copies), join, cached=False)
+            for copies in COPIES
+        }
     for copies in COPIES[1:]:
         concatenated(capture, copies).unlink()
     results = {
@@ -127,6 +149,7 @@ def run(out_dir: Path) -> dict:
             ),
         },
         "scaling": scaling,
+        "memory_limit_mb": LIMIT_MB,
         "scaling_rss_ratio_4x": {
             kind: scaling[4][kind]["peak_rss_mb"] / scaling[1][kind]["peak_rss_mb"]
             for kind in ("cold", "analysis_only")

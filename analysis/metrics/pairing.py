@@ -44,6 +44,7 @@ __all__ = [
     "END_FIELDS",
     "KEY_COLUMNS",
     "RECLAIM_EVENTS",
+    "RESTART_NS",
     "Labeller",
     "OutOfOrder",
     "Pairing",
@@ -174,6 +175,11 @@ def _tagged(frame: pl.DataFrame, tag: str, fields: Sequence[str], prefix: str) -
     )
 
 
+# A pid going back this far in time is not two CPUs' clocks disagreeing but the text going
+# on with another capture: the pairing starts again for it.
+RESTART_NS = 1_000_000_000
+
+
 class OutOfOrder(Exception):
     """A block holds an event of a pid timestamped before that pid's last event in an
     earlier block: pairing block by block would then differ from pairing the whole trace,
@@ -242,9 +248,9 @@ class Pairing:
         return self._step(self._held.clear().drop("_held"), True)
 
     def _step(self, events: pl.DataFrame, final: bool) -> pl.DataFrame:
+        restarted = self._restart(events) if self._held is not None and not final else None
         held = self._held
         if held is not None:
-            _check_after(events, held)
             rows = pl.concat([held, events.with_columns(_held=pl.lit(False))], how="vertical")
         else:
             rows = events.with_columns(_held=pl.lit(False))
@@ -295,7 +301,23 @@ class Pairing:
         counts["total_ns"] += int(done["duration_ns"].sum() or 0)
         counts["comm_changed"] += int(done["comm_changed"].sum())
         counts["lost_affected"] += int(done["lost_events_inside"].sum())
+        if restarted is not None:
+            return pl.concat([restarted, intervals], how="vertical")
         return intervals
+
+    def _restart(self, events: pl.DataFrame) -> pl.DataFrame | None:
+        """Close the held events of pids that start again well back in time (another
+        capture follows, see :func:`_restarted`) as the end of a capture would; their
+        intervals, or None. Each such pid counts once in ``clock_backwards``."""
+        held = self._held
+        pids = _restarted(events, held).implode()
+        if not pids.list.len().item():
+            return None
+        self._held = held.filter(pl.col("pid").is_in(pids))
+        closed = self._step(held.clear().drop("_held"), True)
+        self._held = held.filter(~pl.col("pid").is_in(pids))
+        self._counts["clock_backwards"] += pids.list.len().item()
+        return closed
 
     def _intervals(self, begins: pl.DataFrame, ends: pl.DataFrame) -> pl.DataFrame:
         """Interval rows of kept begins and their ends (null rows for open intervals)."""
@@ -355,15 +377,19 @@ def _same_pid(offset: int) -> pl.Expr:
     return (pl.col("pid").shift(offset) == pl.col("pid")).fill_null(False)
 
 
-def _check_after(events: pl.DataFrame, held: pl.DataFrame) -> None:
-    """OutOfOrder unless every pid's events in ``events`` are no earlier than its held
-    (latest) event; equal timestamps keep file order, as a whole-trace sort would."""
+def _restarted(events: pl.DataFrame, held: pl.DataFrame) -> pl.Series:
+    """The pids whose events in ``events`` start :data:`RESTART_NS` or more before their
+    held (latest) event: the text goes on with another capture (``cat trace trace``).
+    OutOfOrder when a pid goes back by less (clocks of two CPUs disagreeing): only a
+    whole-trace sort pairs that as it should. Equal timestamps keep file order, as a
+    whole-trace sort would."""
     first = events.group_by("pid").agg(pl.col("ts_ns").min().alias("_first"))
     late = (
         held.select("pid", "ts_ns").join(first, on="pid").filter(pl.col("_first") < pl.col("ts_ns"))
     )
-    if late.height:
+    if (late["ts_ns"] - late["_first"] < RESTART_NS).any():
         raise OutOfOrder(f"pid {late['pid'][0]} goes back in time across a block boundary")
+    return late["pid"]
 
 
 def pair_intervals(
