@@ -12,7 +12,11 @@ Contexts and their tracepoints (include/trace/events/vmscan.h):
 Pairing policy (the same as mmtests where mmtests has one, and every case is counted):
 
 - events of one pid are ordered by timestamp (ties by line), because ``trace_pipe`` merges CPUs
-  slightly out of order;
+  slightly out of order; fed block by block (:class:`Pairing`, the ingest's 32 MB blocks),
+  within each block, and a pid whose next block starts before its last event (a trace
+  concatenated after another, or CPU clocks disagreeing exactly at a block boundary) has
+  that event closed as at the end of a capture and starts again, counted in
+  ``clock_backwards``;
 - a begin followed by an end of the same pid is one interval;
 - a begin followed by another begin of the same pid is *overwritten* (mmtests keeps the second);
 - an end not preceded by a begin is an *unpaired end* (capture started mid-reclaim, or the begin
@@ -29,6 +33,7 @@ Pairing policy (the same as mmtests where mmtests has one, and every case is cou
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,9 +49,7 @@ __all__ = [
     "END_FIELDS",
     "KEY_COLUMNS",
     "RECLAIM_EVENTS",
-    "RESTART_NS",
     "Labeller",
-    "OutOfOrder",
     "Pairing",
     "PairingReport",
     "StallIntervals",
@@ -82,15 +85,13 @@ def event_scan(trace, name: str) -> pl.LazyFrame:
     return lazy(name) if lazy is not None else trace.events(name).lazy()
 
 
-def event_blocks(
-    trace, columns: Mapping[str, Sequence[str]], *, by_block: bool = True
-) -> Iterator[dict[str, pl.DataFrame]]:
+def event_blocks(trace, columns: Mapping[str, Sequence[str]]) -> Iterator[dict[str, pl.DataFrame]]:
     """The ``columns`` of each named event, one ingest block at a time in file order (the
     Parquet part of every event cut from the same 32 MB of text); one block of whole frames
-    for a trace held in memory, or when ``by_block`` is False. Every block's frame of an
+    for a trace held in memory. Every block's frame of an
     event has the same columns and types (those of the whole event)."""
     directory = getattr(trace, "directory", None)
-    if directory is None or not by_block:
+    if directory is None:
         yield {name: event_columns(trace, name, wanted) for name, wanted in columns.items()}
         return
     schemas: dict[str, dict[str, pl.DataType]] = {}
@@ -173,17 +174,6 @@ def _tagged(frame: pl.DataFrame, tag: str, fields: Sequence[str], prefix: str) -
         if present
         else pl.lit(None).alias(f"_{tag}_fields"),
     )
-
-
-# A pid going back this far in time is not two CPUs' clocks disagreeing but the text going
-# on with another capture: the pairing starts again for it.
-RESTART_NS = 1_000_000_000
-
-
-class OutOfOrder(Exception):
-    """A block holds an event of a pid timestamped before that pid's last event in an
-    earlier block: pairing block by block would then differ from pairing the whole trace,
-    which the caller must do instead."""
 
 
 def _tag_events(
@@ -306,9 +296,10 @@ class Pairing:
         return intervals
 
     def _restart(self, events: pl.DataFrame) -> pl.DataFrame | None:
-        """Close the held events of pids that start again well back in time (another
-        capture follows, see :func:`_restarted`) as the end of a capture would; their
-        intervals, or None. Each such pid counts once in ``clock_backwards``."""
+        """Close the held events of pids that go back in time across the block boundary
+        (:func:`_restarted`) as the end of a capture would, so that pairing starts again
+        for them; their intervals, or None. Each such pid counts once in
+        ``clock_backwards``."""
         held = self._held
         pids = _restarted(events, held).implode()
         if not pids.list.len().item():
@@ -378,18 +369,13 @@ def _same_pid(offset: int) -> pl.Expr:
 
 
 def _restarted(events: pl.DataFrame, held: pl.DataFrame) -> pl.Series:
-    """The pids whose events in ``events`` start :data:`RESTART_NS` or more before their
-    held (latest) event: the text goes on with another capture (``cat trace trace``).
-    OutOfOrder when a pid goes back by less (clocks of two CPUs disagreeing): only a
-    whole-trace sort pairs that as it should. Equal timestamps keep file order, as a
-    whole-trace sort would."""
+    """The pids whose events in ``events`` start before their held (latest) event: a pid
+    going back in time across a block boundary (the text goes on with another capture,
+    ``cat trace trace``, or two CPUs' clocks disagree as a task migrates exactly there).
+    Equal timestamps keep file order, as a whole-trace sort would."""
     first = events.group_by("pid").agg(pl.col("ts_ns").min().alias("_first"))
-    late = (
-        held.select("pid", "ts_ns").join(first, on="pid").filter(pl.col("_first") < pl.col("ts_ns"))
-    )
-    if (late["ts_ns"] - late["_first"] < RESTART_NS).any():
-        raise OutOfOrder(f"pid {late['pid'][0]} goes back in time across a block boundary")
-    return late["pid"]
+    late = held.select("pid", "ts_ns").join(first, on="pid")
+    return late.filter(pl.col("_first") < pl.col("ts_ns"))["pid"]
 
 
 def pair_intervals(
@@ -501,6 +487,10 @@ def label_context(events: pl.DataFrame, intervals: pl.DataFrame) -> pl.DataFrame
     )
 
 
+# A step back in time this large within one frame is a seam between two captures.
+RESTART_NS = 1_000_000_000
+
+
 class Labeller:
     """:func:`label_context` against one interval frame for many event frames (a trace's
     blocks, in file order): each frame is joined with only the intervals its time range can
@@ -531,10 +521,23 @@ class Labeller:
         return self._last
 
     def __call__(self, events: pl.DataFrame) -> pl.DataFrame:
-        ts = events["ts_ns"].drop_nulls() if "ts_ns" in events.columns else None
-        if ts is None or ts.is_empty():
+        if "ts_ns" not in events.columns or events["ts_ns"].drop_nulls().is_empty():
             return label_context(events, self._sorted)
-        lo, hi = np.searchsorted(self._begins, [ts.min(), ts.max()], side="right")
+        # Where the text goes back in time by a second or more (a trace concatenated after
+        # another), each run of lines is labelled on its own: one window each, not one
+        # spanning both captures.
+        back = (events["ts_ns"].diff() < -RESTART_NS).fill_null(False)
+        if back.any():
+            cuts = [0, *back.arg_true().to_list(), events.height]
+            runs = [events.slice(a, b - a) for a, b in itertools.pairwise(cuts)]
+            return pl.concat([self._window(run) for run in runs], how="vertical")
+        return self._window(events)
+
+    def _window(self, events: pl.DataFrame) -> pl.DataFrame:
+        ts = events["ts_ns"].drop_nulls()
+        if ts.is_empty():
+            return label_context(events, self._sorted)
         lo = int(np.searchsorted(self._begins, ts.min(), side="left"))
-        window = pl.concat([self._before(lo), self._sorted.slice(lo, int(hi) - lo)], how="vertical")
+        hi = int(np.searchsorted(self._begins, ts.max(), side="right"))
+        window = pl.concat([self._before(lo), self._sorted.slice(lo, hi - lo)], how="vertical")
         return label_context(events, window)

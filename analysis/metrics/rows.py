@@ -8,7 +8,6 @@ the same whichever way it was produced.
 from __future__ import annotations
 
 import functools
-import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -41,14 +40,6 @@ class RowStore:
         self.directory = directory
         self._frames: dict[str, list[pl.DataFrame]] = {}
         self._parts: dict[str, int] = {}
-
-    def clear(self) -> None:
-        """Forget every row (a computation starting over)."""
-        self._frames.clear()
-        if self.directory is not None:
-            for name in self._parts:
-                shutil.rmtree(self.directory / name)
-        self._parts.clear()
 
     def add(self, name: str, frame: pl.DataFrame) -> None:
         if self.directory is None:

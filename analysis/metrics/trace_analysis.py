@@ -189,9 +189,7 @@ class _Paired:
     begins: pl.DataFrame
 
 
-def _pair_reclaim(
-    trace, contexts: list[str], lost_lines: list[int], store: RowStore, by_block: bool
-) -> _Paired:
+def _pair_reclaim(trace, contexts: list[str], lost_lines: list[int], store: RowStore) -> _Paired:
     """Pair every reclaim context and compaction block by block into ``store``."""
     pairs = {
         context: pairing.Pairing(
@@ -219,7 +217,7 @@ def _pair_reclaim(
         compact.append(rows.select("kind", "pid", "begin_ts_ns", "end_ts_ns"))
         stalls.append(attribution.stall_sums(rows, context))
 
-    for frames in pairing.event_blocks(trace, columns, by_block=by_block):
+    for frames in pairing.event_blocks(trace, columns):
         for context, paired in pairs.items():
             begin, end = pairing.RECLAIM_EVENTS[context]
             keep(context, paired.add(frames[begin], frames[end]))
@@ -251,7 +249,7 @@ class _Labelled:
 
 
 def _label_events(
-    trace, intervals: pl.DataFrame, lost_lines: list[int], store: RowStore, by_block: bool
+    trace, intervals: pl.DataFrame, lost_lines: list[int], store: RowStore
 ) -> _Labelled:
     """Label throttle, LRU, write and shrinker events block by block; keep the throttle
     events, the LRU and write sums and the shrinker calls (rows in ``store``)."""
@@ -266,7 +264,7 @@ def _label_events(
     label = pairing.Labeller(intervals)
     events: dict[str, list[pl.DataFrame]] = {name: [] for name, _ in throttled}
     lru_parts, by_process, write_parts, sums = [], [], [], []
-    for frames in pairing.event_blocks(trace, columns, by_block=by_block):
+    for frames in pairing.event_blocks(trace, columns):
         for name, delay in throttled:
             labelled = label(frames[name])
             events[name].append(throttle.throttle_rows(labelled, name, delay))
@@ -330,18 +328,17 @@ def _closed_ms(rows: pl.LazyFrame) -> np.ndarray:
     return closed.collect().to_series().to_numpy()
 
 
-def _compute(trace, store: RowStore, by_block: bool) -> TraceAnalysis:
+def _compute(trace, store: RowStore) -> TraceAnalysis:
     """Every statistic of ``trace`` in two passes over its blocks (see :func:`analyse_trace`),
-    without the checks against CONFIG_HZ and vmstat; :class:`pairing.OutOfOrder` when a pid
-    goes back in time across a block boundary."""
+    without the checks against CONFIG_HZ and vmstat."""
     lost = int(trace.lost_events_total)
     lost_lines = _lost_lines(trace)
     is_histogram = hasattr(trace, "groups")
     start, end = capture_span(trace)
     rows = sum(event_scan(trace, n).select(pl.len()).collect().item() for n in trace.event_names)
     dups = Duplicates(0, None) if is_histogram else duplicate_lines(trace, start, end, rows)
-    paired = _pair_reclaim(trace, _contexts(trace, is_histogram), lost_lines, store, by_block)
-    labelled = _label_events(trace, paired.intervals, lost_lines, store, by_block)
+    paired = _pair_reclaim(trace, _contexts(trace, is_histogram), lost_lines, store)
+    labelled = _label_events(trace, paired.intervals, lost_lines, store)
     reclaim = {
         context: pairing.StallIntervals.deferred(
             {"intervals": store.loader(context, INTERVAL_ORDER)}, report=report
@@ -469,16 +466,10 @@ def analyse_trace(
     compact interval frame and the per-row results go on; the per-row results go to
     ``store`` (memory by default; the analysis cache for
     :func:`analysis.metrics.trace_files.analyse_file`), so memory
-    stays that of a block and the intervals, not of the trace. If a pid's timestamps go back
-    across a block boundary, the trace is analysed whole instead (same answer, more memory).
+    stays that of a block and the intervals, not of the trace. A pid going back in time
+    across a block boundary starts pairing again there (:class:`pairing.Pairing`).
     """
-    store = store or RowStore()
-    try:
-        analysis = _compute(trace, store, by_block=True)
-    except pairing.OutOfOrder:
-        store.clear()
-        analysis = _compute(trace, store, by_block=False)
-    return with_checks(analysis, config_hz, vmstat_deltas)
+    return with_checks(_compute(trace, store or RowStore()), config_hz, vmstat_deltas)
 
 
 def with_checks(
