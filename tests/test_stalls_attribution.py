@@ -2,7 +2,7 @@
 kernel's ``trace-vmscan-postprocess.pl`` on a real trace, and the per-order, per-gfp and
 per-process sums are those of a hand-built trace.
 
-The Perl table (tests/data/vmscan-perl/perl-direct.txt, see tests/data/README.md) was
+The Perl table (tests/data/vmscan-perl/perl-direct.out, see tests/data/README.md) was
 printed by the script on a real 6,000-line slice whose memcg reclaim events were renamed
 to direct reclaim, the only kind the script attributes. Its 6.12 ``printf`` has eight
 formats for eleven values, so its columns are shifted: after "Wokeup Kswapd" it prints
@@ -56,7 +56,7 @@ def renamed(tmp_path_factory):
 
 
 def test_per_process_table_agrees_with_trace_vmscan_postprocess(renamed):
-    perl_text = (DATA / "perl-direct.txt").read_text()
+    perl_text = (DATA / "perl-direct.out").read_text()
     perl = perl_table(perl_text)
     assert len(perl) == 2  # two dd processes in the slice
     assert all(r["file_scanned_pages"] == r["scanned_pages"] for r in perl.values())

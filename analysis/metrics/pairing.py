@@ -473,7 +473,8 @@ def label_context(events: pl.DataFrame, intervals: pl.DataFrame) -> pl.DataFrame
         pl.col("end_ts_ns").is_null() | (pl.col("ts_ns") <= pl.col("end_ts_ns"))
     )
     found = joined.select(
-        "_row", _ctx=pl.when(inside).then(pl.col("kind")).otherwise(pl.lit("other"))
+        "_row",
+        _ctx=pl.when(inside).then(pl.col("kind").cast(pl.String)).otherwise(pl.lit("other")),
     )
     return (
         indexed.join(found, on="_row", how="left")

@@ -179,18 +179,20 @@ def _contexts(trace, is_histogram: bool) -> list[str]:
 
 @dataclass(frozen=True)
 class _Paired:
-    """Pass 1: the reclaim and compaction pairings (rows in the store) and the compact
-    interval frame every later event is labelled with."""
+    """Pass 1: the reclaim and compaction pairings (rows in the store) and the
+    attribution sums."""
 
     reports: dict[str, pairing.PairingReport]
     compaction: pairing.PairingReport
-    intervals: pl.DataFrame
     stalls: pl.DataFrame
     begins: pl.DataFrame
 
 
-def _pair_reclaim(trace, contexts: list[str], lost_lines: list[int], store: RowStore) -> _Paired:
-    """Pair every reclaim context and compaction block by block into ``store``."""
+def _pair_reclaim(
+    trace, contexts: list[str], lost_lines: list[int], store: RowStore
+) -> tuple[_Paired, pl.DataFrame]:
+    """Pair every reclaim context and compaction block by block into ``store``; also the
+    compact interval frame (kind, pid, begin, end) every later event is labelled with."""
     pairs = {
         context: pairing.Pairing(
             context,
@@ -209,12 +211,14 @@ def _pair_reclaim(trace, contexts: list[str], lost_lines: list[int], store: RowS
     columns[_COMPACTION[0]] = (*KEY_COLUMNS, *comp.begin_fields)
     columns[_COMPACTION[1]] = (*KEY_COLUMNS, *comp.end_fields)
     compact: list[pl.DataFrame] = []
+    kinds = pl.Enum(list(pairing.RECLAIM_EVENTS))
     stalls = [pl.DataFrame(schema=attribution.STALL_SCHEMA)]
     begins = [pl.DataFrame(schema=attribution.BEGIN_SCHEMA)]
 
     def keep(context: str, rows: pl.DataFrame) -> None:
         store.add(context, rows)
-        compact.append(rows.select("kind", "pid", "begin_ts_ns", "end_ts_ns"))
+        # 21 bytes an interval: the kind as a one-byte enum, not a string.
+        compact.append(rows.select(pl.col("kind").cast(kinds), "pid", "begin_ts_ns", "end_ts_ns"))
         stalls.append(attribution.stall_sums(rows, context))
 
     for frames in pairing.event_blocks(trace, columns):
@@ -226,14 +230,17 @@ def _pair_reclaim(trace, contexts: list[str], lost_lines: list[int], store: RowS
     for context, paired in pairs.items():
         keep(context, paired.finish())
     store.add("compaction", compaction.with_context(comp.finish()))
-    intervals = pl.concat(compact, how="vertical") if compact else pairing.all_intervals({})
-    return _Paired(
+    intervals = (
+        pl.concat(compact, how="vertical", rechunk=True) if compact else pairing.all_intervals({})
+    )
+    compact.clear()
+    paired = _Paired(
         {c: p.report for c, p in pairs.items()},
         comp.report,
-        intervals,
         sum_parts(stalls, attribution.STALL_KEYS),
         sum_parts(begins, ("context", *attribution.PROCESS)),
     )
+    return paired, intervals
 
 
 @dataclass(frozen=True)
@@ -337,8 +344,9 @@ def _compute(trace, store: RowStore) -> TraceAnalysis:
     start, end = capture_span(trace)
     rows = sum(event_scan(trace, n).select(pl.len()).collect().item() for n in trace.event_names)
     dups = Duplicates(0, None) if is_histogram else duplicate_lines(trace, start, end, rows)
-    paired = _pair_reclaim(trace, _contexts(trace, is_histogram), lost_lines, store)
-    labelled = _label_events(trace, paired.intervals, lost_lines, store)
+    paired, intervals = _pair_reclaim(trace, _contexts(trace, is_histogram), lost_lines, store)
+    labelled = _label_events(trace, intervals, lost_lines, store)
+    del intervals  # only for labelling: the rest reads sums and stored rows
     reclaim = {
         context: pairing.StallIntervals.deferred(
             {"intervals": store.loader(context, INTERVAL_ORDER)}, report=report
