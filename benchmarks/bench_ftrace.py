@@ -160,12 +160,19 @@ def perl_header(path: Path) -> dict:
     }
 
 
-def timed(argv: list[str], cwd: Path | None = None, env: dict | None = None) -> dict:
-    """Wall, CPU (user + system of every thread) and peak RSS of one process (``wait4``)."""
+def timed(
+    argv: list[str], cwd: Path | None = None, env: dict | None = None, stdin: Path | None = None
+) -> dict:
+    """Wall, CPU (user + system of every thread) and peak RSS of one process (``wait4``),
+    reading ``stdin`` when given."""
     load = os.getloadavg()
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+    with (
+        tempfile.TemporaryFile() as out,
+        tempfile.TemporaryFile() as err,
+        open(stdin or os.devnull, "rb") as source,
+    ):
         t0 = time.perf_counter()
-        proc = subprocess.Popen(argv, stdout=out, stderr=err, cwd=cwd, env=env)
+        proc = subprocess.Popen(argv, stdin=source, stdout=out, stderr=err, cwd=cwd, env=env)
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t0
         proc.returncode = os.waitstatus_to_exitcode(status)

@@ -41,7 +41,7 @@ import numpy as np
 import polars as pl
 
 from analysis.ingest.captures import traces_below
-from analysis.metrics.trace_analysis import analyse_file
+from analysis.metrics.trace_files import analyse_file
 from analysis.models.throttle import calibrate, observe
 from analysis.models.throttle_validation import run_values
 from analysis.models.throttle_waits import fit_reasons, woken_wait

@@ -14,6 +14,7 @@ import pytest
 from analysis.errors import InputError
 from analysis.models import shrinker as model
 from analysis.models.shrinker import Variant, do_shrink_slab
+from tests.conftest import DATA
 
 SB = "super_cache_scan+0x0/0x210"  # a filesystem shrinker: batch 1024, stops without __GFP_FS
 NOFS = ["GFP_NOFS", "__GFP_HIGHMEM", "__GFP_MOVABLE"]
@@ -180,3 +181,36 @@ def test_bad_input():
     with pytest.raises(ValueError, match="sweep parameters"):
         model.SWEEP_MODEL({"trace": "x", "seeks": 2})
     assert math.isnan(model.outputs(model.replay(_calls(SEQUENCE[:1]), Variant()))["efficiency"])
+
+
+def test_out_of_order_lines_are_counted_not_lost_silently(tmp_path, capsys):
+    """Issue 29 item 10: a bundled trace with every window of 8 lines shuffled (lines out
+    of time order) loses calls whose start and end share a timestamp; the model says how
+    many starts and ends it could not pair, the same counts as the pairing itself."""
+    import random
+
+    import zstandard
+
+    from analysis.ingest import ftrace
+    from analysis.metrics import pairing
+    from analysis.metrics.shrinker import shrinker_invocations
+    from analysis.models.shrinker import load_invocations
+
+    path = DATA / "stutterp-dirty5" / "dirty5" / "iter-0" / "ftrace-stutterp.zst"
+    lines = zstandard.ZstdDecompressor().stream_reader(path.open("rb")).read().splitlines(True)
+    rng = random.Random(1)
+    shuffled = []
+    for i in range(0, len(lines), 8):
+        window = lines[i : i + 8]
+        rng.shuffle(window)
+        shuffled += window
+    trace = tmp_path / "shuffled.trace"
+    trace.write_bytes(b"".join(shuffled))
+    calls = load_invocations(trace)
+    _, paired = shrinker_invocations(
+        ftrace.read(trace, note_unparsed=False), pairing.all_intervals({})
+    )
+    report = paired.report
+    assert report.unpaired_begin > 0 and calls.height == report.count
+    err = capsys.readouterr().err
+    assert f"{report.unpaired_begin:,} mm_shrink_slab_start and {report.unpaired_end:,}" in err

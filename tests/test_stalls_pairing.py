@@ -99,3 +99,21 @@ def test_context_from_enclosing_interval_and_comm():
         "other",
     ]
     assert labelled["line"].to_list() == [1, 2, 3, 4, 5, 6]
+
+
+def test_block_pairing_restarts_a_pid_that_goes_back_in_time():
+    """Fed block by block, a pid whose next block starts before its last event (``cat
+    trace trace``) has its held begin closed as open at the end of the first capture and
+    pairs afresh, counted in clock_backwards."""
+    from analysis.metrics.pairing import Pairing
+
+    s = 1_000_000_000
+    begin1 = frame([(1, "dd", 7, 1 * s), (3, "dd", 7, 3 * s)])
+    end1 = frame([(2, "dd", 7, 2 * s)])
+    begin2 = frame([(4, "dd", 7, s // 2)])
+    end2 = frame([(5, "dd", 7, s // 2 + 1000)])
+    paired = Pairing("direct")
+    rows = [paired.add(begin1, end1), paired.add(begin2, end2), paired.finish()]
+    report = paired.report
+    assert (report.count, report.open_at_end, report.clock_backwards) == (2, 1, 1)
+    assert sorted(pl.concat(rows)["duration_ns"].drop_nulls().to_list()) == [1000, s]

@@ -101,14 +101,24 @@ def test_rows_under_mmtests_names_and_units():
     }
     for label, ms in compaction.items():
         assert value("compaction", label) == (pytest.approx(ms), "ms"), label
-    # The hand-built trace has no LRU events and no tests-timestamp: only the ratios lack.
-    assert {r.label for r in rows.values() if r.note} == {
+    # The hand-built trace has no LRU and no wakeup_kswapd events (issue 29 item 4: not
+    # traced, never 0) and no tests-timestamp (the time ratios).
+    lru = "not traced: no mm_vmscan_lru_shrink_inactive events in the trace"
+    noted = {r.label: r.note for r in rows.values() if r.note}
+    for label in (
+        "Direct reclaim pages scanned",
+        "Direct reclaim pages reclaimed",
+        "Kswapd pages scanned",
+        "Kswapd pages reclaimed",
+        "Total pages scanned",
+        "Total pages reclaimed",
         "%age total pages scanned/reclaimed",
         "%age total pages scanned/written",
         "%age file pages scanned/written",
-        "Percentage Time Spent Direct Reclaim",
-        "Percentage Time kswapd Awake",
-    }
+    ):
+        assert (rows["vmscan", label].value, noted.pop(label)) == (None, lru), label
+    assert noted.pop("Wake kswapd requests").startswith("not traced: no mm_vmscan_wakeup_kswapd")
+    assert set(noted) == {"Percentage Time Spent Direct Reclaim", "Percentage Time kswapd Awake"}
 
 
 def test_absent_events_give_null_with_a_reason_not_zero():
@@ -192,3 +202,53 @@ def test_benchmark_times_are_those_of_the_trace_s_iteration():
     times = benchmark_times(iteration / "ftrace-stutterp.zst")
     assert (times.user_s, times.system_s, times.elapsed_s) == tuple(map(float, words[0:5:2]))
     assert benchmark_times(DATA / "mail" / "000_901e324e43c5b0b5.txt") is None
+
+
+LRU = {
+    "nid": I64,
+    "nr_scanned": I64,
+    "nr_reclaimed": I64,
+    "flags": pl.List(pl.String),
+}
+
+
+def test_memcg_reclaim_is_named_in_the_totals_and_absent_families_are_not_traced():
+    """Issue 29 item 4, by hand: dd (pid 7) reclaims for its cgroup's limit 1..3 ms and
+    scans 40 file pages, 30 reclaimed; a direct reclaim whose end says nr_reclaimed=209
+    with no LRU events would be "not traced", never 0 pages."""
+    memcg = FakeTrace(
+        {
+            "mm_vmscan_memcg_reclaim_begin": frame([(1, "dd", 7, 1 * MS, 0)], {"order": I64}),
+            "mm_vmscan_memcg_reclaim_end": frame([(3, "dd", 7, 3 * MS, 30)], {"nr": I64}),
+            "mm_vmscan_lru_shrink_inactive": frame(
+                [(2, "dd", 7, 2 * MS, 0, 40, 30, ["RECLAIM_WB_FILE"])], LRU
+            ),
+        }
+    )
+    result = analyse_trace(memcg)
+    summary = {r["statistic"]: r for r in result.summary.iter_rows(named=True)}
+    assert summary["Memcg reclaim pages scanned"]["value"] == 40
+    # Direct reclaim scanned nothing (the LRU events are traced): a real 0.
+    assert (
+        summary["Direct reclaim pages scanned"]["value"],
+        summary["Direct reclaims"]["value"],
+    ) == (0, None)
+    assert summary["Direct reclaims"]["note"].startswith("not traced: no mm_vmscan_direct")
+    rows = {r.label: r for r in mmtests_trace_rows(result)}
+    total = rows["Total pages scanned"]
+    assert (total.value, total.note) == (
+        0,
+        "direct reclaim and kswapd only: memcg reclaim scanned 40 pages (Memcg reclaim rows)",
+    )
+    assert "memcg reclaim scanned 40 pages" in rows["%age total pages scanned/reclaimed"].note
+
+    direct = FakeTrace(
+        {
+            "mm_vmscan_direct_reclaim_begin": frame([(1, "dd", 7, 1 * MS, 0)], {"order": I64}),
+            "mm_vmscan_direct_reclaim_end": frame([(2, "dd", 7, 2 * MS, 209)], {"nr": I64}),
+        }
+    )
+    summary = {r["statistic"]: r for r in analyse_trace(direct).summary.iter_rows(named=True)}
+    reclaimed = summary["Direct reclaim pages reclaimed"]
+    assert (reclaimed["value"], summary["Direct reclaims"]["value"]) == (None, 1)
+    assert reclaimed["note"] == "not traced: no mm_vmscan_lru_shrink_inactive events in the trace"

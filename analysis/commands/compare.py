@@ -79,6 +79,7 @@ def run_compare(args: argparse.Namespace) -> int:
 
     from analysis.ingest import benchmarks, long_table
     from analysis.metrics.sample_rows import FAMILIES
+    from analysis.metrics.trace_files import warm_runs
     from analysis.report.compare import format_markdown, format_mmtests, to_json
     from analysis.report.json_output import dumps
     from analysis.report.levels import level_notes
@@ -94,6 +95,8 @@ def run_compare(args: argparse.Namespace) -> int:
         loaded: benchmarks.Loaded | None = None
     else:
         extra = {name: rows for name, rows in FAMILIES.items() if getattr(args, name)}
+        if args.traces:
+            warm_runs(args.paths)  # every run's traces analysed in parallel first
         loaded = benchmarks.load_runs(args.paths, extra, mmtests_dir=args.mmtests)
         table, skipped = loaded.table, loaded.skipped
     families = loaded.families if loaded else {}

@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     from analysis.report.fit import format_fits, group_json
     from analysis.report.json_output import dumps
     from analysis.report.text import path_lines
-    from analysis.report.trace_analysis import unparsed_note
+    from analysis.report.trace_analysis import duplicates_note, unparsed_note
     from analysis.stats.families import FAMILIES
     from analysis.stats.fit import fit_throttle_groups
 
@@ -113,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
         print(dumps(records))
         return 0
     for analysis, groups in out:
-        note = unparsed_note(analysis).replace(";", " --", 1)
+        note = (unparsed_note(analysis) + duplicates_note(analysis)).replace(";", " --", 1)
         print("\n".join(path_lines(str(analysis.source), "== ", note)))
         print(format_fits(groups))
         print()

@@ -64,7 +64,8 @@ def _head(path: Path) -> str:
 def analyse_path(path: Path, args: argparse.Namespace) -> TraceAnalysis:
     # Here, not at the top: `mmlab --help` must not import polars or numpy.
     from analysis.ingest import histogram
-    from analysis.metrics.trace_analysis import analyse_file, analyse_trace
+    from analysis.metrics.trace_analysis import analyse_trace
+    from analysis.metrics.trace_files import analyse_file
 
     labels = dict(args.label)
     head = _head(path)
@@ -84,10 +85,15 @@ def trace_sources(path: Path) -> list[Path]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from analysis.ingest import histogram
+    from analysis.metrics.trace_files import warm
     from analysis.report.json_output import dumps
     from analysis.report.trace_analysis import analysis_json, format_analysis, format_uniq_c
 
-    results = [analyse_path(source, args) for path in args.paths for source in trace_sources(path)]
+    sources = [source for path in args.paths for source in trace_sources(path)]
+    # Every trace not analysed yet, in parallel (mail histograms are read in no time).
+    warm([s for s in sources if s.is_file() and not histogram.looks_like_histogram(_head(s))])
+    results = [analyse_path(source, args) for source in sources]
     if args.json:
         print(dumps([analysis_json(r) for r in results]))
         return 0

@@ -17,14 +17,22 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from analysis.metrics.pairing import StallIntervals, pair_intervals
+from analysis.metrics.pairing import (
+    KEY_COLUMNS,
+    Pairing,
+    StallIntervals,
+    event_columns,
+    pair_intervals,
+)
 
 __all__ = [
     "compaction_context",
     "compaction_intervals",
+    "compaction_pairing",
     "compaction_status",
     "compaction_time",
     "try_to_compact_by_order",
+    "with_context",
 ]
 
 
@@ -42,23 +50,33 @@ def compaction_context() -> pl.Expr:
     )
 
 
+def compaction_pairing(lost_lines: Sequence[int] = ()) -> Pairing:
+    """The ``mm_compaction_begin`` → ``_end`` pairing, fed block by block; its rows get
+    their context from :func:`with_context`."""
+    return Pairing(
+        "compaction", begin_fields=("mode",), end_fields=("status",), lost_lines=lost_lines
+    )
+
+
+def with_context(intervals: pl.DataFrame) -> pl.DataFrame:
+    """Compaction interval rows with ``context`` (see :func:`compaction_context`)."""
+    return intervals.with_columns(context=compaction_context())
+
+
 def compaction_intervals(trace, *, lost_lines: Sequence[int] = ()) -> StallIntervals:
     """``mm_compaction_begin`` → ``_end`` per pid (policy of :func:`pair_intervals`).
 
     Adds ``context`` (see :func:`compaction_context`); the end's ``status`` is ``end_status``.
     """
     paired = pair_intervals(
-        trace.events("mm_compaction_begin"),
-        trace.events("mm_compaction_end"),
+        event_columns(trace, "mm_compaction_begin", (*KEY_COLUMNS, "mode")),
+        event_columns(trace, "mm_compaction_end", (*KEY_COLUMNS, "status")),
         kind="compaction",
         begin_fields=("mode",),
         end_fields=("status",),
         lost_lines=lost_lines,
     )
-    return StallIntervals(
-        intervals=paired.intervals.with_columns(context=compaction_context()),
-        report=paired.report,
-    )
+    return StallIntervals(intervals=with_context(paired.intervals), report=paired.report)
 
 
 def compaction_time(intervals: pl.DataFrame) -> pl.DataFrame:

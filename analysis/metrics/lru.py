@@ -21,7 +21,9 @@ from collections.abc import Mapping
 
 import polars as pl
 
-__all__ = ["LRU_COUNTERS", "lru_table", "lru_vs_vmstat"]
+from analysis.metrics.rows import sum_parts
+
+__all__ = ["LRU_COUNTERS", "LRU_FIELDS", "lru_table", "lru_totals", "lru_vs_vmstat"]
 
 # tracepoint field -> column (pages)
 LRU_COUNTERS: dict[str, str] = {
@@ -34,6 +36,9 @@ LRU_COUNTERS: dict[str, str] = {
     "nr_ref_keep": "ref_keep_pages",
     "nr_unmap_fail": "unmap_fail_pages",
 }
+
+# Every field :func:`lru_table` reads (activations under their 5.2+ and older names).
+LRU_FIELDS = (*LRU_COUNTERS, "nr_activate_anon", "nr_activate_file", "nr_activate", "flags")
 
 
 def _lru_type(frame: pl.DataFrame) -> pl.Expr:
@@ -77,6 +82,12 @@ def lru_table(shrink_inactive: pl.DataFrame) -> pl.DataFrame:
         .agg(pl.len().alias("events"), pl.all().sum())
         .sort("context", "lru")
     )
+
+
+def lru_totals(tables: list[pl.DataFrame]) -> pl.DataFrame:
+    """One :func:`lru_table` of several (e.g. one per block of a trace): counts summed per
+    ``context`` and ``lru``."""
+    return sum_parts(tables, ("context", "lru")).sort("context", "lru")
 
 
 def lru_vs_vmstat(table: pl.DataFrame, vmstat_deltas: Mapping[str, int]) -> pl.DataFrame:

@@ -12,7 +12,11 @@ Contexts and their tracepoints (include/trace/events/vmscan.h):
 Pairing policy (the same as mmtests where mmtests has one, and every case is counted):
 
 - events of one pid are ordered by timestamp (ties by line), because ``trace_pipe`` merges CPUs
-  slightly out of order;
+  slightly out of order; fed block by block (:class:`Pairing`, the ingest's 32 MB blocks),
+  within each block, and a pid whose next block starts before its last event (a trace
+  concatenated after another, or CPU clocks disagreeing exactly at a block boundary) has
+  that event closed as at the end of a capture and starts again, counted in
+  ``clock_backwards``;
 - a begin followed by an end of the same pid is one interval;
 - a begin followed by another begin of the same pid is *overwritten* (mmtests keeps the second);
 - an end not preceded by a begin is an *unpaired end* (capture started mid-reclaim, or the begin
@@ -29,17 +33,30 @@ Pairing policy (the same as mmtests where mmtests has one, and every case is cou
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import itertools
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import polars as pl
 
+from analysis.ingest.ftrace.cache import event_parts
+from analysis.metrics.deferred import Deferred
+
 __all__ = [
+    "BEGIN_FIELDS",
+    "END_FIELDS",
+    "KEY_COLUMNS",
     "RECLAIM_EVENTS",
+    "Labeller",
+    "Pairing",
     "PairingReport",
     "StallIntervals",
     "all_intervals",
+    "event_blocks",
+    "event_columns",
+    "event_scan",
     "label_context",
     "pair_intervals",
     "reclaim_intervals",
@@ -56,7 +73,56 @@ RECLAIM_EVENTS: dict[str, tuple[str, str]] = {
     "node": ("mm_vmscan_node_reclaim_begin", "mm_vmscan_node_reclaim_end"),
 }
 
-_KEY = ("pid", "ts_ns", "line", "comm")
+# What pairing reads of every event: who, when and where in the file.
+KEY_COLUMNS = ("pid", "ts_ns", "line", "comm")
+
+
+def event_scan(trace, name: str) -> pl.LazyFrame:
+    """Event ``name`` of ``trace`` as a lazy frame: an ingested trace's Parquet parts are
+    then read only for the columns and rows a statistic asks for (hand-built traces that
+    only have ``events`` are wrapped)."""
+    lazy = getattr(trace, "lazy", None)
+    return lazy(name) if lazy is not None else trace.events(name).lazy()
+
+
+def event_blocks(trace, columns: Mapping[str, Sequence[str]]) -> Iterator[dict[str, pl.DataFrame]]:
+    """The ``columns`` of each named event, one ingest block at a time in file order (the
+    Parquet part of every event cut from the same 32 MB of text); one block of whole frames
+    for a trace held in memory. Every block's frame of an
+    event has the same columns and types (those of the whole event)."""
+    directory = getattr(trace, "directory", None)
+    if directory is None:
+        yield {name: event_columns(trace, name, wanted) for name, wanted in columns.items()}
+        return
+    schemas: dict[str, dict[str, pl.DataType]] = {}
+    parts: dict[str, dict[int, Path]] = {}
+    for name, wanted in columns.items():
+        schema = event_scan(trace, name).collect_schema()
+        schemas[name] = {c: schema[c] for c in wanted if c in schema}
+        parts[name] = {int(p.stem.split("-")[1]): p for p in event_parts(directory, name)}
+    # No part of any of them: one block of empty frames, so every pairing sees a block.
+    for block in sorted(set().union(*parts.values())) or [-1]:
+        yield {name: _part(parts[name].get(block), schemas[name]) for name in columns}
+
+
+def _part(path: Path | None, schema: Mapping[str, pl.DataType]) -> pl.DataFrame:
+    """One Parquet part in ``schema`` (a column the part lacks is null); empty without one."""
+    if path is None:
+        return pl.DataFrame(schema=dict(schema))
+    scan = pl.scan_parquet(path)
+    have = scan.collect_schema()
+    return scan.select(
+        pl.col(c).cast(t) if c in have else pl.lit(None, dtype=t).alias(c)
+        for c, t in schema.items()
+    ).collect()
+
+
+def event_columns(trace, name: str, columns: Sequence[str]) -> pl.DataFrame:
+    """The ``columns`` of event ``name`` that it has (a field an older kernel does not print
+    is left out, as the whole frame would lack it), in file order."""
+    scan = event_scan(trace, name)
+    present = set(scan.collect_schema().names())
+    return scan.select([c for c in columns if c in present]).collect()
 
 
 @dataclass(frozen=True)
@@ -81,8 +147,9 @@ class PairingReport:
 
 
 @dataclass(frozen=True)
-class StallIntervals:
-    """Paired intervals (``intervals`` frame) and the pairing report."""
+class StallIntervals(Deferred):
+    """Paired intervals (``intervals`` frame) and the pairing report; a long trace's
+    ``intervals`` are read from the analysis cache when first used."""
 
     intervals: pl.DataFrame
     report: PairingReport
@@ -101,12 +168,214 @@ def _lost_between(
 def _tagged(frame: pl.DataFrame, tag: str, fields: Sequence[str], prefix: str) -> pl.DataFrame:
     present = [f for f in fields if f in frame.columns]
     return frame.select(
-        *_KEY,
+        *KEY_COLUMNS,
         pl.lit(tag).alias("_tag"),
         pl.struct(*[pl.col(f).alias(f"{prefix}{f}") for f in present]).alias(f"_{tag}_fields")
         if present
         else pl.lit(None).alias(f"_{tag}_fields"),
     )
+
+
+def _tag_events(
+    begin: pl.DataFrame,
+    end: pl.DataFrame,
+    begin_fields: Sequence[str],
+    end_fields: Sequence[str],
+) -> pl.DataFrame:
+    """Begin and end events in one frame: the key columns, ``_tag`` (``b``/``e``) and the
+    carried fields as one struct per side."""
+    begins = _tagged(begin, "b", begin_fields, "")
+    ends = _tagged(end, "e", end_fields, "end_")
+    b_struct = begins.schema["_b_fields"]
+    e_struct = ends.schema["_e_fields"]
+    return pl.concat(
+        [
+            begins.with_columns(pl.lit(None, dtype=e_struct).alias("_e_fields")),
+            ends.select(
+                *KEY_COLUMNS, "_tag", pl.lit(None, dtype=b_struct).alias("_b_fields"), "_e_fields"
+            ),
+        ],
+        how="vertical",
+    )
+
+
+class Pairing:
+    """Begin/end pairing of one interval kind fed block by block in file order (policy in
+    the module docstring); the same intervals and report as pairing the whole trace at once.
+
+    Each pid's last event of a block is held back (its successor may be in a later block)
+    and paired with the next block's events; :meth:`finish` decides what is still held.
+    Counts over the events seen are kept, not the events: memory is one block's events.
+    """
+
+    def __init__(
+        self,
+        kind: str,
+        *,
+        begin_fields: Sequence[str] = (),
+        end_fields: Sequence[str] = (),
+        lost_lines: Sequence[int] = (),
+    ) -> None:
+        self.kind = kind
+        self.begin_fields = tuple(begin_fields)
+        self.end_fields = tuple(end_fields)
+        self.lost_lines = tuple(lost_lines)
+        self._held: pl.DataFrame | None = None
+        self._counts = dict.fromkeys(
+            ("closed", "total_ns", "overwritten", "open", "unpaired_end", "clock_backwards"), 0
+        )
+        self._counts.update(comm_changed=0, lost_affected=0)
+
+    def add(self, begin: pl.DataFrame, end: pl.DataFrame) -> pl.DataFrame:
+        """Pair one block's events; return the intervals they decide (see the frame
+        columns of :func:`pair_intervals`)."""
+        return self._step(_tag_events(begin, end, self.begin_fields, self.end_fields), False)
+
+    def finish(self) -> pl.DataFrame:
+        """The intervals of the events still held back (open at the end of the capture);
+        after at least one :meth:`add`."""
+        assert self._held is not None, "finish() before any add()"
+        return self._step(self._held.clear().drop("_held"), True)
+
+    def _step(self, events: pl.DataFrame, final: bool) -> pl.DataFrame:
+        restarted = self._restart(events) if self._held is not None and not final else None
+        held = self._held
+        if held is not None:
+            rows = pl.concat([held, events.with_columns(_held=pl.lit(False))], how="vertical")
+        else:
+            rows = events.with_columns(_held=pl.lit(False))
+        counts = self._counts
+        # In file order: within this block (the check above makes a block's first event
+        # of a pid no earlier than everything before it).
+        counts["clock_backwards"] += int(
+            events.select("pid", "line", "ts_ns")
+            .sort("pid", "line")
+            .select(((pl.col("ts_ns") < pl.col("ts_ns").shift(1)) & _same_pid(1)).sum())
+            .item()
+            or 0
+        )
+        # Sorted on the key columns alone; the wide rows are gathered for what is kept.
+        order = (
+            rows.select("pid", "ts_ns", "line", "_tag", "_held")
+            .with_row_index("_i")
+            .sort("pid", "ts_ns", "line")
+            .with_columns(
+                _prev=pl.when(_same_pid(1)).then(pl.col("_tag").shift(1)),
+                _next=pl.when(_same_pid(-1)).then(pl.col("_tag").shift(-1)),
+                _j=pl.when(_same_pid(-1)).then(pl.col("_i").shift(-1)),
+            )
+        )
+        is_begin = pl.col("_tag") == "b"
+        # A held event's predecessor was counted in its own block.
+        counts["unpaired_end"] += order.filter(
+            ~pl.col("_held")
+            & (pl.col("_tag") == "e")
+            & (pl.col("_prev").is_null() | (pl.col("_prev") == "e"))
+        ).height
+        if not final:
+            last = pl.col("_next").is_null()
+            index = order.filter(last)["_i"]
+            self._held = rows.select(pl.all().gather(index)).with_columns(_held=pl.lit(True))
+            order = order.filter(~last)
+        counts["overwritten"] += order.filter(is_begin & (pl.col("_next") == "b")).height
+        kept = order.filter(is_begin & (pl.col("_next").is_null() | (pl.col("_next") == "e")))
+        closed = kept["_next"] == "e"
+        begins = rows.select(pl.all().gather(kept["_i"]))
+        ends = rows.select(
+            pl.all().gather(kept["_j"].zip_with(closed, kept["_j"].clear(kept.height)))
+        )
+        intervals = self._intervals(begins, ends)
+        done = intervals.filter(pl.col("status") == "closed")
+        counts["closed"] += done.height
+        counts["open"] += intervals.height - done.height
+        counts["total_ns"] += int(done["duration_ns"].sum() or 0)
+        counts["comm_changed"] += int(done["comm_changed"].sum())
+        counts["lost_affected"] += int(done["lost_events_inside"].sum())
+        if restarted is not None:
+            return pl.concat([restarted, intervals], how="vertical")
+        return intervals
+
+    def _restart(self, events: pl.DataFrame) -> pl.DataFrame | None:
+        """Close the held events of pids that go back in time across the block boundary
+        (:func:`_restarted`) as the end of a capture would, so that pairing starts again
+        for them; their intervals, or None. Each such pid counts once in
+        ``clock_backwards``."""
+        held = self._held
+        pids = _restarted(events, held).implode()
+        if not pids.list.len().item():
+            return None
+        self._held = held.filter(pl.col("pid").is_in(pids))
+        closed = self._step(held.clear().drop("_held"), True)
+        self._held = held.filter(~pl.col("pid").is_in(pids))
+        self._counts["clock_backwards"] += pids.list.len().item()
+        return closed
+
+    def _intervals(self, begins: pl.DataFrame, ends: pl.DataFrame) -> pl.DataFrame:
+        """Interval rows of kept begins and their ends (null rows for open intervals)."""
+        closed = ends["_tag"].is_not_null()
+        intervals = pl.DataFrame(
+            {
+                "kind": pl.Series([self.kind] * begins.height, dtype=pl.String),
+                "pid": begins["pid"],
+                "comm": begins["comm"],
+                "begin_ts_ns": begins["ts_ns"],
+                "end_ts_ns": ends["ts_ns"],
+                "duration_ns": ends["ts_ns"] - begins["ts_ns"],
+                "begin_line": begins["line"],
+                "end_line": ends["line"],
+                "status": pl.Series(["open", "closed"]).gather(closed.cast(pl.UInt32)),
+                "comm_changed": (closed & (begins["comm"] != ends["comm"])).fill_null(False),
+                "_b_fields": begins["_b_fields"],
+                "_end_struct": ends["_e_fields"],
+            }
+        )
+        lost = _lost_between(
+            intervals["begin_line"].to_numpy(),
+            intervals["end_line"].fill_null(np.iinfo(np.int64).max).to_numpy(),
+            self.lost_lines,
+        )
+        intervals = intervals.with_columns(lost_events_inside=pl.Series(lost, dtype=pl.Boolean))
+        for column in ("_b_fields", "_end_struct"):
+            if isinstance(intervals.schema[column], pl.Struct):
+                intervals = intervals.unnest(column)
+            else:
+                intervals = intervals.drop(column)
+        return intervals
+
+    @property
+    def report(self) -> PairingReport:
+        """The report of every event added so far (complete after :meth:`finish`)."""
+        c = self._counts
+        return PairingReport(
+            kind=self.kind,
+            count=c["closed"],
+            total_s=float(c["total_ns"]) / 1e9,
+            unpaired_begin=c["overwritten"] + c["open"],
+            overwritten_begin=c["overwritten"],
+            open_at_end=c["open"],
+            unpaired_end=c["unpaired_end"],
+            clock_backwards=c["clock_backwards"],
+            comm_changed=c["comm_changed"],
+            lost_events=len(self.lost_lines),
+            lost_affected=c["lost_affected"],
+        )
+
+
+def _same_pid(offset: int) -> pl.Expr:
+    """True where the row ``offset`` away (1: the one before) has the same pid, in a
+    frame sorted by pid: a shift within the pid, as ``.over("pid")`` would, without
+    grouping."""
+    return (pl.col("pid").shift(offset) == pl.col("pid")).fill_null(False)
+
+
+def _restarted(events: pl.DataFrame, held: pl.DataFrame) -> pl.Series:
+    """The pids whose events in ``events`` start before their held (latest) event: a pid
+    going back in time across a block boundary (the text goes on with another capture,
+    ``cat trace trace``, or two CPUs' clocks disagree as a task migrates exactly there).
+    Equal timestamps keep file order, as a whole-trace sort would."""
+    first = events.group_by("pid").agg(pl.col("ts_ns").min().alias("_first"))
+    late = held.select("pid", "ts_ns").join(first, on="pid")
+    return late.filter(pl.col("_first") < pl.col("ts_ns"))["pid"]
 
 
 def pair_intervals(
@@ -127,81 +396,17 @@ def pair_intervals(
 
     Interval frame columns: ``kind``, ``pid``, ``comm``, ``begin_ts_ns``, ``end_ts_ns`` (null if
     open), ``duration_ns`` (null if open), ``begin_line``, ``end_line``, ``status``
-    (``closed``/``open``), ``comm_changed``, ``lost_events_inside``, then the carried fields.
+    (``closed``/``open``), ``comm_changed``, ``lost_events_inside``, then the carried fields;
+    ordered by pid, begin timestamp and line.
     """
-    begins = _tagged(begin, "b", begin_fields, "")
-    ends = _tagged(end, "e", end_fields, "end_")
-    b_struct = begins.schema["_b_fields"]
-    e_struct = ends.schema["_e_fields"]
-    events = pl.concat(
-        [
-            begins.with_columns(pl.lit(None, dtype=e_struct).alias("_e_fields")),
-            ends.select(
-                *_KEY, "_tag", pl.lit(None, dtype=b_struct).alias("_b_fields"), "_e_fields"
-            ),
-        ],
-        how="vertical",
-    )
-    by_file = events.sort("pid", "line")
-    clock_backwards = int(
-        by_file.select((pl.col("ts_ns") < pl.col("ts_ns").shift(1).over("pid")).sum()).item() or 0
-    )
-    ordered = events.sort("pid", "ts_ns", "line").with_columns(
-        _prev=pl.col("_tag").shift(1).over("pid"),
-        _next=pl.col("_tag").shift(-1).over("pid"),
-        end_ts_ns=pl.col("ts_ns").shift(-1).over("pid"),
-        end_line=pl.col("line").shift(-1).over("pid"),
-        _end_comm=pl.col("comm").shift(-1).over("pid"),
-        _end_struct=pl.col("_e_fields").shift(-1).over("pid"),
-    )
-    is_begin = pl.col("_tag") == "b"
-    unpaired_end = ordered.filter(
-        (pl.col("_tag") == "e") & (pl.col("_prev").is_null() | (pl.col("_prev") == "e"))
-    ).height
-    overwritten = ordered.filter(is_begin & (pl.col("_next") == "b")).height
-    kept = ordered.filter(is_begin & (pl.col("_next").is_null() | (pl.col("_next") == "e")))
-    closed = pl.col("_next") == "e"
-    intervals = kept.select(
-        pl.lit(kind).alias("kind"),
-        "pid",
-        "comm",
-        pl.col("ts_ns").alias("begin_ts_ns"),
-        pl.when(closed).then(pl.col("end_ts_ns")).alias("end_ts_ns"),
-        pl.when(closed).then(pl.col("end_ts_ns") - pl.col("ts_ns")).alias("duration_ns"),
-        pl.col("line").alias("begin_line"),
-        pl.when(closed).then(pl.col("end_line")).alias("end_line"),
-        pl.when(closed).then(pl.lit("closed")).otherwise(pl.lit("open")).alias("status"),
-        (closed & (pl.col("comm") != pl.col("_end_comm"))).fill_null(False).alias("comm_changed"),
-        pl.col("_b_fields"),
-        pl.col("_end_struct"),
-    )
-    lost = _lost_between(
-        intervals["begin_line"].to_numpy(),
-        intervals["end_line"].fill_null(np.iinfo(np.int64).max).to_numpy(),
-        lost_lines,
-    )
-    intervals = intervals.with_columns(lost_events_inside=pl.Series(lost, dtype=pl.Boolean))
-    for column in ("_b_fields", "_end_struct"):
-        if isinstance(intervals.schema[column], pl.Struct):
-            intervals = intervals.unnest(column)
-        else:
-            intervals = intervals.drop(column)
-    durations = intervals.filter(pl.col("status") == "closed")
-    open_at_end = intervals.height - durations.height
-    report = PairingReport(
-        kind=kind,
-        count=durations.height,
-        total_s=float(durations["duration_ns"].sum() or 0) / 1e9,
-        unpaired_begin=overwritten + open_at_end,
-        overwritten_begin=overwritten,
-        open_at_end=open_at_end,
-        unpaired_end=unpaired_end,
-        clock_backwards=clock_backwards,
-        comm_changed=int(durations["comm_changed"].sum()),
-        lost_events=len(lost_lines),
-        lost_affected=int(durations["lost_events_inside"].sum()),
-    )
-    return StallIntervals(intervals=intervals, report=report)
+    pairing = Pairing(kind, begin_fields=begin_fields, end_fields=end_fields, lost_lines=lost_lines)
+    events = _tag_events(begin, end, pairing.begin_fields, pairing.end_fields)
+    intervals = pairing._step(events, True)
+    return StallIntervals(intervals=intervals, report=pairing.report)
+
+
+BEGIN_FIELDS = ("nid", "order", "gfp_flags")
+END_FIELDS = ("nr_reclaimed",)
 
 
 def reclaim_intervals(trace, *, lost_lines: Sequence[int] = ()) -> dict[str, StallIntervals]:
@@ -219,11 +424,11 @@ def reclaim_intervals(trace, *, lost_lines: Sequence[int] = ()) -> dict[str, Sta
         if context != "direct" and begin_name not in names and end_name not in names:
             continue
         out[context] = pair_intervals(
-            trace.events(begin_name),
-            trace.events(end_name),
+            event_columns(trace, begin_name, (*KEY_COLUMNS, *BEGIN_FIELDS)),
+            event_columns(trace, end_name, (*KEY_COLUMNS, *END_FIELDS)),
             kind=context,
-            begin_fields=("nid", "order", "gfp_flags"),
-            end_fields=("nr_reclaimed",),
+            begin_fields=BEGIN_FIELDS,
+            end_fields=END_FIELDS,
             lost_lines=lost_lines,
         )
     return out
@@ -268,7 +473,8 @@ def label_context(events: pl.DataFrame, intervals: pl.DataFrame) -> pl.DataFrame
         pl.col("end_ts_ns").is_null() | (pl.col("ts_ns") <= pl.col("end_ts_ns"))
     )
     found = joined.select(
-        "_row", _ctx=pl.when(inside).then(pl.col("kind")).otherwise(pl.lit("other"))
+        "_row",
+        _ctx=pl.when(inside).then(pl.col("kind").cast(pl.String)).otherwise(pl.lit("other")),
     )
     return (
         indexed.join(found, on="_row", how="left")
@@ -280,3 +486,59 @@ def label_context(events: pl.DataFrame, intervals: pl.DataFrame) -> pl.DataFrame
         .sort("_row")
         .drop("_row", "_ctx")
     )
+
+
+# A step back in time this large within one frame is a seam between two captures.
+RESTART_NS = 1_000_000_000
+
+
+class Labeller:
+    """:func:`label_context` against one interval frame for many event frames (a trace's
+    blocks, in file order): each frame is joined with only the intervals its time range can
+    meet, those beginning inside it and each pid's last one beginning before it, which
+    are the only candidates for "the pid's latest interval beginning at or before the
+    event" (the label is the same as against all intervals)."""
+
+    def __init__(self, intervals: pl.DataFrame) -> None:
+        self._sorted = intervals.sort("begin_ts_ns", "pid", maintain_order=True)
+        self._begins = self._sorted["begin_ts_ns"].to_numpy()
+        self._upto = 0
+        self._last = self._sorted.clear()
+
+    def _before(self, index: int) -> pl.DataFrame:
+        """Each pid's last interval among the first ``index`` (by begin), kept as the
+        frames advance; recomputed when a frame starts earlier than the one before."""
+        if index < self._upto:
+            self._upto, self._last = 0, self._sorted.clear()
+        if index > self._upto:
+            new = self._sorted.slice(self._upto, index - self._upto)
+            self._last = (
+                pl.concat([self._last, new], how="vertical")
+                .group_by("pid", maintain_order=True)
+                .agg(pl.all().last())
+                .select(self._sorted.columns)
+            )
+            self._upto = index
+        return self._last
+
+    def __call__(self, events: pl.DataFrame) -> pl.DataFrame:
+        if "ts_ns" not in events.columns or events["ts_ns"].drop_nulls().is_empty():
+            return label_context(events, self._sorted)
+        # Where the text goes back in time by a second or more (a trace concatenated after
+        # another), each run of lines is labelled on its own: one window each, not one
+        # spanning both captures.
+        back = (events["ts_ns"].diff() < -RESTART_NS).fill_null(False)
+        if back.any():
+            cuts = [0, *back.arg_true().to_list(), events.height]
+            runs = [events.slice(a, b - a) for a, b in itertools.pairwise(cuts)]
+            return pl.concat([self._window(run) for run in runs], how="vertical")
+        return self._window(events)
+
+    def _window(self, events: pl.DataFrame) -> pl.DataFrame:
+        ts = events["ts_ns"].drop_nulls()
+        if ts.is_empty():
+            return label_context(events, self._sorted)
+        lo = int(np.searchsorted(self._begins, ts.min(), side="left"))
+        hi = int(np.searchsorted(self._begins, ts.max(), side="right"))
+        window = pl.concat([self._before(lo), self._sorted.slice(lo, hi - lo)], how="vertical")
+        return label_context(events, window)

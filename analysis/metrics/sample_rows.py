@@ -20,7 +20,7 @@ def trace_rows(
 ) -> list[tuple[str, float, str, bool]]:
     """Reclaim stalls per context and compaction stalls (ms, one per closed interval) and
     throttle delays (us, one per sleep) of every trace of ``it``."""
-    from analysis.metrics.trace_analysis import analyse_iteration
+    from analysis.metrics.trace_files import analyse_iteration
 
     rows = []
     for result in analyse_iteration(it):

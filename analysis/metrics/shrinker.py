@@ -27,22 +27,39 @@ context that takes the counter inherits all of it).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import polars as pl
 
-from analysis.metrics.pairing import StallIntervals, label_context, pair_intervals
+from analysis.metrics.pairing import (
+    KEY_COLUMNS,
+    Pairing,
+    StallIntervals,
+    event_columns,
+    label_context,
+    pair_intervals,
+)
 from analysis.stats.describe import nearest_rank
 
 __all__ = [
+    "END",
+    "END_FIELDS",
+    "START",
+    "START_FIELDS",
     "deferred_backlog",
+    "invocation_rows",
     "shrinker_invocations",
+    "shrinker_pairing",
+    "shrinker_shares",
+    "shrinker_sums",
     "shrinker_table",
+    "start_events",
     "work_distribution",
 ]
 
-_START_FIELDS = (
+START_FIELDS = (
     "shrinker",
     "shrinker_ptr",
     "nid",
@@ -53,39 +70,39 @@ _START_FIELDS = (
     "total_scan",
     "priority",
 )
-_END_FIELDS = ("shrinker", "new_scan", "total_scan", "retval")
+END_FIELDS = ("shrinker", "new_scan", "total_scan", "retval")
+START, END = "mm_shrink_slab_start", "mm_shrink_slab_end"
 
 
-def shrinker_invocations(
-    trace, intervals: pl.DataFrame, *, lost_lines: Sequence[int] = ()
-) -> tuple[pl.DataFrame, StallIntervals]:
-    """One row per ``do_shrink_slab()`` call with its context and object counts.
+def shrinker_pairing(lost_lines: Sequence[int] = ()) -> Pairing:
+    """The start → end pairing of ``do_shrink_slab()`` calls, fed block by block."""
+    return Pairing(
+        "shrink_slab", begin_fields=START_FIELDS, end_fields=END_FIELDS, lost_lines=lost_lines
+    )
 
-    Returns the invocation frame and the raw pairing (its report counts unpaired starts and
-    ends). ``shrinker_mismatch`` marks pairs whose start and end name different shrinkers.
-    """
-    start = trace.events("mm_shrink_slab_start")
-    # Identity and gfp columns may be absent from hand-built frames: null, as for a field
-    # the capturing kernel does not print.
+
+def start_events(start: pl.DataFrame) -> pl.DataFrame:
+    """``mm_shrink_slab_start`` rows with the identity and gfp columns hand-built frames
+    may lack (null, as for a field the capturing kernel does not print)."""
     missing = {"shrinker_ptr": pl.String(), "gfp_flags": pl.List(pl.String())}
-    start = start.with_columns(
+    return start.with_columns(
         pl.lit(None, dtype=dtype).alias(name)
         for name, dtype in missing.items()
         if name not in start.columns
     )
-    paired = pair_intervals(
-        start,
-        trace.events("mm_shrink_slab_end"),
-        kind="shrink_slab",
-        begin_fields=_START_FIELDS,
-        end_fields=_END_FIELDS,
-        lost_lines=lost_lines,
-    )
-    closed = paired.intervals.filter(pl.col("status") == "closed")
+
+
+def invocation_rows(
+    paired: pl.DataFrame, label: Callable[[pl.DataFrame], pl.DataFrame]
+) -> pl.DataFrame:
+    """The invocation frame (see :func:`shrinker_invocations`) of the closed start/end
+    pairs in ``paired``, with the reclaim context ``label`` adds
+    (:func:`analysis.metrics.pairing.label_context` or a ``Labeller``)."""
+    closed = paired.filter(pl.col("status") == "closed")
     if closed.is_empty():
-        return _empty_invocations(), paired
-    labelled = label_context(closed.rename({"begin_ts_ns": "ts_ns"}), intervals)
-    frame = labelled.select(
+        return _empty_invocations()
+    labelled = label(closed.rename({"begin_ts_ns": "ts_ns"}))
+    return labelled.select(
         "shrinker",
         "shrinker_ptr",
         "nid",
@@ -110,7 +127,26 @@ def shrinker_invocations(
         (pl.col("shrinker") != pl.col("end_shrinker")).alias("shrinker_mismatch"),
         "lost_events_inside",
     )
-    return frame, paired
+
+
+def shrinker_invocations(
+    trace, intervals: pl.DataFrame, *, lost_lines: Sequence[int] = ()
+) -> tuple[pl.DataFrame, StallIntervals]:
+    """One row per ``do_shrink_slab()`` call with its context and object counts.
+
+    Returns the invocation frame and the raw pairing (its report counts unpaired starts and
+    ends). ``shrinker_mismatch`` marks pairs whose start and end name different shrinkers.
+    """
+    paired = pair_intervals(
+        start_events(event_columns(trace, START, (*KEY_COLUMNS, *START_FIELDS))),
+        event_columns(trace, END, (*KEY_COLUMNS, *END_FIELDS)),
+        kind="shrink_slab",
+        begin_fields=START_FIELDS,
+        end_fields=END_FIELDS,
+        lost_lines=lost_lines,
+    )
+    label = functools.partial(label_context, intervals=intervals)
+    return invocation_rows(paired.intervals, label), paired
 
 
 def _empty_invocations() -> pl.DataFrame:
@@ -143,37 +179,43 @@ def _empty_invocations() -> pl.DataFrame:
     return pl.DataFrame(schema=schema)
 
 
+_SUMS = (
+    "deferred_in_objects",
+    "delta_objects",
+    "to_scan_objects",
+    "scanned_objects",
+    "freed_objects",
+    "deferred_out_objects",
+)
+
+
+def shrinker_sums(invocations: pl.DataFrame) -> pl.DataFrame:
+    """Per shrinker symbol and context: ``invocations``, the sums of the object counts
+    and ``lost_affected``; sums of blocks' sums are the sums of the whole trace."""
+    return invocations.group_by("shrinker", "context").agg(
+        pl.len().alias("invocations"),
+        *[pl.col(c).sum() for c in _SUMS],
+        lost_affected=pl.col("lost_events_inside").sum(),
+    )
+
+
+def shrinker_shares(sums: pl.DataFrame) -> pl.DataFrame:
+    """:func:`shrinker_sums` with ``inherited_share``, sorted (see :func:`shrinker_table`)."""
+    return sums.with_columns(
+        inherited_share=pl.when((pl.col("deferred_in_objects") + pl.col("delta_objects")) > 0).then(
+            pl.col("deferred_in_objects")
+            / (pl.col("deferred_in_objects") + pl.col("delta_objects"))
+        )
+    ).sort("shrinker", "context")
+
+
 def shrinker_table(invocations: pl.DataFrame) -> pl.DataFrame:
     """Per shrinker symbol and context: sums of the invocation counts (objects).
 
     ``inherited_share`` = deferred_in / (deferred_in + delta): how much of what this context
     was asked to scan was other contexts' deferred work.
     """
-    sums = [
-        "deferred_in_objects",
-        "delta_objects",
-        "to_scan_objects",
-        "scanned_objects",
-        "freed_objects",
-        "deferred_out_objects",
-    ]
-    return (
-        invocations.group_by("shrinker", "context")
-        .agg(
-            pl.len().alias("invocations"),
-            *[pl.col(c).sum() for c in sums],
-            lost_affected=pl.col("lost_events_inside").sum(),
-        )
-        .with_columns(
-            inherited_share=pl.when(
-                (pl.col("deferred_in_objects") + pl.col("delta_objects")) > 0
-            ).then(
-                pl.col("deferred_in_objects")
-                / (pl.col("deferred_in_objects") + pl.col("delta_objects"))
-            )
-        )
-        .sort("shrinker", "context")
-    )
+    return shrinker_shares(shrinker_sums(invocations))
 
 
 def deferred_backlog(end: pl.DataFrame, *, changes_only: bool = False) -> pl.DataFrame:

@@ -31,17 +31,22 @@ from analysis.ingest.events import EVENTS, LEGACY_THROTTLE, THROTTLED
 from analysis.ingest.ftrace.tokenizer import COMMON_SCHEMA
 from analysis.ingest.histogram import Histogram
 from analysis.ingest.kconfig import config_hz
-from analysis.metrics.pairing import label_context
+from analysis.metrics.pairing import KEY_COLUMNS, event_columns, label_context
 
 __all__ = [
     "GROUP_KEYS",
     "REASON_PREFIX",
     "HzEstimate",
+    "check_fields",
     "config_hz",
     "delay_histogram",
     "infer_hz",
     "short_reason",
+    "throttle_columns",
     "throttle_events",
+    "throttle_events_of",
+    "throttle_frame",
+    "throttle_rows",
     "throttle_table",
 ]
 
@@ -63,20 +68,78 @@ def _weight(frame: pl.DataFrame) -> pl.Expr:
     return pl.col("count") if "count" in frame.columns else pl.lit(1, dtype=pl.Int64)
 
 
-def _check_fields(source: object, name: str, raw: pl.DataFrame, needed: list[str]) -> None:
+_SCHEMA = {
+    "event": pl.String(),
+    "reason": pl.String(),
+    "usec_timeout": pl.Int64(),
+    "delay_us": pl.Int64(),
+    "count": pl.Int64(),
+    "context": pl.String(),
+    "ts_ns": pl.Int64(),
+    "pid": pl.Int32(),
+    "comm": pl.String(),
+    "line": pl.Int64(),
+}
+
+
+def throttle_events_of(trace) -> list[tuple[str, str]]:
+    """(event, delay field) of every throttle event ``trace`` has, in reporting order."""
+    names = set(trace.event_names)
+    known = ((THROTTLED, "usect_delayed"), *((n, "usec_delayed") for n in LEGACY_THROTTLE))
+    return [(name, delay) for name, delay in known if name in names]
+
+
+def throttle_columns(delay: str) -> tuple[str, ...]:
+    """What :func:`throttle_rows` reads of a throttle event (a mail histogram's rows carry
+    their weight, block and user-given context)."""
+    return (*KEY_COLUMNS, "reason", "usec_timeout", delay, "count", "group", "context")
+
+
+def check_fields(trace, name: str, raw: pl.DataFrame, delay: str) -> None:
     """InputError at the first line of event ``name`` that lacks a field every kernel
-    prints (a renamed field: a patched or future kernel), naming the fields it has
-    instead; kept, it would be a throttle event with no delay or no reason."""
+    prints (a renamed field: a patched or future kernel), naming the fields that line has
+    instead (read from the whole event only then); kept, it would be a throttle event with
+    no delay or no reason. A mail histogram's rows may count a reason alone: not checked."""
+    if isinstance(trace, Histogram) or raw.is_empty():
+        return
+    needed = ["usec_timeout", delay, *(["reason"] if name == THROTTLED else [])]
     missing = [f for f in needed if f not in raw.columns or raw[f].null_count()]
-    if not missing or raw.is_empty():
+    if not missing:
         return
     field = missing[0]
     lacking = raw.filter(pl.col(field).is_null()) if field in raw.columns else raw
-    row = lacking.row(0, named=True)
+    line = lacking["line"][0] if "line" in lacking.columns else None
+    whole = trace.events(name)
+    row = (whole.filter(pl.col("line") == line) if line is not None else whole).row(0, named=True)
     known = {*EVENTS[name].field_names, *COMMON_SCHEMA, "context", "count"}
     other = [k for k, v in row.items() if k not in known and v is not None]
     instead = f"; it prints {', '.join(other)} instead (renamed?)" if other else ""
-    raise InputError(source, f"{name} without its {field} field{instead}", line=row.get("line"))
+    raise InputError(trace.source, f"{name} without its {field} field{instead}", line=line)
+
+
+def throttle_rows(labelled: pl.DataFrame, name: str, delay: str) -> pl.DataFrame:
+    """Rows of :func:`throttle_events` from event ``name``'s frame with its ``context``
+    (checked first: :func:`check_fields`)."""
+    reason = pl.col("reason") if "reason" in labelled.columns else pl.lit(name)
+    return labelled.select(
+        pl.lit(name).alias("event"),
+        reason.alias("reason"),
+        pl.col("usec_timeout").cast(pl.Int64),
+        pl.col(delay).cast(pl.Int64).alias("delay_us"),
+        _weight(labelled).cast(pl.Int64).alias("count"),
+        "context",
+        "ts_ns",
+        pl.col("pid").cast(pl.Int32),
+        "comm",
+        "line",
+    )
+
+
+def throttle_frame(rows: list[pl.DataFrame]) -> pl.DataFrame:
+    """:func:`throttle_rows` frames in one (empty with the schema when there are none)."""
+    if not rows:
+        return pl.DataFrame(schema=_SCHEMA)
+    return pl.concat(rows, how="vertical_relaxed")
 
 
 def throttle_events(trace, intervals: pl.DataFrame) -> pl.DataFrame:
@@ -87,48 +150,12 @@ def throttle_events(trace, intervals: pl.DataFrame) -> pl.DataFrame:
     ``context`` (see :func:`analysis.metrics.pairing.label_context`), ``ts_ns``, ``pid``,
     ``comm``, ``line``. ``intervals`` is :func:`analysis.metrics.pairing.all_intervals`.
     """
-    frames = []
-    for name, delay in (
-        (THROTTLED, "usect_delayed"),
-        *((n, "usec_delayed") for n in LEGACY_THROTTLE),
-    ):
-        if name not in trace.event_names:
-            continue
-        raw = label_context(trace.events(name), intervals)
-        if not isinstance(trace, Histogram):  # a mail's rows may count a reason alone
-            needed = ["usec_timeout", delay, *(["reason"] if name == THROTTLED else [])]
-            _check_fields(trace.source, name, raw, needed)
-        reason = pl.col("reason") if "reason" in raw.columns else pl.lit(name)
-        frames.append(
-            raw.select(
-                pl.lit(name).alias("event"),
-                reason.alias("reason"),
-                pl.col("usec_timeout").cast(pl.Int64),
-                pl.col(delay).cast(pl.Int64).alias("delay_us"),
-                _weight(raw).cast(pl.Int64).alias("count"),
-                "context",
-                "ts_ns",
-                pl.col("pid").cast(pl.Int32),
-                "comm",
-                "line",
-            )
-        )
-    if not frames:
-        return pl.DataFrame(
-            schema={
-                "event": pl.String(),
-                "reason": pl.String(),
-                "usec_timeout": pl.Int64(),
-                "delay_us": pl.Int64(),
-                "count": pl.Int64(),
-                "context": pl.String(),
-                "ts_ns": pl.Int64(),
-                "pid": pl.Int32(),
-                "comm": pl.String(),
-                "line": pl.Int64(),
-            }
-        )
-    return pl.concat(frames, how="vertical_relaxed")
+    rows = []
+    for name, delay in throttle_events_of(trace):
+        labelled = label_context(event_columns(trace, name, throttle_columns(delay)), intervals)
+        check_fields(trace, name, labelled, delay)
+        rows.append(throttle_rows(labelled, name, delay))
+    return throttle_frame(rows)
 
 
 def throttle_table(events: pl.DataFrame) -> pl.DataFrame:

@@ -107,11 +107,11 @@ def _compacting(analysis: TraceAnalysis, context: str) -> TraceRow:
     return TraceRow(COMPACTION, label, float(total or 0.0) * 1e3, "ms")
 
 
-def _pct(label: str, num: float | None, den: float | None, why: str) -> TraceRow:
-    """``100 · num / den``; ``why`` when ``den`` is missing or 0 (``num`` is None only for
-    a kswapd awake time the trace cannot give)."""
-    if num is None:
-        return TraceRow(VMSCAN, label, None, "%", "no kswapd awake time in the trace")
+def _pct(label: str, num: float | None, den: float | None, why: str, missing: str = "") -> TraceRow:
+    """``100 · num / den``; ``missing`` (what the trace lacks) when an input is not in the
+    trace, ``why`` when ``den`` is 0 or not known otherwise."""
+    if num is None or (den is None and missing):
+        return TraceRow(VMSCAN, label, None, "%", missing or "no kswapd awake time in the trace")
     if not den:
         return TraceRow(VMSCAN, label, None, "%", why)
     return TraceRow(VMSCAN, label, 100 * num / den, "%")
@@ -119,38 +119,71 @@ def _pct(label: str, num: float | None, den: float | None, why: str) -> TraceRow
 
 @dataclass(frozen=True)
 class VmscanTotals:
-    """The inputs of the script's closing rows: pages, writes (all, file) and seconds."""
+    """The inputs of the script's closing rows: pages, writes (all, file) and seconds;
+    None where the trace does not have the events (with ``note`` saying which), and
+    ``covers`` saying what the totals leave out (memcg reclaim has rows of its own)."""
 
-    scanned: float
-    reclaimed: float
-    written: float
-    file_written: float
-    stalled_s: float
+    scanned: float | None
+    reclaimed: float | None
+    written: float | None
+    file_written: float | None
+    stalled_s: float | None
     awake_s: float | None
+    lru_note: str = ""
+    write_note: str = ""
+    direct_note: str = ""
+    covers: str = ""
 
 
 def vmscan_ratios(totals: VmscanTotals, times: TestTimes | None) -> tuple[TraceRow, ...]:
     """The closing rows of seed 002's block: totals, %age ratios of pages scanned, and
     the share of time spent in direct reclaim, 100 · stalled / (user + system + stalled),
     and awake, 100 · awake / elapsed, over the benchmark's own times."""
-    nothing = "nothing scanned"
+    nothing = "nothing scanned by direct reclaim or kswapd"
+    if totals.covers:
+        nothing += f"; {totals.covers}"
     no_times = "needs the benchmark's user, system and elapsed time (tests-timestamp)"
     cpu = times.user_s + times.system_s if times and times.user_s is not None else None
     elapsed = times.elapsed_s if times else None
+    stalled = totals.stalled_s
+    missing = totals.lru_note
+    covers = f"direct reclaim and kswapd only: {totals.covers}" if totals.covers else ""
+    unwritten = totals.write_note or missing
     return (
-        TraceRow(VMSCAN, "Total pages scanned", totals.scanned, "pages"),
-        TraceRow(VMSCAN, "Total pages reclaimed", totals.reclaimed, "pages"),
-        _pct("%age total pages scanned/reclaimed", totals.reclaimed, totals.scanned, nothing),
-        _pct("%age total pages scanned/written", totals.written, totals.scanned, nothing),
-        _pct("%age file pages scanned/written", totals.file_written, totals.scanned, nothing),
+        TraceRow(VMSCAN, "Total pages scanned", totals.scanned, "pages", missing or covers),
+        TraceRow(VMSCAN, "Total pages reclaimed", totals.reclaimed, "pages", missing or covers),
+        _pct(
+            "%age total pages scanned/reclaimed",
+            totals.reclaimed,
+            totals.scanned,
+            nothing,
+            missing,
+        ),
+        _pct(
+            "%age total pages scanned/written", totals.written, totals.scanned, nothing, unwritten
+        ),
+        _pct(
+            "%age file pages scanned/written",
+            totals.file_written,
+            totals.scanned,
+            nothing,
+            unwritten,
+        ),
         _pct(
             "Percentage Time Spent Direct Reclaim",
-            totals.stalled_s,
-            None if cpu is None else cpu + totals.stalled_s,
+            stalled,
+            None if cpu is None or stalled is None else cpu + stalled,
             no_times,
+            totals.direct_note,
         ),
         _pct("Percentage Time kswapd Awake", totals.awake_s, elapsed, no_times),
     )
+
+
+def _sum(values) -> float | None:
+    """Sum, or None when any term is (its events are not in the trace)."""
+    values = list(values)
+    return None if any(v is None for v in values) else sum(values)
 
 
 def benchmark_times(source: str | Path) -> TestTimes | None:
@@ -168,20 +201,36 @@ def mmtests_trace_rows(
     benchmark's own (:func:`benchmark_times`), for the time percentages."""
     if analysis.summary.is_empty():
         return ()
-    summary = dict(zip(analysis.summary["statistic"], analysis.summary["value"], strict=True))
-    units = dict(zip(analysis.summary["statistic"], analysis.summary["unit"], strict=True))
-    vmscan = [TraceRow(VMSCAN, label, summary[key], units[key]) for label, key in _VMSCAN_ROWS]
+    table = analysis.summary
+    summary = dict(zip(table["statistic"], table["value"], strict=True))
+    units = dict(zip(table["statistic"], table["unit"], strict=True))
+    notes = dict(zip(table["statistic"], table["note"], strict=True))
+    vmscan = [
+        TraceRow(VMSCAN, label, summary[key], units[key], notes[key] or "")
+        for label, key in _VMSCAN_ROWS
+    ]
     awake = _awake(analysis.kswapd, "kswapd", VMSCAN, "Time kswapd awake (seconds)")
     vmscan.append(awake)
     writes = [summary[w] for who in ("Direct reclaim", "Kswapd reclaim") for w in _writes(who)]
+    writes_label = _writes("Direct reclaim")[0]
+    scanned = ("Direct reclaim pages scanned", "Kswapd pages scanned")
+    memcg = summary.get("Memcg reclaim pages scanned")
     totals = VmscanTotals(
-        scanned=summary["Direct reclaim pages scanned"] + summary["Kswapd pages scanned"],
-        reclaimed=summary["Direct reclaim pages reclaimed"] + summary["Kswapd pages reclaimed"],
-        written=sum(writes),
+        scanned=_sum(summary[k] for k in scanned),
+        reclaimed=_sum(
+            summary[k] for k in ("Direct reclaim pages reclaimed", "Kswapd pages reclaimed")
+        ),
+        written=_sum(writes),
         # _writes order: file async, anon async, file sync, anon sync.
-        file_written=sum(writes[0::2]),
+        file_written=_sum(writes[0::2]),
         stalled_s=summary["Time stalled direct reclaim"],
         awake_s=awake.value,
+        lru_note=notes[scanned[0]] or "",
+        write_note=notes[writes_label] or "",
+        direct_note=notes["Time stalled direct reclaim"] or "",
+        covers=""
+        if memcg is None
+        else f"memcg reclaim scanned {memcg:,.0f} pages (Memcg reclaim rows)",
     )
     vmscan += vmscan_ratios(totals, times)
     compaction = [

@@ -32,6 +32,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +44,7 @@ from scipy import stats
 from analysis.capture.knobs import DEF_PRIORITY, Divisor, divisor_table
 from analysis.errors import InputError, input_file
 from analysis.ingest.textfile import read_text
+from analysis.metrics.pairing import PairingReport
 from analysis.stats.describe import nearest_rank
 
 __all__ = [
@@ -69,6 +71,7 @@ __all__ = [
     "replay",
     "replay_agreement",
     "shrinker_share",
+    "unpaired_note",
 ]
 
 GENERATIONS = ("G1", "G2", "G3")
@@ -453,8 +456,24 @@ def load_invocations(trace: Path) -> pl.DataFrame:
     data = ftrace.read(trace)
     lost = [int(entry.line) for entry in data.accounting.lost_events]
     intervals = pairing.all_intervals(pairing.reclaim_intervals(data, lost_lines=lost))
-    invocations, _ = shrinker_invocations(data, intervals, lost_lines=lost)
+    invocations, paired = shrinker_invocations(data, intervals, lost_lines=lost)
+    if note := unpaired_note(paired.report):
+        print(f"mmlab: {trace}: {note}", file=sys.stderr)
     return _checked(invocations, trace)
+
+
+def unpaired_note(report: PairingReport) -> str | None:
+    """What a replay leaves out: shrink_slab starts and ends the pairing could not join
+    (lines out of time order, a capture cut mid-call), or None when every call paired."""
+    if not (report.unpaired_begin or report.unpaired_end):
+        return None
+    note = (
+        f"{report.unpaired_begin:,} mm_shrink_slab_start and {report.unpaired_end:,} "
+        "mm_shrink_slab_end events unpaired, not replayed"
+    )
+    if report.clock_backwards:
+        note += f" ({report.clock_backwards:,} times a pid's timestamps go back in file order)"
+    return note
 
 
 def model_trace(

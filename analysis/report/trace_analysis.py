@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from analysis.metrics.attribution import NO_MEMCG
 from analysis.metrics.throttle import REASON_PREFIX
 from analysis.metrics.trace_analysis import TraceAnalysis
 from analysis.metrics.trace_rows import benchmark_times, mmtests_trace_rows
@@ -20,6 +21,7 @@ from analysis.report.units import PLAIN, fixed
 
 __all__ = [
     "analysis_json",
+    "duplicates_note",
     "format_analysis",
     "format_distributions",
     "format_uniq_c",
@@ -208,6 +210,74 @@ def _histogram_group_lines(a: TraceAnalysis) -> list[str]:
     return [title, *Table(columns, rows).text(indent=2)]
 
 
+# Processes the text shows (the JSON has every one).
+TOP_PROCESSES = 10
+
+
+def _attribution_lines(a: TraceAnalysis) -> list[str]:
+    """Who paid: the top processes by time stalled, then stalls by order and gfp flags."""
+    procs = a.by_process
+    if procs.is_empty():
+        return []
+    shown = procs.head(TOP_PROCESSES).with_columns(
+        process=pl.format("{}-{}", "comm", "pid"),
+        stall_s=pl.col("stalled_s"),
+    )
+    out = _frame_lines(
+        f"Who paid (top {min(TOP_PROCESSES, procs.height)} of {procs.height} processes by "
+        "time stalled; --json has all)",
+        shown,
+        [
+            ("process", "process", 16),
+            ("contexts", "ctx", 6),
+            ("begins", "begins", 7),
+            ("stall_s", "stall_s", 8),
+            ("scanned_pages", "scanned", 9),
+            ("reclaimed_pages", "reclaimed", 10),
+            ("throttled", "thrott", 7),
+            ("throttled_s", "thr_s", 7),
+            ("compaction_s", "comp_s", 8),
+        ],
+    )
+    for title, frame, key in (
+        ("Reclaim stalls by allocation order", a.by_order, ("order", "order", 7)),
+        ("Reclaim stalls by gfp flags", a.by_gfp, ("gfp_flags", "gfp_flags", 38)),
+    ):
+        out += _frame_lines(
+            title,
+            frame.with_columns(pl.col(key[0]).cast(pl.String)),
+            [
+                key,
+                ("context", "context", 9),
+                ("stalls", "stalls", 9),
+                ("stalled_s", "stall_s", 10),
+                ("processes", "procs", 7),
+                ("share", "share", 7),
+            ],
+        )
+    return [*out, fit(f"By memory cgroup: {NO_MEMCG}")]
+
+
+def _summary_lines(summary: pl.DataFrame) -> list[str]:
+    """The script's summary rows; a row whose events are not in the trace says so."""
+    notes = Footnotes()
+    rows = [
+        (
+            r["statistic"],
+            "not traced"
+            if r["value"] is None
+            else fixed(r["value"], 3)
+            if r["unit"] == "s"
+            else str(int(r["value"])),
+            f"{r['unit']} {notes.mark(r['note'])}" if r["note"] else r["unit"],
+        )
+        for r in summary.iter_rows(named=True)
+    ]
+    columns = [Column(width=44, left=True), Column(width=15), Column(left=True)]
+    title = "Summary (trace-vmscan-postprocess.pl; direct reclaim and kswapd, memcg apart)"
+    return [title, *Table(columns, rows).text(indent=2), *notes.lines()]
+
+
 def _mmtests_lines(a: TraceAnalysis) -> list[str]:
     """mmtests' rows (seed 002's vmscan block, seed 003's compaction block) that the summary
     above does not already print under the same name; reasons numbered below."""
@@ -244,6 +314,18 @@ def unparsed_note(a: TraceAnalysis) -> str:
     return f"; {a.unparsed:,} unparsed lines: {', '.join(map(str, a.unparsed_lines))}{more}"
 
 
+def duplicates_note(a: TraceAnalysis) -> str:
+    """``; N DUPLICATED LINES ...`` when some line repeats an earlier one exactly."""
+    dups = a.duplicates
+    if not dups.lines:
+        return ""
+    return (
+        f"; {dups.lines:,} DUPLICATED LINES (first at line {dups.first_line}): same "
+        "timestamp, cpu, task, event and fields, which ftrace does not write (a trace "
+        "concatenated or pasted twice?); every count below includes them"
+    )
+
+
 def format_analysis(a: TraceAnalysis) -> str:
     """The full text report of one source, 80 columns wide."""
     span = f", capture {a.capture_s:.3f} s" if a.capture_s is not None else ""
@@ -252,7 +334,7 @@ def format_analysis(a: TraceAnalysis) -> str:
         if a.lost_events
         else "no lost events"
     )
-    what = f"({a.input_kind}{span}; {lost}{unparsed_note(a)})"
+    what = f"({a.input_kind}{span}; {lost}{unparsed_note(a)}{duplicates_note(a)})"
     # Past 80 columns the path takes its own line: a number keeps its unit beside it.
     head = f"{a.source} {what}"
     out = [head if len(head) <= WIDTH else fit(f"{a.source}\n  {what}"), ""]
@@ -323,20 +405,9 @@ def format_analysis(a: TraceAnalysis) -> str:
                 ("diff_share", "share", 8),
             ],
         )
+    out += _attribution_lines(a)
     if not a.summary.is_empty():
-        rows = [
-            (
-                r["statistic"],
-                fixed(r["value"], 3) if r["unit"] == "s" else str(int(r["value"])),
-                r["unit"],
-            )
-            for r in a.summary.iter_rows(named=True)
-        ]
-        columns = [Column(width=44, left=True), Column(width=15), Column(left=True)]
-        out += [
-            "Summary (trace-vmscan-postprocess.pl)",
-            *Table(columns, rows).text(indent=2),
-        ]
+        out += _summary_lines(a.summary)
     out += _mmtests_lines(a)
     return "\n".join(out).rstrip() + "\n"
 
@@ -355,6 +426,8 @@ def analysis_json(a: TraceAnalysis) -> dict:
             "unparsed": a.unparsed,
             "unparsed_lines": a.unparsed_lines,
             "capture_s": a.capture_s,
+            "duplicate_lines": a.duplicates.lines,
+            "duplicate_first_line": a.duplicates.first_line,
             "throttle": a.throttle,
             "hz": a.hz,
             "direct_reclaim": direct.report if direct else None,
@@ -369,6 +442,13 @@ def analysis_json(a: TraceAnalysis) -> dict:
             },
             "shrinker": a.shrinker,
             "shrinker_work": a.shrinker_work,
+            "attribution": {
+                "by_process": a.by_process,
+                "by_order": a.by_order,
+                "by_gfp": a.by_gfp,
+                "by_memcg": None,
+                "by_memcg_note": NO_MEMCG,
+            },
             "lru": a.lru,
             "lru_vs_vmstat": a.lru_check,
             "distributions": a.distributions,

@@ -17,7 +17,8 @@ from analysis.ingest.mmtests import Run
 from analysis.metrics.compare import Comparison, compare_runs
 from analysis.metrics.stall_runs import iteration_stalls, run_stall_table
 from analysis.metrics.throttle_runs import run_throttle_table
-from analysis.metrics.trace_analysis import TraceAnalysis, analyse_iteration
+from analysis.metrics.trace_analysis import TraceAnalysis
+from analysis.metrics.trace_files import analyse_iterations
 from analysis.outputs import Stages
 from analysis.study.fits import RunGroupFit, run_fits
 from analysis.study.latency import LatencyComparison, latency_comparison
@@ -50,7 +51,7 @@ class Study:
 
     def __post_init__(self) -> None:
         if self.progress is not None:
-            self.progress.expect(sum(len(run.iterations) for run in self.runs) + len(SLOW))
+            self.progress.expect(1 + len(SLOW))  # the traces (analysed in parallel), then SLOW
 
     def _done(self, what: str) -> None:
         if self.progress is not None:
@@ -59,12 +60,14 @@ class Study:
     @cached_property
     def analyses(self) -> tuple[tuple[Run, int, TraceAnalysis], ...]:
         """``(run, iteration index, analysis)`` of every trace of every iteration."""
-        out = []
-        for run in self.runs:
-            for it in run.iterations:
-                out += [(run, it.index, a) for a in analyse_iteration(it)]
-                self._done(f"{run.name} iter-{it.index} traces")
-        return tuple(out)
+        iterations = [(run, it) for run in self.runs for it in run.iterations]
+        analysed = analyse_iterations([it for _, it in iterations])
+        self._done(f"{len(iterations)} iterations' traces")
+        return tuple(
+            (run, it.index, analysis)
+            for (run, it), analyses in zip(iterations, analysed, strict=True)
+            for analysis in analyses
+        )
 
     @cached_property
     def lost_events(self) -> int:

@@ -1,7 +1,8 @@
 """The Parquet cache of ingested traces: one dataset per input content, found again by stat.
 
 A dataset is ``<cache>/<digest>-v<CACHE_VERSION>/``: lz4 Parquet parts
-``event=<name>/part-<block>.parquet`` and ``meta.json`` (accounting, epoch offset). It is
+``event=<name>/part-<block>.parquet`` and ``meta.json`` (accounting, epoch offset), and
+once analysed the analysis results, ``analysis-<key>/`` (:func:`results`). It is
 keyed by the BLAKE3 digest of the input's raw bytes, so a renamed or copied capture reuses
 it; ``by-path/<sha1 of path>.json`` remembers (size, mtime) → dataset so an unchanged file
 is found without reading it again; a dataset of another cache version is never served. A
@@ -35,6 +36,7 @@ __all__ = [
     "event_parts",
     "load_meta",
     "path_lock",
+    "results",
     "store",
     "write_tables",
 ]
@@ -198,6 +200,28 @@ def store(cache: Path, path: Path, build: Callable[[Path], tuple[str, dict]]) ->
     _note_new(index)
     index.parent.mkdir(exist_ok=True)
     _replace_text(index, json.dumps({**key, "dataset": directory.name}))
+    return directory
+
+
+def results(dataset: Path, key: str, build: Callable[[Path], None]) -> Path:
+    """The directory of the analysis results of ``dataset`` under ``key`` (which names the
+    mmlab version and the analysis code), built by ``build(tmp)`` the first time; ``build``
+    writes ``meta.json`` last. It sits beside the dataset's event parts and is published by
+    rename, so a concurrent reader finds it whole or not at all, and a build that fails
+    leaves nothing behind."""
+    directory = dataset / f"analysis-{key}"
+    if (directory / "meta.json").is_file():
+        return directory
+    _remove_orphans(dataset)
+    tmp = dataset / f"tmp-{os.getpid()}-{threading.get_ident()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    try:
+        build(tmp)
+        _publish(tmp, directory)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
     return directory
 
 
