@@ -30,13 +30,14 @@ from analysis.stats.bootstrap import Interval
 from analysis.stats.significance import (
     IMPROVED,
     NOT_COMPARED,
+    PERMUTATION,
     REGRESSED,
     RowComparison,
     mmtests_summary,
     runs_of,
 )
 
-__all__ = ["DECIDING_ROW", "format_markdown", "format_mmtests", "to_json"]
+__all__ = ["DECIDING_ROW", "format_markdown", "format_mmtests", "signed_change", "to_json"]
 
 # mmtests' CoeffVar: sd / mean in %, never scaled with the row's unit.
 _PERCENT = Scale("%")
@@ -62,7 +63,7 @@ def _ci(iv: Interval | None, scale: Scale | None = None) -> str:
     return f"{interval(iv.estimate, iv.low, iv.high, scale)}{u} (95% CI)"
 
 
-def _signed(r: RowComparison, better_positive: bool) -> tuple[float | None, tuple | None]:
+def signed_change(r: RowComparison, better_positive: bool) -> tuple[float | None, tuple | None]:
     """The change and its CI in one output's sign: new/base − 1 as computed, or flipped so
     that positive = better (mmtests' sign)."""
     flip = better_positive and not r.higher_is_better
@@ -81,13 +82,23 @@ _KIND = {"relative": "%", "absolute": "", "zero share": " pp"}
 
 
 def _pct_ci(r: RowComparison, better_positive: bool = False) -> str:
-    value, ci = _signed(r, better_positive)
+    value, ci = signed_change(r, better_positive)
     if value is None:
         return "change n/a"
     unit = _KIND[r.change_kind] or f" {r.unit}"
     if ci is None:
         return f"{change(value, unit=unit)} (no CI)"
     return f"{change(value, *ci, unit=unit)} (95% CI)"
+
+
+def _beside(r: RowComparison) -> str:
+    """The p that did not decide, as a check beside the deciding one."""
+    if r.p_welch is None or r.p_permutation is None:
+        return ""
+    if r.decided_by == PERMUTATION:
+        return f" (Welch's t p {sig(r.p_welch)})"
+    kind = "exact" if r.splits == math.comb(r.runs + r.base_runs, r.runs) else "random"
+    return f" (permutation p {sig(r.p_permutation)}, {kind} over {r.splits} splits)"
 
 
 def _what(r: RowComparison) -> str:
@@ -108,8 +119,8 @@ def _paragraph(r: RowComparison, scale: Scale) -> str:
         text = f"{r.kernel}: {r.verdict}" + (f" ({r.reason})" if r.reason else "") + ". "
         text += f"{_what(r)} {_pct_ci(r, True)}, {r.runs} vs {r.base_runs} runs"
         if r.p is not None:
-            text += f"; p {sig(r.p)} by {r.method}; q {sig(r.q)} (BH over {r.family_rows}"
-            text += f" {r.family} row{'s' if r.family_rows > 1 else ''})"
+            text += f"; p {sig(r.p)} by {r.method}{_beside(r)}; q {sig(r.q)} (BH over "
+            text += f"{r.family_rows} {r.family} row{'s' if r.family_rows > 1 else ''})"
         text += "."
         if r.hl_shift is not None and r.change_kind != "zero share":
             hl = r.hl_shift
@@ -117,10 +128,11 @@ def _paragraph(r: RowComparison, scale: Scale) -> str:
                 hl = Interval(-hl.estimate, -hl.high, -hl.low, hl.se, hl.df)
             text += f" Hodges–Lehmann shift of run medians {_ci(hl, scale)}."
         if r.needed_runs is not None:
+            among = f" among {r.family_rows} rows" if r.family_rows > 1 else ""
             text += (
                 f" Design: about {r.needed_runs} runs per kernel would detect a ±{r.effect:g}%"
-                f" change (--effect) with 80% power, given the run-to-run sd of log {r.metric}"
-                f" seen here ({sig(r.run_sd)})."
+                f" change (--effect){among} with 80% power by Welch's t, given the run-to-run"
+                f" sd of log {r.metric} seen here ({sig(r.run_sd)})."
             )
     if r.notes:
         text += " Note: " + "; ".join(r.notes) + "."
@@ -252,8 +264,10 @@ def _interval(iv: Interval | None) -> dict | None:
 def to_json(results: Sequence[RowComparison]) -> list[dict]:
     """The rows as the issue lists them (row, unit, kernel, runs, samples, estimate,
     change, change_ci, p, q, verdict, method, needed_runs) and the supporting figures;
-    ``change`` is new/base − 1 in % (not mmtests' sign-flipped %) for ``change_kind``
-    "relative", new − base otherwise (row unit, or percentage points of the zero share);
+    ``change`` is 100·(new/base − 1), in % (not mmtests' sign-flipped %), for
+    ``change_kind`` "relative", new − base otherwise (row unit, or percentage points of
+    the zero share); ``p`` is the deciding p, ``decided_by`` the test that gave it
+    ("Welch t" or "permutation"), ``p_welch`` and ``p_permutation`` both tests' p;
     ``needed_runs`` is the design calculation for ``design_effect_pct``."""
     return [
         {
@@ -278,6 +292,10 @@ def to_json(results: Sequence[RowComparison]) -> list[dict]:
             "family_rows": r.family_rows,
             "p": r.p,
             "q": r.q,
+            "p_welch": r.p_welch,
+            "p_permutation": r.p_permutation,
+            "permutation_splits": r.splits,
+            "decided_by": r.decided_by or None,
             "verdict": r.verdict,
             "reason": r.reason,
             "method": r.method,

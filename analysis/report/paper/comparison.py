@@ -183,7 +183,8 @@ def latency_table(cmp: LatencyComparison) -> str:
             "llrrlrrrlr",
             f"Workload rows of {escape(cmp.new)} against {escape(cmp.base)}, one line per "
             "deciding statistic (mean over runs of each run's mean or Harrell--Davis quantile). "
-            "$p$: permutation test over runs; $q$: Benjamini--Hochberg over the rows of one "
+            "$p$: Welch's $t$ over runs (log scale; the larger of it and the exact "
+            "permutation $p$ where they disagree tenfold); $q$: Benjamini--Hochberg over the rows of one "
             "\\texttt{mmlab compare --metric} call, as the tool reports it; "
             "$q_{\\text{all}}$: over every line of this table. Change: new/base$-1$. "
             f"Runs: design calculation, runs per kernel that would detect a "
