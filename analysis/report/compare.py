@@ -28,9 +28,9 @@ from analysis.report.text import WIDTH
 from analysis.report.units import Scale, change, common_scale, interval, percent, sig
 from analysis.stats.bootstrap import Interval
 from analysis.stats.significance import (
+    DISAGREE,
     IMPROVED,
     NOT_COMPARED,
-    PERMUTATION,
     REGRESSED,
     RowComparison,
     mmtests_summary,
@@ -95,10 +95,11 @@ def _beside(r: RowComparison) -> str:
     """The p that did not decide, as a check beside the deciding one."""
     if r.p_welch is None or r.p_permutation is None:
         return ""
-    if r.decided_by == PERMUTATION:
-        return f" (Welch's t p {sig(r.p_welch)})"
     kind = "exact" if r.splits == math.comb(r.runs + r.base_runs, r.runs) else "random"
-    return f" (permutation p {sig(r.p_permutation)}, {kind} over {r.splits} splits)"
+    perm = f"permutation p {sig(r.p_permutation)}, {kind} over {r.splits} splits"
+    if r.disagree:
+        return f" (Welch's t p {sig(r.p_welch)}, {perm})"
+    return f" ({perm}, within {DISAGREE:g}×)"
 
 
 def _what(r: RowComparison) -> str:
@@ -296,6 +297,7 @@ def to_json(results: Sequence[RowComparison]) -> list[dict]:
             "p_permutation": r.p_permutation,
             "permutation_splits": r.splits,
             "decided_by": r.decided_by or None,
+            "tests_disagree": r.disagree,
             "verdict": r.verdict,
             "reason": r.reason,
             "method": r.method,

@@ -294,7 +294,8 @@ class RowComparison:
     ("zero share", zero-heavy rows); never sign-flipped. ``family``: the BH family (rows
     of one kind, :data:`PRIMARY` for the workload's own), ``family_rows`` its size.
     ``p`` is the deciding p (:class:`RunTest`): ``decided_by`` says whether Welch's t
-    (``p_welch``) or the permutation test (``p_permutation``) gave it."""
+    (``p_welch``) or the permutation test (``p_permutation``) gave it, ``disagree``
+    whether the two were :data:`DISAGREE` × apart."""
 
     row: str
     unit: str
@@ -324,6 +325,7 @@ class RowComparison:
     p_permutation: float | None = None
     splits: int | None = None
     decided_by: str = ""
+    disagree: bool = False
     effect: float = DEFAULT_EFFECT
     run_sd: float | None = None
     needed_runs: int | None = None
@@ -399,10 +401,10 @@ class RunTest:
     def method(self) -> str:
         """Which test decided and why, in words (the same for every row so decided)."""
         if self.p_welch is None:
-            return "permutation over runs (no run varies: Welch's t has no se)"
+            return "permutation over runs (no run varies, so Welch's t has no se)"
         if self.disagree:
-            return f"the larger of Welch's t and the permutation p (they disagree ≥ {DISAGREE:g}×)"
-        return f"Welch's t over runs (the permutation p agrees within {DISAGREE:g}×)"
+            return f"the larger of Welch's t and the permutation p (≥ {DISAGREE:g}× apart)"
+        return "Welch's t over runs"
 
 
 # Welch's t decides unless its p and the permutation p differ by this factor or more
@@ -615,7 +617,7 @@ def _tested(r: RowComparison, test: RunTest) -> RowComparison:
     return replace(
         r, p=test.p, method=test.method, p_welch=test.p_welch,
         p_permutation=test.p_permutation, splits=test.splits, decided_by=test.decided_by,
-        notes=notes,
+        disagree=test.disagree, notes=notes,
     )  # fmt: skip
 
 

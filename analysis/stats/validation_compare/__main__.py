@@ -176,7 +176,7 @@ def simulate_tables(rng, cell: dict, sims: int, work: Path) -> dict:
             else:
                 covered += r["change_ci"][0] <= truth <= r["change_ci"][1]
             decided_perm += r["decided_by"] == "permutation"
-            disagree += any("disagree" in n for n in r["notes"])
+            disagree += r["tests_disagree"]
             zero_path += r["change_kind"] == "zero share"
     n_rows = sims * rows
     out = {
