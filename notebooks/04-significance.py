@@ -122,7 +122,8 @@ print(pl.DataFrame(
 
 # %%
 results = json.loads(Path(validation).read_text())
-rates = rates_frame(results)
+every = rates_frame(results)  # the charts: 4-row tables, log-normal run effects (the main grid)
+rates = every.filter((pl.col("rows") == 4) & (pl.col("run_effect") == "lognormal"))
 fp_chart = alt.Chart(rates.filter(pl.col("effect") == 0)).mark_bar().encode(
     x=alt.X("method:N", title=None), y=alt.Y("null_row:Q", title="A/A per-row false verdicts"),
     color="method:N", column=alt.Column("shape:N", title=None), row=alt.Row("runs:O", title="runs"),

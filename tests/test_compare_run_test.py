@@ -180,8 +180,12 @@ def test_nan_inf_and_negative_samples_are_dropped_counted_and_kept_out_of_the_ta
     table = _long({"lat": {"a": a, "b": b}})
     (r,) = compare_table(table, "a", ["b"], resamples=50)
     assert r.p is not None and 0 < r.p <= 1 and r.p_permutation >= 0.1
-    assert set(r.notes) >= {"a: 1 NaN/empty values dropped", "a: 1 infinite values dropped",
-                            "a: 1 negative us values dropped", "b: 2 negative us values dropped"}
+    assert set(r.notes) >= {
+        "a: 1 NaN/empty values dropped",
+        "a: 1 infinite values dropped",
+        "a: 1 negative us values dropped",
+        "b: 2 negative us values dropped",
+    }
     assert r.samples == 148 and r.base_samples == 147
     text = format_mmtests(table, [r])
     low = min(float(x.split()[1]) for x in text.splitlines() if x.startswith("Min"))

@@ -3,9 +3,8 @@ ANSI; throttling per run checked against the raw trace text; the text fitter."""
 
 from __future__ import annotations
 
-import re
-
 import json
+import re
 import shutil
 import statistics
 
@@ -78,7 +77,7 @@ def test_ab_report_is_short_and_its_summary_says_what_changed_and_was_found(ab_r
         assert verdict.rstrip().endswith("no change shown")
     # One q: the summary's is the section's.
     q = next(line for line in lines[:25] if line.strip().startswith("mmap-8 ")).split()[-4]
-    assert f"{q} no change shown" in head and f"HD-50 change" in ab_report
+    assert f"{q} no change shown" in head and "HD-50 change" in ab_report
     assert f"(q {q} ≥ 0.05)" in ab_report
     # One sign (issue 29, item 25): the summary's change and the section's paragraph print
     # the same text, in mmtests' sign (positive = better), as the summary's header says.

@@ -17,7 +17,8 @@ iteration); one TABLE is a long-format CSV/Parquet (kernel,row,run,value,unit
 The deciding p-value is Welch's t over runs (log of the per-run statistic),
 with the exact permutation p beside it as a check (the larger decides when
 they disagree tenfold); q-values are Benjamini-Hochberg per family of rows
-(the workload's rows; --traces rows; --ops rows). One run per kernel is described, never given a verdict.
+(the workload's rows; --traces rows; --ops rows). One run per kernel is
+described, never given a verdict.
 See README "mmlab compare"."""
 
 

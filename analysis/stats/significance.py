@@ -35,7 +35,8 @@ spread between runs (t, Welch; log scale for positive values: :func:`run_interva
 - a **zero-heavy** row (≥ 25 % of both kernels' samples pooled are exactly 0, e.g.
   throttle delays woken within the first jiffy) is decided on each run's share of zero
   samples (absolute change in percentage points); the metric of its non-zero samples is
-  described, never printed as the change. A quantile of a mostly-zero sample is a smoothing artefact, not a latency;
+  described, never printed as the change. A quantile of a mostly-zero sample is a
+  smoothing artefact, not a latency;
 - the design calculation (``needed_runs``) is for an effect the user names (``effect``,
   default 10 %), from the run-level spread, never from the observed effect.
 """
@@ -59,17 +60,17 @@ from analysis.stats.bootstrap import MEAN, Interval, run_statistics, t_interval,
 __all__ = [
     "CI_LEVEL",
     "DEFAULT_EFFECT",
+    "DISAGREE",
     "IMPROVED",
     "METRICS",
     "NOT_COMPARED",
     "NO_VERDICT",
+    "PERMUTATION",
     "POWER",
     "PRIMARY",
     "REGRESSED",
-    "ZERO_HEAVY",
-    "DISAGREE",
-    "PERMUTATION",
     "WELCH",
+    "ZERO_HEAVY",
     "RowComparison",
     "RunTest",
     "compare_samples",
@@ -83,8 +84,8 @@ __all__ = [
     "permutation_p",
     "run_difference",
     "run_interval",
-    "runs_of",
     "run_test",
+    "runs_of",
     "shift_function",
 ]
 
@@ -531,7 +532,11 @@ def _share_interval(values: np.ndarray) -> Interval:
 
 
 def _zero_heavy(
-    key: dict, base: KernelRow, new: KernelRow, sizes: dict, notes: tuple[str, ...],
+    key: dict,
+    base: KernelRow,
+    new: KernelRow,
+    sizes: dict,
+    notes: tuple[str, ...],
     level: float,
 ) -> RowComparison:
     """A row with many exact zeros: each run's share of zero samples decides (Welch's t

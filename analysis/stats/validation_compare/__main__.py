@@ -263,14 +263,18 @@ def _compare_md(cells: list[dict]) -> list[str]:
         "decided / zero path: share of rows whose p came from the permutation test (no run "
         "varied, or the two tests disagreed tenfold) / that took the zero-share test.",
         "",
-        head + " " + " | ".join(METHODS)
+        head
+        + " "
+        + " | ".join(METHODS)
         + " | mmlab table-wide | coverage | permutation decided | zero path |",
         "|" + "---|" * (len(METHODS) + 9),
     ]
     for c in (c for c in cells if c["effect"] == 0):
         m = c["methods"]
         lines.append(
-            _key(c) + " " + " | ".join(_pm(m[k]["null_row"]) for k in METHODS)
+            _key(c)
+            + " "
+            + " | ".join(_pm(m[k]["null_row"]) for k in METHODS)
             + f" | {_pm(m[MMLAB]['any_false'])} | {_pm(c['coverage'])} "
             f"| {_pm(c.get('decided_by_permutation', {}))} | {_pm(c.get('zero_share_path', {}))} |"
         )
@@ -291,7 +295,8 @@ def _compare_md(cells: list[dict]) -> list[str]:
             _key(c) + f" {c['samples']} | {_pm(m[MMLAB]['power'])} | {_pm(m[ORACLE]['power'])} "
             f"| {_pm(m[MMLAB].get('power_vs_oracle', {}))} | {_pm(m[MMLAB]['fdr'])} "
             f"| {_pm(m[MMLAB]['null_row'])} | {_pm(c['coverage'])} | "
-            + " | ".join(_pm(m[k]["power"]) for k in METHODS[3:]) + " |"
+            + " | ".join(_pm(m[k]["power"]) for k in METHODS[3:])
+            + " |"
         )
     return [*lines, ""]
 
@@ -361,8 +366,11 @@ def _summary(results: dict) -> list[str]:
                     + ("met)." if ok else "NOT met).")
                 )
         for c in cells:
-            if c["effect"] > 0 and c["runs"] == 10 and c["shape"] == "lognormal-2" and (
-                c["run_sd"] == 0.1 and c.get("run_effect", "lognormal") == "lognormal"
+            if (
+                c["effect"] > 0
+                and c["runs"] == 10
+                and c["shape"] == "lognormal-2"
+                and (c["run_sd"] == 0.1 and c.get("run_effect", "lognormal") == "lognormal")
             ):
                 p = c["methods"][MMLAB]["power"]
                 out.append(

@@ -34,8 +34,17 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["BIMODAL", "MMLAB", "OUTLIER", "RUN_EFFECTS", "SHAPES", "ZERO_SHARE", "kernel_runs",
-           "rate", "ratio"]
+__all__ = [
+    "BIMODAL",
+    "MMLAB",
+    "OUTLIER",
+    "RUN_EFFECTS",
+    "SHAPES",
+    "ZERO_SHARE",
+    "kernel_runs",
+    "rate",
+    "ratio",
+]
 
 # How the validation names mmlab's verdict among the methods it compares.
 MMLAB = "mmlab verdict"
