@@ -264,7 +264,7 @@ def test_nan_inf_and_negative_latencies_in_a_log_are_counted_and_left_out(tmp_pa
     """Issue 29, item 11: an mmap-4 probe log of the bundled pair with `nan`, `inf` and
     three `-5` latencies. Each kind is counted in a note; the p is one the tests can give
     (the 3 vs 3 permutation p is at least 0.1, Welch's is positive), never 0; the table's
-    Min is the least latency kept, the one the untouched log gives (404.4810 us)."""
+    Min is the least finite, non-negative latency of the logs, not −5."""
     import shutil
 
     for name in ("stutterp-dirty20", "stutterp-dirty5"):
