@@ -383,10 +383,10 @@ class RunTest:
     (log) per-run values (a run far from the rest widens it rather than deciding it, as
     it would the log of their mean); None when no run varies. ``p_permutation``: the
     exact (or 20 000-split) permutation p of the same means, the distribution-free check
-    beside it; ``floor`` its smallest attainable value. The
-    permutation decides when Welch cannot (no run varies) or when the two disagree
-    grossly (:data:`DISAGREE` ×, one of them below the level): then the larger p
-    decides, and ``outlier`` names the run farthest from the rest of its kernel."""
+    beside it; ``floor`` its smallest attainable value. The permutation decides when
+    Welch cannot (no run varies); when the two disagree grossly (:data:`DISAGREE` ×, one
+    of them below the level) the larger p decides, and ``outlier`` names the run
+    farthest from the rest of its kernel."""
 
     p: float
     p_welch: float | None
@@ -445,7 +445,10 @@ def run_test(
     vb, vn = (np.log(base), np.log(new)) if log else (base, new)
     p_welch = None
     if np.ptp(vb) > 0 or np.ptp(vn) > 0:
-        p_welch = float(stats.ttest_ind(vn, vb, equal_var=False).pvalue)
+        with warnings.catch_warnings():
+            # Nearly constant runs: SciPy warns of precision loss; the p stands.
+            warnings.simplefilter("ignore", RuntimeWarning)
+            p_welch = float(stats.ttest_ind(vn, vb, equal_var=False).pvalue)
     p_perm, splits = permutation_p(vb, vn)
     exact = splits == math.comb(len(vb) + len(vn), len(vb))
     floor = min_attainable_p(len(vb), len(vn)) if exact else 1 / splits
