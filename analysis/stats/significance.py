@@ -449,6 +449,7 @@ def run_test(
             # Nearly constant runs: SciPy warns of precision loss; the p stands.
             warnings.simplefilter("ignore", RuntimeWarning)
             p_welch = float(stats.ttest_ind(vn, vb, equal_var=False).pvalue)
+        p_welch = p_welch if math.isfinite(p_welch) else None
     p_perm, splits = permutation_p(vb, vn)
     exact = splits == math.comb(len(vb) + len(vn), len(vb))
     floor = min_attainable_p(len(vb), len(vn)) if exact else 1 / splits
