@@ -245,7 +245,9 @@ def format_markdown(results: Sequence[RowComparison]) -> str:
         )
     methods = sorted({r.method for r in results if r.method})
     notes = (
-        f"Base: {results[0].base if results else '-'}. p by: " + "; ".join(methods),
+        f"Base: {results[0].base if results else '-'}. p by: "
+        + "; ".join(methods)
+        + " (both tests' p, p_welch and p_permutation, in --json)",
         "Sign: change: new/base − 1 in %; new − base for 'pp' (zero share) and unit changes.",
         *(f"- {r.row} {r.kernel}: {'; '.join(r.notes)}" for r in results if r.notes),
     )
