@@ -25,6 +25,7 @@ from analysis.stats.significance import (
     design_runs,
     run_test,
 )
+from analysis.stats.validation_compare.simulate import kernel_runs, ratio
 
 
 def _runs(levels, rng, n=200, spread=0.002) -> list[np.ndarray]:
@@ -205,3 +206,26 @@ def test_report_prints_one_sign():
     assert "positive = better" in summary[0] and "-10" in summary[-1] and "+10" not in summary[-1]
     text = " ".join(format_mmtests(table, [r], scaled=True).split())
     assert "HD-50 change -10" in text and "HD-50 change +10" not in text
+
+
+def test_power_ratio_and_its_se_hand_worked():
+    """Paired hits of mmlab and the oracle over 4 tables: ratio 2/3; the ratio estimator's
+    se is sd(h − r·o)/√n / mean(o): differences (1/3, 1/3, −2/3, 0), sd 0.4714, /2, /0.75."""
+    r = ratio([1, 1, 0, 0], [1, 1, 1, 0])
+    assert r["rate"] == pytest.approx(2 / 3)
+    assert r["mc_se"] == pytest.approx(np.std([1 / 3, 1 / 3, -2 / 3, 0], ddof=1) / 2 / 0.75)
+    assert ratio([0, 0], [0, 0])["rate"] is None
+
+
+@pytest.mark.parametrize("effect", ["outlier", "bimodal"])
+def test_simulated_run_effects(effect):
+    """With no log-normal run effect (s 0) each run's median sits at 500 × its level: one
+    run of five at ×2 (outlier), or every run at ×1 or ×1.5 (two regimes)."""
+    rng = np.random.default_rng(7)
+    for _ in range(5):
+        runs = kernel_runs(rng, "lognormal", 5, 20000, run_sd=0.0, run_effect=effect)
+        levels = np.array([np.median(r) for r in runs]) / 500
+        if effect == "outlier":
+            assert sorted(np.round(levels, 1)) == [1.0, 1.0, 1.0, 1.0, 2.0]
+        else:
+            assert set(np.round(levels, 1)) <= {1.0, 1.5}
