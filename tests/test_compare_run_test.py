@@ -15,7 +15,7 @@ import pytest
 from scipy import stats
 
 from analysis.cli import main
-from analysis.report.compare import format_mmtests
+from analysis.report.compare import format_markdown, format_mmtests
 from analysis.report.summary import verdict_lines
 from analysis.stats.significance import (
     PERMUTATION,
@@ -164,6 +164,9 @@ def test_zero_heavy_row_prints_its_zero_share_not_an_hd50_change():
     line = verdict_lines([r])[-1]
     assert re.search(r" 60(\.0)?% zeros +20(\.0)?% zeros +-40(\.0)? pp \[", line)
     text = format_mmtests(table, [r], scaled=True)
+    cells = format_markdown([r]).splitlines()[2].split(" | ")
+    assert re.fullmatch(r"20(\.0)? \[\S+, \S+\] % zeros \(95% CI\)", cells[4])
+    assert re.match(r"-40(\.0)? pp \[", cells[5])
     hd50 = next(x for x in text.splitlines() if x.startswith("HD-50"))
     assert " q " not in hd50 and "*" not in hd50
     assert re.search(r"share of zero samples per run, change -40(\.0)? pp", " ".join(text.split()))

@@ -102,6 +102,17 @@ def _beside(r: RowComparison) -> str:
     return f" ({perm}, within {DISAGREE:g}×)"
 
 
+# A zero-heavy row's estimate: its share of zero samples, in %.
+_ZEROS = Scale("% zeros")
+
+
+def _percent_of(iv: Interval | None) -> Interval | None:
+    """A share's interval in % (0.25 → 25)."""
+    if iv is None:
+        return None
+    return Interval(100 * iv.estimate, 100 * iv.low, 100 * iv.high, 100 * iv.se, iv.df)
+
+
 def _what(r: RowComparison) -> str:
     stat = DECIDING_ROW[r.metric]
     if r.change_kind == "zero share":
@@ -236,7 +247,9 @@ def format_markdown(results: Sequence[RowComparison]) -> str:
                 r.unit,
                 r.kernel,
                 f"{r.runs} vs {r.base_runs}",
-                _ci(r.estimate),
+                _ci(_percent_of(r.estimate), _ZEROS)
+                if r.change_kind == "zero share"
+                else _ci(r.estimate),
                 _pct_ci(r),
                 "–" if r.p is None else sig(r.p),
                 "–" if r.q is None else sig(r.q),
