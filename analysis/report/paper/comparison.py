@@ -107,7 +107,10 @@ def _row_values(metric: str, r: RowComparison, table_q: float | None) -> dict[st
     values = {
         "row": escape(r.row),
         "unit": _unit(r.unit),
-        "stat": escape(DECIDING_ROW[metric]),
+        # A zero-heavy row is decided on its share of zeros (points), never its HD-50.
+        "stat": "zero share (pp)"
+        if r.change_kind == "zero share"
+        else escape(DECIDING_ROW[metric]),
         "base": _estimate(r.base_estimate),
         "new": _estimate(r.estimate),
         "change": change,
