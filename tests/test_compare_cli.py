@@ -4,13 +4,17 @@ message per row or one clear error, never a traceback)."""
 from __future__ import annotations
 
 import json
+import math
 import re
 
 import numpy as np
+import polars as pl
 import pytest
+from scipy import stats
+from scipy.stats.mstats import hdquantiles
 
 from analysis.cli import main
-from analysis.ingest.benchmarks import stutterp_log, usemem_log
+from analysis.ingest.benchmarks import load_runs, stutterp_log, usemem_log
 from tests.conftest import DATA
 
 CI = DATA / "mmtests-ci" / "work"
@@ -58,26 +62,37 @@ def test_one_run_per_kernel_is_described_never_given_a_verdict(capsys):
             assert "1 vs 1 runs: one run per kernel gives no p" in r["reason"]
 
 
-def test_bundled_captures_three_runs_cannot_decide(capsys):
-    """3 vs 3 runs: the exact permutation test cannot give p < 2/C(6,3) = 0.1, so no row
-    can be flagged at 0.05; the reason gives the smallest reachable q of a lone change
-    (rows × 0.1, capped at 1) and the runs that could reach q < 0.05 over those rows
-    (hand-worked: 4 rows need 2·4/C(2r, r) < 0.05, first at r = 5: 8/252 = 0.032)."""
+def test_bundled_captures_three_runs_welch_decides(capsys):
+    """3 vs 3 runs: the exact permutation test cannot give p < 2/C(6,3) = 0.1, so it
+    could never flag a row at 0.05; Welch's t on the log per-run medians can (issue 33).
+    Its p recomputed from the logs (SciPy's Harrell–Davis and Welch), q by hand (BH over
+    the family's 4 rows): here every q ≥ 0.05, no change shown, and the reason quotes
+    no permutation floor (it did not decide)."""
     rows = _json(capsys, str(DATA / "stutterp-dirty20"), str(DATA / "stutterp-dirty5"))
-    mmap = [r for r in rows if r["row"].startswith("mmap-")]
-    assert {r["row"] for r in mmap} == {"mmap-4", "mmap-8", "mmap-16"}
+    table = load_runs([DATA / "stutterp-dirty20", DATA / "stutterp-dirty5"]).table
     family = {r["family_rows"] for r in rows if r["p"] is not None}
     assert family == {4}  # mmap-4/8/16 and elapsed: the workload family
+    mmap = [r for r in rows if r["row"].startswith("mmap-")]
+    assert {r["row"] for r in mmap} == {"mmap-4", "mmap-8", "mmap-16"}
     for r in mmap:
         assert r["runs"] == r["base_runs"] == 3 and r["unit"] == "us"
-        assert r["p"] >= 0.1 and r["verdict"] == "no change shown"
-        assert (
-            "the smallest p is 0.1, so a change in this row alone cannot reach q below 0.4"
-            in r["reason"]
-        )
-        assert "5 runs per kernel could" in r["reason"]
-        # Design for the default ±10 %: at least the 5 that BH over 4 rows needs.
-        assert r["design_effect_pct"] == 10 and r["needed_runs"] >= 5
+        hd = []
+        for kernel in (r["base"], r["kernel"]):
+            frame = table.filter((pl.col("row") == r["row"]) & (pl.col("kernel") == kernel))
+            runs = frame.partition_by("run", maintain_order=True)
+            hd.append(np.log([hdquantiles(g["value"].to_numpy(), [0.5])[0] for g in runs]))
+        assert r["p"] == pytest.approx(stats.ttest_ind(hd[1], hd[0], equal_var=False).pvalue)
+        assert r["decided_by"] == "Welch t" and r["p_permutation"] >= 0.1
+    ps = np.array([r["p"] for r in rows if r["p"] is not None])
+    order = np.argsort(ps)
+    q = np.minimum.accumulate((ps[order] * len(ps) / np.arange(1, len(ps) + 1))[::-1])[::-1]
+    expected = np.empty(len(ps))
+    expected[order] = np.minimum(q, 1)
+    assert [r["q"] for r in rows if r["p"] is not None] == pytest.approx(expected.tolist())
+    for r in mmap:
+        assert r["verdict"] == "no change shown" and "permutation" not in r["reason"]
+        # Design for the default ±10 % by Welch's power at 0.05/4: more than these 3 runs.
+        assert r["design_effect_pct"] == 10 and r["needed_runs"] > 3
 
 
 def test_mmtests_text_fits_80_columns(capsys):
@@ -139,7 +154,11 @@ def test_ties_are_exact_in_the_permutation(tmp_path, capsys):
     (row,) = _json(capsys, _table(tmp_path, lines))
     # Run medians a {1,1,1} vs b {1,2,2}: of the 20 splits of {1,1,1,1,2,2}, the 4 with
     # no 2 in a and the 4 with both 2s in a are as extreme as observed: p = 8/20.
-    assert row["p"] == pytest.approx(8 / 20)
+    assert row["p_permutation"] == pytest.approx(8 / 20)
+    # Welch's t on the logs: mean difference ⅔·log 2, se of b alone (a does not vary),
+    # 2 df: within tenfold of the permutation p, so it decides.
+    t = (2 / 3 * math.log(2)) / (math.log(2) / math.sqrt(3) / math.sqrt(3))
+    assert row["p"] == pytest.approx(2 * stats.t.sf(t, 2)) and row["decided_by"] == "Welch t"
 
 
 @pytest.mark.parametrize(
@@ -239,3 +258,35 @@ def test_text_uses_one_sign_and_never_claims_an_interval_it_lacks(tmp_path, caps
     assert out.count("positive = better") == 1
     once = flat[flat.index("once (us") :]
     assert "(no CI)" in once and "(95% CI)" not in once and "by none" not in flat
+
+
+def test_nan_inf_and_negative_latencies_in_a_log_are_counted_and_left_out(tmp_path, capsys):
+    """Issue 29, item 11: an mmap-4 probe log of the bundled pair with `nan`, `inf` and
+    three `-5` latencies. Each kind is counted in a note; the p is one the tests can give
+    (the 3 vs 3 permutation p is at least 0.1, Welch's is positive), never 0; the table's
+    Min is the least finite, non-negative latency of the logs, not −5."""
+    import shutil
+
+    for name in ("stutterp-dirty20", "stutterp-dirty5"):
+        shutil.copytree(DATA / name, tmp_path / name)
+    log = tmp_path / "stutterp-dirty20/dirty20/iter-0/stutterp/logs/mmap-latency-4.log"
+    lines = log.read_text().splitlines()
+    bad = ["nan", "inf", "-5", "-5", "-5"]
+    for i, value in enumerate(bad, 1):
+        lines[i] = f"{lines[i].split()[0]} {value}"
+    log.write_text("\n".join(lines) + "\n")
+    argv = [str(tmp_path / "stutterp-dirty20"), str(tmp_path / "stutterp-dirty5")]
+    (row,) = _json(capsys, *argv, "--rows", "mmap-4")
+    assert set(row["notes"]) == {
+        "dirty20: 1 NaN/empty values dropped",
+        "dirty20: 1 infinite values dropped",
+        "dirty20: 3 negative us values dropped",
+    }
+    assert 0 < row["p"] <= 1 and row["p_permutation"] >= 0.1
+    assert main(["compare", *argv, "--rows", "mmap-4", "--resamples", "200"]) == 0
+    table = capsys.readouterr().out
+    logs = (tmp_path / "stutterp-dirty20/dirty20").glob("iter-*/stutterp/logs/mmap-latency-4.log")
+    values = [float(x.split()[1]) for f in logs for x in f.read_text().splitlines() if x[0] != "#"]
+    least = min(v for v in values if math.isfinite(v) and v >= 0)
+    (line,) = [x for x in table.splitlines() if x.startswith("Min")]
+    assert float(line.split()[1]) == pytest.approx(least, abs=5e-5)

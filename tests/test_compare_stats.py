@@ -14,7 +14,13 @@ from scipy.stats.mstats import hdquantiles
 from statsmodels.stats.multitest import multipletests
 
 from analysis.stats import rules
-from analysis.stats.bootstrap import MEAN, harrell_davis, t_interval, two_stage
+from analysis.stats.bootstrap import (
+    MEAN,
+    harrell_davis,
+    run_statistics,
+    t_interval,
+    two_stage,
+)
 from analysis.stats.significance import (
     compare_samples,
     compare_table,
@@ -25,6 +31,7 @@ from analysis.stats.significance import (
     permutation_p,
     run_difference,
     run_interval,
+    runs_of,
 )
 from analysis.stats.validation_compare.simulate import kernel_runs
 
@@ -84,8 +91,8 @@ def test_design_runs_normal_approximation():
         z = stats.norm.ppf(1 - 0.05 / rows / 2)
         approx = 2 * (z + stats.norm.ppf(0.8)) ** 2 / d**2
         assert approx <= n <= approx + z**2 / 4 + 1
-    # No spread between runs: only the permutation floor binds (4 rows: r = 5, see above).
-    assert design_runs(0.0, 10.0, 0.05, 4) == 5
+    # No spread between runs: Welch's p has no floor, so two runs (a spread each) suffice.
+    assert design_runs(0.0, 10.0, 0.05, 4) == 2
 
 
 @pytest.mark.parametrize(("ra", "rb"), [(3, 4), (5, 5), (2, 5), (3, 3)])
@@ -125,9 +132,10 @@ def _aa_rows(rng, names, runs=5, effect=None):
 
 
 def test_per_family_bh_keeps_a_primary_change_findable():
-    """5 vs 5 runs, one workload row doubled among 4 workload rows and 8 trace rows.
-    Over all 12 rows a lone change cannot reach q < 12 · 2/252 = 0.095; per family the
-    workload row's q is at most 4 · 0.0079 = 0.032 (issue 19, defect 1)."""
+    """5 vs 5 runs, one workload row doubled among 4 workload rows and 8 trace rows: BH
+    per family (issue 19, defect 1), and the doubled row is found over all 12 rows too,
+    where the permutation p alone (≥ 2/252, so q ≥ 12 · 2/252 = 0.095) could not reach
+    a verdict (issue 33): Welch's p, the same as SciPy's from the per-run summaries."""
     rng = np.random.default_rng(19)
     work = [f"w{i}" for i in range(4)]
     trace = [f"t{i}" for i in range(8)]
@@ -135,13 +143,15 @@ def test_per_family_bh_keeps_a_primary_change_findable():
     families = {**dict.fromkeys(work, "workload"), **dict.fromkeys(trace, "traces")}
     split = {r.row: r for r in compare_table(table, "a", ["b"], resamples=300, families=families)}
     pooled = {r.row: r for r in compare_table(table, "a", ["b"], resamples=300)}
-    assert split["w0"].p == pytest.approx(2 / 252)
+    assert split["w0"].p_permutation == pytest.approx(2 / 252)
     assert split["w0"].verdict == "regressed" and split["w0"].family_rows == 4
     assert split["t0"].family == "traces" and split["t0"].family_rows == 8
-    assert pooled["w0"].verdict == "no change shown" and pooled["w0"].family_rows == 12
-    reason = pooled["w0"].reason
-    assert "5 vs 5 runs over 12 workload rows: the smallest p is 0.00794" in reason
-    assert "cannot reach q below 0.0952" in reason and "6 runs per kernel could" in reason
+    w0 = pooled["w0"]
+    assert w0.verdict == "regressed" and w0.family_rows == 12 and w0.decided_by == "Welch t"
+    assert w0.p_permutation == pytest.approx(2 / 252) and w0.q < 0.05 < 12 * 2 / 252
+    b, n = (run_statistics(runs_of(table, "w0", k), 0.5) for k in ("a", "b"))
+    welch = stats.ttest_ind(np.log(n), np.log(b), equal_var=False)
+    assert w0.p == pytest.approx(welch.pvalue, rel=1e-9)
 
 
 def test_one_run_is_described_with_no_verdict_and_no_interval():
@@ -178,7 +188,12 @@ def test_zero_heavy_row_is_decided_on_its_zero_share():
     a, b = [run(z) for z in (56, 58, 60, 62, 64)], [run(z) for z in (16, 18, 20, 22, 24)]
     r = compare_samples(a, b, resamples=200)
     assert r.change_kind == "zero share" and r.change == pytest.approx(-40.0)
-    assert r.p == pytest.approx(2 / 252) and r.verdict == "regressed"
+    shares = [np.arange(56, 65, 2) / 100, np.arange(16, 25, 2) / 100]
+    welch = stats.ttest_ind(shares[1], shares[0], equal_var=False)
+    assert r.p == pytest.approx(welch.pvalue, rel=1e-9) and r.verdict == "regressed"
+    assert r.p_permutation == pytest.approx(2 / 252)
+    low, high = welch.confidence_interval(0.95)
+    assert r.change_ci == pytest.approx((100 * low, 100 * high), rel=1e-9)
     assert r.zero_share == pytest.approx((0.6, 0.2))
     assert 0 <= r.base_estimate.estimate <= 1
     assert any("non-zero samples" in n for n in r.notes)
@@ -187,12 +202,15 @@ def test_zero_heavy_row_is_decided_on_its_zero_share():
 def test_counter_from_zero_gets_an_absolute_change_and_a_verdict():
     """A counter 0 in every base run and ~1000 in every new one (one value per run, 6
     runs): the relative change is undefined, the absolute one is ~+1000 with a CI that
-    excludes 0; p = 2/C(12, 6) (defect 6)."""
+    excludes 0; p SciPy's Welch on the raw values (a 0 has no log), the permutation p
+    beside it 2/C(12, 6) (defect 6)."""
     base = [np.array([0.0])] * 6
     new = [np.array([v]) for v in (990.0, 1010.0, 1000.0, 1005.0, 995.0, 1002.0)]
     r = compare_samples(base, new, metric="mean", resamples=300)
     assert r.change_kind == "absolute" and r.change == pytest.approx(1000.3333, rel=1e-6)
-    assert r.change_ci[0] > 0 and r.p == pytest.approx(2 / 924)
+    assert r.change_ci[0] > 0 and r.p_permutation == pytest.approx(2 / 924)
+    welch = stats.ttest_ind([v[0] for v in new], [0.0] * 6, equal_var=False)
+    assert r.p == pytest.approx(welch.pvalue, rel=1e-9)
     assert r.verdict == "regressed"
 
 

@@ -130,7 +130,12 @@ def test_latency_rows_print_the_same_change_ci_and_q(outputs):
         tex = [values[f"{key} {k}"] for k in ("base", "new", "change", "change low", "change high")]
         line = next(x for x in summary.splitlines() if x.split()[:1] == [r.row])
         printed = numbers(line.split(None, 2)[2])
-        assert printed[:5] == numbers(" ".join(tex)), line
+        # The report prints the change in mmtests' sign (positive = better), the paper
+        # new/base − 1: the same digits, negated and the bounds swapped for lower-is-better.
+        paper_change = numbers(" ".join(tex[2:]))
+        if not r.higher_is_better:
+            paper_change = [_negated(n) for n in (paper_change[0], *paper_change[:0:-1])]
+        assert printed[:5] == numbers(" ".join(tex[:2])) + paper_change, line
         assert printed[5] == numbers(values[f"{key} q"])[0], line
         # The latency section states the change in mmtests' sign (positive = better).
         block = report[report.index(f"\n{r.row} (") :]
@@ -142,6 +147,10 @@ def test_latency_rows_print_the_same_change_ci_and_q(outputs):
         change, low, high = (flip(n) for n in numbers(" ".join(tex[2:])))
         expected = [change, *((high, low) if not r.higher_is_better else (low, high))]
         assert numbers(" ".join(m.groups())) == expected
+
+
+def _negated(number: str) -> str:
+    return number.removeprefix("-") if number.startswith("-") else f"-{number}"
 
 
 def test_hodges_lehmann_shift_prints_the_same_digits(outputs):

@@ -14,9 +14,11 @@ DESCRIPTION = """\
 BASE NEW [NEW...] are capture or mmtests run directories (kernel = run name, run =
 iteration); one TABLE is a long-format CSV/Parquet (kernel,row,run,value,unit
 [,higher_is_better]) whose kernels are all compared with the first (or --base).
-The deciding p-value is a permutation test over runs; q-values are
-Benjamini-Hochberg per family of rows (the workload's rows; --traces rows;
---ops rows). One run per kernel is described, never given a verdict.
+The deciding p-value is Welch's t over runs (log of the per-run statistic),
+with the exact permutation p beside it as a check (the larger decides when
+they disagree tenfold); q-values are Benjamini-Hochberg per family of rows
+(the workload's rows; --traces rows; --ops rows). One run per kernel is
+described, never given a verdict.
 See README "mmlab compare"."""
 
 

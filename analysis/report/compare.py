@@ -28,6 +28,7 @@ from analysis.report.text import WIDTH
 from analysis.report.units import Scale, change, common_scale, interval, percent, sig
 from analysis.stats.bootstrap import Interval
 from analysis.stats.significance import (
+    DISAGREE,
     IMPROVED,
     NOT_COMPARED,
     REGRESSED,
@@ -36,7 +37,7 @@ from analysis.stats.significance import (
     runs_of,
 )
 
-__all__ = ["DECIDING_ROW", "format_markdown", "format_mmtests", "to_json"]
+__all__ = ["DECIDING_ROW", "format_markdown", "format_mmtests", "signed_change", "to_json"]
 
 # mmtests' CoeffVar: sd / mean in %, never scaled with the row's unit.
 _PERCENT = Scale("%")
@@ -62,7 +63,7 @@ def _ci(iv: Interval | None, scale: Scale | None = None) -> str:
     return f"{interval(iv.estimate, iv.low, iv.high, scale)}{u} (95% CI)"
 
 
-def _signed(r: RowComparison, better_positive: bool) -> tuple[float | None, tuple | None]:
+def signed_change(r: RowComparison, better_positive: bool) -> tuple[float | None, tuple | None]:
     """The change and its CI in one output's sign: new/base − 1 as computed, or flipped so
     that positive = better (mmtests' sign)."""
     flip = better_positive and not r.higher_is_better
@@ -81,13 +82,35 @@ _KIND = {"relative": "%", "absolute": "", "zero share": " pp"}
 
 
 def _pct_ci(r: RowComparison, better_positive: bool = False) -> str:
-    value, ci = _signed(r, better_positive)
+    value, ci = signed_change(r, better_positive)
     if value is None:
         return "change n/a"
     unit = _KIND[r.change_kind] or f" {r.unit}"
     if ci is None:
         return f"{change(value, unit=unit)} (no CI)"
     return f"{change(value, *ci, unit=unit)} (95% CI)"
+
+
+def _beside(r: RowComparison) -> str:
+    """The p that did not decide, as a check beside the deciding one."""
+    if r.p_welch is None or r.p_permutation is None:
+        return ""
+    kind = "exact" if r.splits == math.comb(r.runs + r.base_runs, r.runs) else "random"
+    perm = f"permutation p {sig(r.p_permutation)}, {kind} over {r.splits} splits"
+    if r.disagree:
+        return f" (Welch's t p {sig(r.p_welch)}, {perm})"
+    return f" ({perm}, within {DISAGREE:g}×)"
+
+
+# A zero-heavy row's estimate: its share of zero samples, in %.
+_ZEROS = Scale("% zeros")
+
+
+def _percent_of(iv: Interval | None) -> Interval | None:
+    """A share's interval in % (0.25 → 25)."""
+    if iv is None:
+        return None
+    return Interval(100 * iv.estimate, 100 * iv.low, 100 * iv.high, 100 * iv.se, iv.df)
 
 
 def _what(r: RowComparison) -> str:
@@ -108,8 +131,8 @@ def _paragraph(r: RowComparison, scale: Scale) -> str:
         text = f"{r.kernel}: {r.verdict}" + (f" ({r.reason})" if r.reason else "") + ". "
         text += f"{_what(r)} {_pct_ci(r, True)}, {r.runs} vs {r.base_runs} runs"
         if r.p is not None:
-            text += f"; p {sig(r.p)} by {r.method}; q {sig(r.q)} (BH over {r.family_rows}"
-            text += f" {r.family} row{'s' if r.family_rows > 1 else ''})"
+            text += f"; p {sig(r.p)} by {r.method}{_beside(r)}; q {sig(r.q)} (BH over "
+            text += f"{r.family_rows} {r.family} row{'s' if r.family_rows > 1 else ''})"
         text += "."
         if r.hl_shift is not None and r.change_kind != "zero share":
             hl = r.hl_shift
@@ -117,10 +140,11 @@ def _paragraph(r: RowComparison, scale: Scale) -> str:
                 hl = Interval(-hl.estimate, -hl.high, -hl.low, hl.se, hl.df)
             text += f" Hodges–Lehmann shift of run medians {_ci(hl, scale)}."
         if r.needed_runs is not None:
+            among = f" among {r.family_rows} rows" if r.family_rows > 1 else ""
             text += (
                 f" Design: about {r.needed_runs} runs per kernel would detect a ±{r.effect:g}%"
-                f" change (--effect) with 80% power, given the run-to-run sd of log {r.metric}"
-                f" seen here ({sig(r.run_sd)})."
+                f" change (--effect){among} with 80% power by Welch's t, given the run-to-run"
+                f" sd of log {r.metric} seen here ({sig(r.run_sd)})."
             )
     if r.notes:
         text += " Note: " + "; ".join(r.notes) + "."
@@ -223,7 +247,9 @@ def format_markdown(results: Sequence[RowComparison]) -> str:
                 r.unit,
                 r.kernel,
                 f"{r.runs} vs {r.base_runs}",
-                _ci(r.estimate),
+                _ci(_percent_of(r.estimate), _ZEROS)
+                if r.change_kind == "zero share"
+                else _ci(r.estimate),
                 _pct_ci(r),
                 "–" if r.p is None else sig(r.p),
                 "–" if r.q is None else sig(r.q),
@@ -232,7 +258,9 @@ def format_markdown(results: Sequence[RowComparison]) -> str:
         )
     methods = sorted({r.method for r in results if r.method})
     notes = (
-        f"Base: {results[0].base if results else '-'}. p by: " + "; ".join(methods),
+        f"Base: {results[0].base if results else '-'}. p by: "
+        + "; ".join(methods)
+        + " (both tests' p, p_welch and p_permutation, in --json)",
         "Sign: change: new/base − 1 in %; new − base for 'pp' (zero share) and unit changes.",
         *(f"- {r.row} {r.kernel}: {'; '.join(r.notes)}" for r in results if r.notes),
     )
@@ -252,8 +280,10 @@ def _interval(iv: Interval | None) -> dict | None:
 def to_json(results: Sequence[RowComparison]) -> list[dict]:
     """The rows as the issue lists them (row, unit, kernel, runs, samples, estimate,
     change, change_ci, p, q, verdict, method, needed_runs) and the supporting figures;
-    ``change`` is new/base − 1 in % (not mmtests' sign-flipped %) for ``change_kind``
-    "relative", new − base otherwise (row unit, or percentage points of the zero share);
+    ``change`` is 100·(new/base − 1), in % (not mmtests' sign-flipped %), for
+    ``change_kind`` "relative", new − base otherwise (row unit, or percentage points of
+    the zero share); ``p`` is the deciding p, ``decided_by`` the test that gave it
+    ("Welch t" or "permutation"), ``p_welch`` and ``p_permutation`` both tests' p;
     ``needed_runs`` is the design calculation for ``design_effect_pct``."""
     return [
         {
@@ -278,6 +308,11 @@ def to_json(results: Sequence[RowComparison]) -> list[dict]:
             "family_rows": r.family_rows,
             "p": r.p,
             "q": r.q,
+            "p_welch": r.p_welch,
+            "p_permutation": r.p_permutation,
+            "permutation_splits": r.splits,
+            "decided_by": r.decided_by or None,
+            "tests_disagree": r.disagree,
             "verdict": r.verdict,
             "reason": r.reason,
             "method": r.method,

@@ -62,8 +62,8 @@ def decided(latency: LatencyComparison) -> tuple[RowComparison, ...]:
 
 def latency_section(data: Study) -> str:
     """The workload's latency logs per run against the first run, with run-level
-    significance (as ``mmlab compare``: Harrell–Davis median decides, permutation test
-    over iterations, Benjamini–Hochberg q-values)."""
+    significance (as ``mmlab compare``: Harrell–Davis median decides, Welch's t over
+    iterations with the permutation p beside it, Benjamini–Hochberg q-values)."""
     from analysis.report.compare import format_mmtests
     from analysis.report.levels import level_notes
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from analysis.report.compare import DECIDING_ROW
+from analysis.report.compare import DECIDING_ROW, signed_change
 from analysis.report.table import Column, Table
 from analysis.report.units import change, interval, sig
 from analysis.stats.significance import NOT_COMPARED
@@ -66,14 +66,23 @@ def format_settings(
     return lines
 
 
-def _estimate(iv: Interval | None) -> str:
-    """The estimate alone, rounded where its CI is (the paper's rule)."""
-    return "-" if iv is None else interval(iv.estimate, iv.low, iv.high, ends=False)
+def _estimate(iv: Interval | None, zero_share: bool) -> str:
+    """The estimate alone, rounded where its CI is (the paper's rule); a zero share in %."""
+    if iv is None:
+        return "-"
+    if zero_share:
+        ends = [100 * x for x in (iv.estimate, iv.low, iv.high)]
+        return interval(*ends, ends=False) + "% zeros"
+    return interval(iv.estimate, iv.low, iv.high, ends=False)
 
 
 def _change(r: RowComparison) -> str:
-    """new/base − 1 in % with its 95 % CI, rounded where the CI is (the paper's rule)."""
-    return change(r.change, *(r.change_ci or (None, None)))
+    """The change with its 95 % CI in the report's one sign (positive = better, as the
+    mmtests-shaped tables below), rounded where the CI is (the paper's rule); a zero-heavy
+    row's in points of its zero share, never its HD-50's."""
+    value, ci = signed_change(r, better_positive=True)
+    unit = {"zero share": " pp", "absolute": f" {r.unit}"}.get(r.change_kind, "%")
+    return change(value, *(ci or (None, None)), unit=unit)
 
 
 def verdict_lines(results: Sequence[RowComparison]) -> list[str]:
@@ -91,7 +100,7 @@ def verdict_lines(results: Sequence[RowComparison]) -> list[str]:
         Column("unit", left=True),
         Column(r0.base),
         Column(news[0] if len(news) == 1 else "new"),
-        Column("new/base-1 [95% CI]"),
+        Column("change [95% CI]"),
         Column("q"),
         Column("verdict", left=True),
     ]
@@ -99,8 +108,8 @@ def verdict_lines(results: Sequence[RowComparison]) -> list[str]:
         [
             r.row if len(news) == 1 else f"{r.row} {r.kernel}",
             r.unit,
-            _estimate(r.base_estimate),
-            _estimate(r.estimate),
+            _estimate(r.base_estimate, r.change_kind == "zero share"),
+            _estimate(r.estimate, r.change_kind == "zero share"),
             _change(r),
             sig(r.q),
             r.verdict,
@@ -108,8 +117,8 @@ def verdict_lines(results: Sequence[RowComparison]) -> list[str]:
         for r in results
     ]
     head = (
-        f"Verdicts: {DECIDING_ROW[r0.metric]} of each run, permutation test over runs, "
-        "Benjamini-Hochberg q:"
+        f"Verdicts: {DECIDING_ROW[r0.metric]} of each run, Welch's t over runs (permutation "
+        "p beside it), Benjamini-Hochberg q; change: positive = better, as every % below:"
     )
     more = [f"  {left} more rows, not compared or not shown: see Workload latency."] if left else []
     return [head, *Table(columns, rows).text(indent=2), *more]

@@ -10,10 +10,15 @@ spread between runs (t, Welch; log scale for positive values: :func:`run_interva
 
 - runs are independent and exchangeable within a kernel (fresh workload, same machine);
   samples within a run are not assumed independent;
-- the deciding p-value is a **permutation test over runs** (exact when the splits are
-  few): the per-run statistics (logged when all positive) of both kernels are exchangeable
-  under "no change"; it is valid for any distribution but cannot go below
-  :func:`min_attainable_p` (0.10 with 3 runs each, 0.0079 with 5);
+- the deciding p-value is **Welch's t over runs** on the log per-run statistics
+  (:func:`run_test`): a per-run median or mean of hundreds of samples is close to
+  log-normal, and t's p is continuous at few runs, where an exact
+  permutation test cannot go below :func:`min_attainable_p` (0.0079 with 5 runs each,
+  above the 0.05/k BH needs for a lone change among k > 6 rows). The exact permutation
+  p is computed beside it as a distribution-free check: when the two differ by
+  :data:`DISAGREE` × or more (one of them below the level), the larger decides and a
+  note names the run farthest from the rest of its kernel (a warm-up run, say);
+  when no run varies, the permutation p decides;
 - a verdict needs ≥ 2 runs per kernel: with one run the difference is described (no p,
   no interval, no verdict), because a session effect cannot be told from a kernel change;
 - Benjamini–Hochberg q-values are computed **per family** of rows and per new kernel:
@@ -25,11 +30,13 @@ spread between runs (t, Welch; log scale for positive values: :func:`run_interva
 - a row is ``improved``/``regressed`` when q < level and the change's 95 % CI excludes 0,
   ``equivalent`` when ``delta`` is given and the (1 − 2·level) CI of the change lies
   within ±delta (TOST), otherwise ``no change shown`` with the reason — including, when
-  the run count makes a verdict impossible, the smallest reachable q and the runs needed;
-- a **zero-heavy** row (≥ 25 % of one kernel's samples are exactly 0, e.g. throttle
-  delays woken within the first jiffy) is decided on each run's share of zero samples
-  (absolute change in percentage points); the metric of its non-zero samples is
-  described. A quantile of a mostly-zero sample is a smoothing artefact, not a latency;
+  the permutation p decided and its floor makes a verdict impossible, the smallest
+  reachable q and the runs needed;
+- a **zero-heavy** row (≥ 25 % of both kernels' samples pooled are exactly 0, e.g.
+  throttle delays woken within the first jiffy) is decided on each run's share of zero
+  samples (absolute change in percentage points); the metric of its non-zero samples is
+  described, never printed as the change. A quantile of a mostly-zero sample is a
+  smoothing artefact, not a latency;
 - the design calculation (``needed_runs``) is for an effect the user names (``effect``,
   default 10 %), from the run-level spread, never from the observed effect.
 """
@@ -53,15 +60,19 @@ from analysis.stats.bootstrap import MEAN, Interval, run_statistics, t_interval,
 __all__ = [
     "CI_LEVEL",
     "DEFAULT_EFFECT",
+    "DISAGREE",
     "IMPROVED",
     "METRICS",
     "NOT_COMPARED",
     "NO_VERDICT",
+    "PERMUTATION",
     "POWER",
     "PRIMARY",
     "REGRESSED",
+    "WELCH",
     "ZERO_HEAVY",
     "RowComparison",
+    "RunTest",
     "compare_samples",
     "compare_table",
     "design_runs",
@@ -73,8 +84,8 @@ __all__ = [
     "permutation_p",
     "run_difference",
     "run_interval",
+    "run_test",
     "runs_of",
-    "runs_p",
     "shift_function",
 ]
 
@@ -84,11 +95,13 @@ CI_LEVEL = 0.95
 POWER = 0.8
 # The change (%) the design calculation is for when the user names none (--effect).
 DEFAULT_EFFECT = 10.0
-# Share of zero samples in either kernel above which a row is decided on its zero share.
+# Share of zero samples (both kernels pooled) from which a row is decided on its zero share.
 ZERO_HEAVY = 0.25
 # The family of rows a benchmark measures itself; other families: "traces", "ops".
 PRIMARY = "workload"
 _MAX_SPLITS = 20_000
+# Welch's t needs two runs per kernel (a spread in each).
+_MIN_RUNS = 2
 TIME_UNITS = frozenset({"ns", "us", "µs", "ms", "s", "seconds", "microseconds", "milliseconds"})
 IMPROVED, REGRESSED, EQUIVALENT, NO_CHANGE, NOT_COMPARED, NO_VERDICT = (
     "improved",
@@ -150,10 +163,11 @@ def _runs_for_floor(rows: int, level: float) -> int:
 def design_runs(sd: float, effect_pct: float, level: float, rows: int = 1) -> int | None:
     """Runs per kernel that detect a change of ``effect_pct`` % (a ratio 1 + effect/100 of
     the run statistic, tested on the log scale) with 80 % power when the run-level sd of
-    the log statistic is ``sd``: two-sample t at level/rows (a lone change among ``rows``
-    rows of a BH family needs p < level/rows), and never fewer than the permutation
-    floor for that. None when the solver gives up (an effect far below the run noise)."""
-    floor = _runs_for_floor(rows, level)
+    the log statistic is ``sd``: the power of the two-sample t (the deciding Welch test
+    with equal runs and spread) at level/rows, since a lone change among ``rows`` rows of
+    a BH family needs p < level/rows. Welch's p has no floor, so 2 runs is the least;
+    None when the solver gives up (an effect far below the run noise)."""
+    floor = _MIN_RUNS
     if not sd > 0:
         return floor
     d = abs(math.log1p(effect_pct / 100)) / sd
@@ -228,10 +242,33 @@ def hodges_lehmann(
     return t_interval(est, draws, runs, level)
 
 
+def _usable(frame: pl.DataFrame, kernel: str) -> tuple[pl.DataFrame, tuple[str, ...]]:
+    """The samples of one kernel's row a comparison can use, and what was left out, in
+    words: NaN or empty values, infinite ones, and negative ones where the unit is a
+    time (a latency cannot be negative)."""
+    value = pl.col("value")
+    unit = frame["unit"][0] if frame.height else ""
+    checks = [
+        ("NaN/empty", (value.is_null() | value.is_nan()).fill_null(True)),
+        ("infinite", value.is_infinite().fill_null(False)),
+    ]
+    if unit in TIME_UNITS:
+        checks.append((f"negative {unit}", (value < 0).fill_null(False)))
+    dropped = []
+    for what, bad in checks:
+        count = frame.filter(bad).height
+        if count:
+            dropped.append(f"{kernel}: {count} {what} values dropped")
+        frame = frame.filter(~bad)
+    return frame, tuple(dropped)
+
+
 def runs_of(table: pl.DataFrame, row: str, kernel: str) -> list[np.ndarray]:
-    """The samples of each run (in run order) of one row of one kernel; NaN left out."""
+    """The samples of each run (in run order) of one row of one kernel, without the
+    values a comparison leaves out (NaN, infinite, negative times: :func:`_usable`), so
+    that every summary of the row describes the samples its verdict used."""
     frame = table.filter((pl.col("row") == row) & (pl.col("kernel") == kernel))
-    frame = frame.filter(pl.col("value").is_not_nan() & pl.col("value").is_not_null())
+    frame = _usable(frame, kernel)[0]
     return [
         g["value"].to_numpy() for _, g in frame.sort("run").group_by("run", maintain_order=True)
     ]
@@ -256,7 +293,10 @@ class RowComparison:
     in % (``change_kind`` "relative"), or new − base in the row's unit ("absolute", when
     an estimate is not positive) or in percentage points of the zero share
     ("zero share", zero-heavy rows); never sign-flipped. ``family``: the BH family (rows
-    of one kind, :data:`PRIMARY` for the workload's own), ``family_rows`` its size."""
+    of one kind, :data:`PRIMARY` for the workload's own), ``family_rows`` its size.
+    ``p`` is the deciding p (:class:`RunTest`): ``decided_by`` says whether Welch's t
+    (``p_welch``) or the permutation test (``p_permutation``) gave it, ``disagree``
+    whether the two were :data:`DISAGREE` × apart."""
 
     row: str
     unit: str
@@ -282,26 +322,22 @@ class RowComparison:
     p: float | None = None
     q: float | None = None
     method: str = ""
+    p_welch: float | None = None
+    p_permutation: float | None = None
+    splits: int | None = None
+    decided_by: str = ""
+    disagree: bool = False
     effect: float = DEFAULT_EFFECT
     run_sd: float | None = None
     needed_runs: int | None = None
     notes: tuple[str, ...] = ()
 
 
-def _kernel_row(frame: pl.DataFrame, row: str, kernel: str, unit: str) -> KernelRow:
-    """Runs of one kernel's row; NaN (and negative times) dropped and said."""
+def _kernel_row(frame: pl.DataFrame, row: str, kernel: str) -> KernelRow:
+    """Runs of one kernel's row; what :func:`_usable` leaves out is said."""
     frame = frame.filter((pl.col("row") == row) & (pl.col("kernel") == kernel))
-    dropped = []
-    bad = frame.filter(pl.col("value").is_nan() | pl.col("value").is_null())
-    if bad.height:
-        dropped.append(f"{kernel}: {bad.height} NaN/empty values dropped")
-    frame = frame.filter(pl.col("value").is_not_nan() & pl.col("value").is_not_null())
-    if unit in TIME_UNITS:
-        negative = frame.filter(pl.col("value") < 0).height
-        if negative:
-            dropped.append(f"{kernel}: {negative} negative {unit} values dropped")
-        frame = frame.filter(pl.col("value") >= 0)
-    return KernelRow(kernel, tuple(runs_of(frame, row, kernel)), tuple(dropped))
+    dropped = _usable(frame, kernel)[1]
+    return KernelRow(kernel, tuple(runs_of(frame, row, kernel)), dropped)
 
 
 @dataclass(frozen=True)
@@ -341,17 +377,98 @@ def _side(kr: KernelRow, stat: float | str, resamples: int, rng) -> _Side:
     return _Side(run_interval(values, CI_LEVEL), values, run_statistics(kr.runs, 0.5), draws[0.5])
 
 
-def runs_p(base: np.ndarray, new: np.ndarray) -> tuple[float, str]:
-    """The deciding p of per-run statistics (logged when all positive, so a ratio is
-    tested) by :func:`permutation_p`, and the method in words."""
-    vb, log_b = _log_if_positive(base)
-    vn, log_n = _log_if_positive(new)
-    if not (log_b and log_n):
-        vb, vn = base, new
-    p, splits = permutation_p(vb, vn)
-    kind = "exact" if splits == math.comb(len(vb) + len(vn), len(vb)) else "random"
-    scale = " of log" if log_b and log_n else ""
-    return p, f"permutation over runs ({kind}, {splits} splits{scale})"
+@dataclass(frozen=True)
+class RunTest:
+    """The deciding p of one row and how it was reached. ``p_welch``: Welch's t on the
+    (log) per-run values (a run far from the rest widens it rather than deciding it, as
+    it would the log of their mean); None when no run varies. ``p_permutation``: the
+    exact (or 20 000-split) permutation p of the same means, the distribution-free check
+    beside it; ``floor`` its smallest attainable value. The permutation decides when
+    Welch cannot (no run varies); when the two disagree grossly (:data:`DISAGREE` ×, one
+    of them below the level) the larger p decides, and ``outlier`` names the run
+    farthest from the rest of its kernel."""
+
+    p: float
+    p_welch: float | None
+    p_permutation: float
+    splits: int
+    exact: bool
+    floor: float
+    decided_by: str
+    disagree: bool
+    outlier: str = ""
+
+    @property
+    def method(self) -> str:
+        """Which test decided and why, in words (the same for every row so decided)."""
+        if self.p_welch is None:
+            return "permutation over runs (no run varies, so Welch's t has no se)"
+        if self.disagree:
+            return f"the larger of Welch's t and the permutation p (≥ {DISAGREE:g}× apart)"
+        return "Welch's t over runs"
+
+
+# Welch's t decides unless its p and the permutation p differ by this factor or more
+# (the permutation p counted at no less than its floor Welch may pass).
+DISAGREE = 10.0
+WELCH, PERMUTATION = "Welch t", "permutation"
+
+
+def _farthest_run(values: Sequence[np.ndarray], names: Sequence[str], log: bool) -> str:
+    """The run farthest from the median of the other runs of its kernel, in words
+    (ratio on the log scale, difference otherwise): the usual cause of a disagreement
+    is one run far from the rest, as a warm-up run is."""
+    best = (-1.0, "")
+    for vals, name in zip(values, names, strict=True):
+        v = np.log(vals) if log else vals
+        for i in range(len(v) if len(v) > 2 else 0):
+            off = float(v[i] - np.median(np.delete(v, i)))
+            if abs(off) > best[0]:
+                how = f"{math.exp(off):.3g}×" if log else f"{off:+.4g} from"
+                where = f"run {i + 1} of {len(v)} of {name} is {how} the median of its others"
+                best = (abs(off), where)
+    return best[1]
+
+
+def run_test(
+    base: np.ndarray,
+    new: np.ndarray,
+    level: float,
+    names: Sequence[str] = ("base", "new"),
+    log: bool | None = None,
+) -> RunTest:
+    """The deciding test of per-run statistics ``base`` and ``new`` (≥ 2 runs each): see
+    :class:`RunTest`. On the log scale when every value is positive (a ratio is tested;
+    ``log`` False forces the values themselves, e.g. shares compared in points)."""
+    if log is None:
+        log = bool(np.all(base > 0) and np.all(new > 0))
+    vb, vn = (np.log(base), np.log(new)) if log else (base, new)
+    p_welch = None
+    if np.ptp(vb) > 0 or np.ptp(vn) > 0:
+        with warnings.catch_warnings():
+            # Nearly constant runs: SciPy warns of precision loss; the p stands.
+            warnings.simplefilter("ignore", RuntimeWarning)
+            p_welch = float(stats.ttest_ind(vn, vb, equal_var=False).pvalue)
+        p_welch = p_welch if math.isfinite(p_welch) else None
+    p_perm, splits = permutation_p(vb, vn)
+    exact = splits == math.comb(len(vb) + len(vn), len(vb))
+    floor = min_attainable_p(len(vb), len(vn)) if exact else 1 / splits
+    common = dict(p_permutation=p_perm, splits=splits, exact=exact, floor=floor)
+    if p_welch is None:
+        return RunTest(p=p_perm, p_welch=None, decided_by=PERMUTATION, disagree=False, **common)
+    low, high = sorted((max(p_welch, floor), p_perm))
+    if low < level and high >= DISAGREE * low:
+        outlier = _farthest_run((base, new), names, log)
+        by = WELCH if p_welch >= p_perm else PERMUTATION
+        return RunTest(p=max(p_welch, p_perm), p_welch=p_welch, decided_by=by, disagree=True,
+                       outlier=outlier, **common)  # fmt: skip
+    return RunTest(p=p_welch, p_welch=p_welch, decided_by=WELCH, disagree=False, **common)
+
+
+def _disagreement_note(t: RunTest) -> str:
+    return f"Welch's t and the permutation p disagree ≥ {DISAGREE:g}×" + (
+        f": {t.outlier}" if t.outlier else ""
+    )
 
 
 def _one_run_reason(base_runs: int, runs: int) -> str:
@@ -418,11 +535,17 @@ def _share_interval(values: np.ndarray) -> Interval:
 
 
 def _zero_heavy(
-    key: dict, base: KernelRow, new: KernelRow, sizes: dict, notes: tuple[str, ...]
+    key: dict,
+    base: KernelRow,
+    new: KernelRow,
+    sizes: dict,
+    notes: tuple[str, ...],
+    level: float,
 ) -> RowComparison:
-    """A row with many exact zeros: each run's share of zero samples decides (permutation
-    over runs, Welch t interval of the difference, in percentage points); the metric of the
-    non-zero samples is described in a note."""
+    """A row with many exact zeros: each run's share of zero samples decides (Welch's t
+    over runs with the permutation p beside it, :func:`run_test` on the shares
+    themselves; Welch interval of the difference, in percentage points); the metric of
+    the non-zero samples is described in a note."""
     zb, zn = _zero_shares(base), _zero_shares(new)
     shares = tuple(float(np.mean(np.concatenate(kr.runs) == 0)) for kr in (base, new))
     stat = METRICS[key["metric"]]
@@ -443,20 +566,14 @@ def _zero_heavy(
             **common, verdict=NO_VERDICT, reason=_one_run_reason(len(zb), len(zn)),
             estimate=est_n, base_estimate=est_b, change=change,
         )  # fmt: skip
-    p, splits = permutation_p(zb, zn)
-    kind = "exact" if splits == math.comb(len(zb) + len(zn), len(zb)) else "random"
-    method = f"permutation over runs of the zero share ({kind}, {splits} splits)"
-    ci = None
-    if np.ptp(zb) > 0 or np.ptp(zn) > 0:
-        with warnings.catch_warnings():
-            # Near-constant shares: SciPy warns of precision loss; the interval stands.
-            warnings.simplefilter("ignore", RuntimeWarning)
-            low, high = stats.ttest_ind(zn, zb, equal_var=False).confidence_interval(CI_LEVEL)
-        ci = (100 * float(low), 100 * float(high))
-    return RowComparison(
+    test = run_test(zb, zn, level, (base.kernel, new.kernel), log=False)
+    diff = run_difference(zn, zb, CI_LEVEL, log=False)
+    ci = (100 * diff.low, 100 * diff.high) if math.isfinite(diff.low) else None
+    r = RowComparison(
         **common, verdict=NO_CHANGE, reason="", estimate=est_n, base_estimate=est_b,
-        change=change, change_ci=ci, p=p, method=method,
+        change=change, change_ci=ci,
     )  # fmt: skip
+    return _tested(r, test)
 
 
 def _compare_row(
@@ -482,9 +599,10 @@ def _compare_row(
         reason = f"every value is {pooled[0]:g} in both kernels"
         return RowComparison(**key, verdict=NO_CHANGE, reason=reason, notes=notes, **sizes), None
     several = max(len(r) for r in (*base.runs, *new.runs)) > 1
-    zero_share = max(float(np.mean(np.concatenate(kr.runs) == 0)) for kr in (base, new))
-    if several and zero_share >= ZERO_HEAVY:
-        return _zero_heavy(key, base, new, sizes, notes), None
+    # Both kernels' samples pooled: the path must not depend on which kernel has more
+    # zeros, or rows near the threshold take the zero-share test when they differ by chance.
+    if several and float(np.mean(pooled == 0)) >= ZERO_HEAVY:
+        return _zero_heavy(key, base, new, sizes, notes, level), None
     b = _side(base, METRICS[key["metric"]], resamples, rng)
     n = _side(new, METRICS[key["metric"]], resamples, rng)
     change, change_ci, tost_ci, kind = _change(n, b, level)
@@ -497,20 +615,33 @@ def _compare_row(
     if min(len(base.runs), len(new.runs)) < 2:
         reason = _one_run_reason(len(base.runs), len(new.runs))
         return RowComparison(**common, verdict=NO_VERDICT, reason=reason), None
-    p, method = runs_p(b.run_values, n.run_values)
-    return RowComparison(**common, verdict=NO_CHANGE, reason="", p=p, method=method), tost_ci
+    test = run_test(b.run_values, n.run_values, level, (base.kernel, new.kernel))
+    return _tested(RowComparison(**common, verdict=NO_CHANGE, reason=""), test), tost_ci
+
+
+def _tested(r: RowComparison, test: RunTest) -> RowComparison:
+    """``r`` with the p of ``test``, which test decided, and a note when they disagree."""
+    notes = (*r.notes, _disagreement_note(test)) if test.disagree else r.notes
+    return replace(
+        r, p=test.p, method=test.method, p_welch=test.p_welch,
+        p_permutation=test.p_permutation, splits=test.splits, decided_by=test.decided_by,
+        disagree=test.disagree, notes=notes,
+    )  # fmt: skip
 
 
 def _limit(r: RowComparison, level: float) -> str:
     """Why the run count cannot give a verdict here, and how many runs could ("" when it
-    can): a lone change among the family's rows must reach q < level."""
+    can): a lone change among the family's rows must reach q < level. Only the
+    permutation p has a floor; Welch's t has none."""
+    if r.decided_by != PERMUTATION:
+        return ""
     floor = lone_change_floor(r.base_runs, r.runs, r.family_rows)
     if floor < level:
         return ""
     need = _runs_for_floor(r.family_rows, level)
     rows = f" over {r.family_rows} {r.family} rows" if r.family_rows > 1 else ""
     return (
-        f"; {r.base_runs} vs {r.runs} runs{rows}: the smallest p is "
+        f"; {r.base_runs} vs {r.runs} runs{rows}: the smallest permutation p is "
         f"{min_attainable_p(r.base_runs, r.runs):.3g}, so a change in this row alone cannot "
         f"reach q below {floor:.3g}; {need} runs per kernel could"
     )
@@ -583,7 +714,7 @@ def compare_table(
     for row, unit, hib in rows.iter_rows():
         in_row = table.filter(pl.col("row") == row)
         present = set(in_row["kernel"].unique())
-        base_kr = _kernel_row(in_row, row, base, unit)
+        base_kr = _kernel_row(in_row, row, base)
         for kernel in kernels:
             key = {"row": row, "unit": unit, "higher_is_better": hib, "kernel": kernel,
                    "base": base, "metric": metric, "family": families.get(row, PRIMARY),
@@ -593,7 +724,7 @@ def compare_table(
                 reason = f"row missing for {', '.join(missing)}"
                 results.append((RowComparison(**key, verdict=NOT_COMPARED, reason=reason), None))
                 continue
-            new_kr = _kernel_row(in_row, row, kernel, unit)
+            new_kr = _kernel_row(in_row, row, kernel)
             results.append(_compare_row(key, base_kr, new_kr, resamples, rng, level))
     plain = [r for r, _ in results]
     sizes: dict[tuple[str, str], int] = {}

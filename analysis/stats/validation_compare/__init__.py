@@ -15,12 +15,14 @@ __all__ = ["rates_frame"]
 
 def rates_frame(results: dict) -> pl.DataFrame:
     """The compare cells of a ``results.json`` as one row per (cell, method): shape, run
-    effect ``s``, runs, samples, effect, method, per-row null rate, power and FDR (null
-    where a cell has none), each with its Monte-Carlo se."""
+    effect (``run_effect`` and its ``s``), runs, rows per table, samples, effect, method,
+    per-row null rate, power and FDR (null where a cell has none), each with its
+    Monte-Carlo se."""
     rows = []
     for c in results["compare"]:
         for method, m in c["methods"].items():
-            row = {"shape": c["shape"], "s": c["run_sd"], "runs": c["runs"],
+            row = {"shape": c["shape"], "run_effect": c.get("run_effect", "lognormal"),
+                   "s": c["run_sd"], "runs": c["runs"], "rows": c.get("rows", results["rows"]),
                    "samples": c["samples"], "effect": c["effect"], "method": method}  # fmt: skip
             for key in ("null_row", "power", "fdr"):
                 row[key] = m[key]["rate"] if key in m else None
