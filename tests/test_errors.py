@@ -16,7 +16,13 @@ from pathlib import Path
 import pytest
 
 import analysis
-from analysis.capture.run import Interrupted, WorkloadFailed, machine_lock, raise_on_signals
+from analysis.capture.run import (
+    Interrupted,
+    MachineBusy,
+    WorkloadFailed,
+    machine_lock,
+    raise_on_signals,
+)
 from analysis.errors import InputError
 from analysis.notebooks.execute import NotebookFailed
 from analysis.report.json_output import NonFiniteError
@@ -26,6 +32,7 @@ from analysis.report.json_output import NonFiniteError
 EXAMPLES = {
     InputError: InputError("data/x/ftrace.gz", "corrupt gzip stream", 12, 4096),
     Interrupted: Interrupted(signal.SIGTERM),
+    MachineBusy: MachineBusy("/run/lock/mmlab-capture.lock", "another mmlab capture (pid 7)"),
     WorkloadFailed: WorkloadFailed(Path("out/x/iter-1"), ["the command ended exit 3"]),
     NonFiniteError: NonFiniteError("$.rows[0].mean is nan: JSON has no NaN or infinity"),
     NotebookFailed: NotebookFailed(

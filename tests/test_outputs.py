@@ -104,7 +104,7 @@ def test_a_long_command_reports_progress_on_stderr_only(tmp_path, capsys, monkey
     assert json.loads(out)["runs"][0]["name"] == "dirty5"
     lines = err.splitlines()
     # In the order the output asks for them; counted 1..4, with 3..0 left.
-    stages = ["dirty5 iter-0 traces", "latency comparison", "vmstat Ops rows"]
+    stages = ["1 iterations' traces", "latency comparison", "vmstat Ops rows"]
     stages.append("throttle delay fits")
     assert len(lines) == 4
     for k, line in enumerate(lines, 1):

@@ -63,7 +63,14 @@ def _gfp(frame: pl.DataFrame) -> pl.Expr:
     """``gfp_flags`` as one string (``GFP_HIGHUSER_MOVABLE|__GFP_COMP``); null if absent."""
     if "gfp_flags" not in frame.columns:
         return pl.lit(None, dtype=pl.String)
-    return pl.col("gfp_flags").list.join("|")
+    joined = pl.col("gfp_flags").list.join("|")
+    # trace-cmd report -R prints the mask's number, whose bits differ between kernels: said
+    # so, not passed off as a flag name.
+    return (
+        pl.when(joined.str.starts_with("0x"))
+        .then(pl.concat_str(joined, pl.lit(" (raw mask: -R text names no flags)")))
+        .otherwise(joined)
+    )
 
 
 def stall_sums(intervals: pl.DataFrame, context: str) -> pl.DataFrame:

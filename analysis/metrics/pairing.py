@@ -42,6 +42,7 @@ import numpy as np
 import polars as pl
 
 from analysis.ingest.ftrace.cache import event_parts
+from analysis.ingest.raw_text import printed_form
 from analysis.metrics.deferred import Deferred
 
 __all__ = [
@@ -102,14 +103,16 @@ def event_blocks(trace, columns: Mapping[str, Sequence[str]]) -> Iterator[dict[s
         parts[name] = {int(p.stem.split("-")[1]): p for p in event_parts(directory, name)}
     # No part of any of them: one block of empty frames, so every pairing sees a block.
     for block in sorted(set().union(*parts.values())) or [-1]:
-        yield {name: _part(parts[name].get(block), schemas[name]) for name in columns}
+        yield {name: _part(name, parts[name].get(block), schemas[name]) for name in columns}
 
 
-def _part(path: Path | None, schema: Mapping[str, pl.DataType]) -> pl.DataFrame:
-    """One Parquet part in ``schema`` (a column the part lacks is null); empty without one."""
+def _part(name: str, path: Path | None, schema: Mapping[str, pl.DataType]) -> pl.DataFrame:
+    """One Parquet part of event ``name`` in ``schema`` (a column the part lacks is null),
+    ``trace-cmd report -R`` rows in their printed form as the whole-event frames have
+    them (:func:`analysis.ingest.raw_text.printed_form`); empty without a part."""
     if path is None:
         return pl.DataFrame(schema=dict(schema))
-    scan = pl.scan_parquet(path)
+    scan = printed_form(name, pl.scan_parquet(path))
     have = scan.collect_schema()
     return scan.select(
         pl.col(c).cast(t) if c in have else pl.lit(None, dtype=t).alias(c)

@@ -191,9 +191,13 @@ def _analysed(path: Path) -> bool:
 
 def _analyse_for_pool(path: str, _cache: str | None) -> dict:
     """Worker entry point: ingest and analyse one trace into the caches (the reader's
-    note on unparsed lines is the caller's to print)."""
+    note on unparsed lines is the caller's to print); returns the cache entries it added,
+    for the command's process to remove should the command fail."""
+    from analysis.ingest.ftrace import cache
+
+    cache.begin_command()
     cached_analysis(ftrace.read(path, note_unparsed=False))
-    return {}
+    return {"new_entries": cache.new_entries()}
 
 
 def warm(paths: Sequence[Path]) -> None:
@@ -210,7 +214,10 @@ def warm(paths: Sequence[Path]) -> None:
     free = reader.available_memory_bytes(psutil.virtual_memory().available)
     workers = reader.pool_workers(len(todo), os.cpu_count() or 1, free)
     if workers > 1:
-        reader.map_in_processes(_analyse_for_pool, todo, None, workers)
+        from analysis.ingest.ftrace import cache
+
+        for result in reader.map_in_processes(_analyse_for_pool, todo, None, workers):
+            cache.adopt_entries(result.get("new_entries", []))
 
 
 def warm_runs(paths: Sequence[Path]) -> None:

@@ -30,11 +30,13 @@ import pyarrow as pa
 __all__ = [
     "CACHE_VERSION",
     "DEFAULT_CACHE",
+    "adopt_entries",
     "begin_command",
     "cached",
     "discard_new_entries",
     "event_parts",
     "load_meta",
+    "new_entries",
     "path_lock",
     "results",
     "store",
@@ -125,13 +127,25 @@ def path_lock(cache: Path, path: Path) -> Iterator[None]:
 
 # What this process added to caches since the command began, newest last: a command that
 # fails leaves no cache entry behind for what it refused (issue 29; README "a command
-# that fails leaves no output behind"). Kept per process: a pool worker's entries stay.
+# that fails leaves no output behind"). Kept per process; a pool worker hands its own to
+# the command's process (new_entries, adopt_entries).
 _NEW: list[Path] = []
 
 
 def _note_new(path: Path) -> None:
     """Record ``path`` and every missing folder above it (outermost first) as new."""
     _NEW.extend(d for d in reversed((path, *path.parents)) if not d.exists() and d not in _NEW)
+
+
+def new_entries() -> list[str]:
+    """What this process added since :func:`begin_command` (a pool worker's answer)."""
+    return [str(p) for p in _NEW]
+
+
+def adopt_entries(paths: list[str]) -> None:
+    """Take a pool worker's :func:`new_entries` as this process's own, so that a command
+    that fails removes them too."""
+    _NEW.extend(Path(p) for p in paths if Path(p) not in _NEW)
 
 
 def begin_command() -> None:
