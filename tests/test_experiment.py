@@ -514,6 +514,7 @@ def test_the_committed_sweep_plans_cover_what_the_question_needs():
     for plan in (throttle, divisor):
         assert {s.params["pressure"] for s in plan.settings} == {"cgroup", "global"}
         assert plan.boots_per_setting >= 10 and plan.sizing["power"] == 0.8
+        assert plan.primary_endpoint == "reclaim_efficiency"  # the pilot's choice
 
 
 def test_global_pressure_only_in_a_guest_and_within_its_memory(monkeypatch):
