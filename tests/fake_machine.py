@@ -47,6 +47,14 @@ SYSCTLS = {
 REFUSED = {("swappiness", "999"), ("dirty_bytes", "0"), ("dirty_background_bytes", "0")}
 
 
+def pid_running(pid: str) -> bool:
+    """Whether process ``pid`` runs (a zombie does not): what a cgroup's procs file lists."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except OSError:
+        return False
+
+
 def _populate(path: Path, files: dict[str, str]) -> None:
     for name, text in files.items():
         (path / name).parent.mkdir(parents=True, exist_ok=True)
@@ -111,18 +119,12 @@ def fake_machine(root: Path, slow_rmdir_s: float = 0.0):
 
     stop = threading.Event()
 
-    def running(pid: str) -> bool:
-        try:
-            return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
-        except OSError:
-            return False
-
     def account() -> None:
         while not stop.is_set():
             for f in list(memory.glob("*/cgroup.procs")):
                 try:
                     pids = f.read_text().split()
-                    left = [p for p in pids if running(p)]
+                    left = [p for p in pids if pid_running(p)]
                     if left != pids:
                         real_write(f, "".join(f"{p}\n" for p in left))
                 except OSError:

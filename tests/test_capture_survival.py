@@ -35,6 +35,7 @@ from analysis.capture.run import (
 from analysis.capture.tracefs import TraceInstance
 from analysis.errors import InputError
 from analysis.ingest import mmtests
+from tests.fake_machine import pid_running
 
 
 @pytest.fixture
@@ -55,17 +56,11 @@ def kernel(tmp_path, monkeypatch):
     procs_files: list[Path] = []
     stop = threading.Event()
 
-    def running(pid: str) -> bool:
-        try:
-            return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
-        except OSError:
-            return False
-
     def account() -> None:
         while not stop.is_set():
             for f in list(procs_files):
                 if f.exists():
-                    left = [p for p in f.read_text().split() if running(p)]
+                    left = [p for p in f.read_text().split() if pid_running(p)]
                     f.write_text("".join(f"{p}\n" for p in left))
             time.sleep(0.02)
 
