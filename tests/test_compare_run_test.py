@@ -10,7 +10,6 @@ import math
 import re
 
 import numpy as np
-import polars as pl
 import pytest
 from scipy import stats
 
@@ -26,23 +25,12 @@ from analysis.stats.significance import (
     run_test,
 )
 from analysis.stats.validation_compare.simulate import kernel_runs, ratio
+from tests.test_compare_stats import long_table
 
 
 def _runs(levels, rng, n=200, spread=0.002) -> list[np.ndarray]:
     """Runs whose Harrell–Davis median is their level (samples within ±0.6 % of it)."""
     return [level * np.exp(rng.normal(0, spread, n)) for level in levels]
-
-
-def _long(rows: dict[str, dict[str, list[np.ndarray]]], unit: str = "us") -> pl.DataFrame:
-    records = [
-        (kernel, row, f"{i:02d}", float(v), unit, False)
-        for row, kernels in rows.items()
-        for kernel, runs in kernels.items()
-        for i, run in enumerate(runs)
-        for v in run
-    ]
-    schema = ["kernel", "row", "run", "value", "unit", "higher_is_better"]
-    return pl.DataFrame(records, schema=schema, orient="row")
 
 
 # Run levels with mean 1 and sd/mean 0.1265 (relative se √(0.1265²/5) = 0.0566 per side):
@@ -61,7 +49,7 @@ def test_ten_rows_one_row_plus_94_percent_at_five_runs_gets_a_verdict(tmp_path, 
         base, new = (1000 * (1 + rng.permutation(_SPREAD)) for _ in range(2))
         rows[f"r{i}"] = {"a": _runs(base, rng), "b": _runs(new * (1.94 if i == 0 else 1), rng)}
     path = tmp_path / "table.csv"
-    _long(rows).write_csv(path)
+    long_table(rows).write_csv(path)
     assert main(["compare", str(path), "--json"]) == 0
     r0 = json.loads(capsys.readouterr().out)[0]
     assert r0["change"] == pytest.approx(94, abs=0.5)
@@ -105,7 +93,7 @@ def test_runs_that_do_not_vary_are_decided_by_the_permutation_floor():
     same = [np.array([v]) for v in (10.0, 11, 12, 13, 14)]
     rows = {f"r{i}": {"a": same, "b": same[::-1]} for i in range(1, 12)}
     rows = {"r0": {"a": [np.array([10.0])] * 5, "b": [np.array([12.0])] * 5}, **rows}
-    results = compare_table(_long(rows, "pages"), "a", ["b"], metric="mean", resamples=50)
+    results = compare_table(long_table(rows, "pages"), "a", ["b"], metric="mean", resamples=50)
     r = results[0]
     assert r.decided_by == PERMUTATION and r.p == pytest.approx(2 / 252) and r.p_welch is None
     assert "the smallest permutation p is 0.00794" in r.reason
@@ -157,7 +145,7 @@ def test_zero_heavy_row_prints_its_zero_share_not_an_hd50_change():
     (positive = better); no HD-50 relative change, and no q or marker on the table's
     HD-50 line."""
     rng = np.random.default_rng(8)
-    table = _long({"wait": {"a": _zero_runs([0.56, 0.58, 0.6, 0.62, 0.64], rng),
+    table = long_table({"wait": {"a": _zero_runs([0.56, 0.58, 0.6, 0.62, 0.64], rng),
                             "b": _zero_runs([0.16, 0.18, 0.2, 0.22, 0.24], rng)}})  # fmt: skip
     (r,) = compare_table(table, "a", ["b"], resamples=50)
     assert r.change_kind == "zero share" and r.verdict == "regressed"
@@ -181,7 +169,7 @@ def test_nan_inf_and_negative_samples_are_dropped_counted_and_kept_out_of_the_ta
     a, b = _runs([100, 101, 102], rng, 50), _runs([100, 102, 101], rng, 50)
     a[0][:3] = [float("nan"), float("inf"), -5.0]
     b[1][:2] = [-5.0, -1.0]
-    table = _long({"lat": {"a": a, "b": b}})
+    table = long_table({"lat": {"a": a, "b": b}})
     (r,) = compare_table(table, "a", ["b"], resamples=50)
     assert r.p is not None and 0 < r.p <= 1 and r.p_permutation >= 0.1
     assert set(r.notes) >= {
@@ -202,7 +190,7 @@ def test_report_prints_one_sign():
     (issue 29, item 25); JSON keeps 100·(new/base − 1) = +10."""
     rng = np.random.default_rng(25)
     levels = 1000 * (1 + _SPREAD / 4)
-    table = _long({"lat": {"a": _runs(levels, rng), "b": _runs(1.1 * levels[::-1], rng)}})
+    table = long_table({"lat": {"a": _runs(levels, rng), "b": _runs(1.1 * levels[::-1], rng)}})
     (r,) = compare_table(table, "a", ["b"], resamples=50)
     assert r.change == pytest.approx(10.0, rel=1e-3)
     summary = verdict_lines([r])

@@ -106,9 +106,9 @@ def test_min_attainable_p_is_what_brute_force_reaches(ra, rb):
     assert min_attainable_p(3, 4) == pytest.approx(1 / 35)
 
 
-def _long(rows: dict[str, dict[str, list[np.ndarray]]], unit: str = "us") -> pl.DataFrame:
+def long_table(rows: dict[str, dict[str, list[np.ndarray]]], unit: str = "us") -> pl.DataFrame:
     records = [
-        (kernel, row, str(i), float(v), unit, False)
+        (kernel, row, f"{i:02d}", float(v), unit, False)
         for row, kernels in rows.items()
         for kernel, runs in kernels.items()
         for i, run in enumerate(runs)
@@ -139,7 +139,7 @@ def test_per_family_bh_keeps_a_primary_change_findable():
     rng = np.random.default_rng(19)
     work = [f"w{i}" for i in range(4)]
     trace = [f"t{i}" for i in range(8)]
-    table = _long(_aa_rows(rng, work + trace, effect="w0"))
+    table = long_table(_aa_rows(rng, work + trace, effect="w0"))
     families = {**dict.fromkeys(work, "workload"), **dict.fromkeys(trace, "traces")}
     split = {r.row: r for r in compare_table(table, "a", ["b"], resamples=300, families=families)}
     pooled = {r.row: r for r in compare_table(table, "a", ["b"], resamples=300)}

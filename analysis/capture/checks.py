@@ -121,7 +121,9 @@ def check_global_pressure(cfg, mem_available_bytes: int, for_guest: bool = False
     the guest's MemAvailable, :func:`global_budget_mb`), at most MemAvailable.
     ``for_guest``: the host's check of a guest's budget against the guest's memory, before
     booting it."""
-    if not for_guest and os.environ.get("MMLAB_IN_GUEST") != "1":
+    from analysis.capture.guest import IN_GUEST
+
+    if not for_guest and os.environ.get(IN_GUEST) != "1":
         raise InputError(
             "--pressure global",
             "only inside a guest (give --kernel): it puts the whole machine under pressure",

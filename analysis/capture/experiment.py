@@ -235,7 +235,8 @@ class Journal:
         if not self.path.exists():
             return []
         out = []
-        for lineno, line in enumerate(self.path.read_text().splitlines(), start=1):
+        lines = self.path.read_text().splitlines()
+        for lineno, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
             try:
@@ -243,7 +244,7 @@ class Journal:
             except json.JSONDecodeError:
                 # Only the last line can be cut (a kill while appending): the others are
                 # whole lines, and a bad one there is damage to report, not to skip.
-                if lineno != len(self.path.read_text().splitlines()):
+                if lineno != len(lines):
                     raise InputError(self.path, "not a JSON line", line=lineno) from None
         return out
 

@@ -44,6 +44,7 @@ __all__ = [
     "guest_spec",
     "host_identity",
     "kill_orphan_guest",
+    "loadavg",
     "provenance",
     "read_build_record",
     "run_guest_capture",
@@ -270,7 +271,6 @@ def host_identity(proc: Path = Path("/proc")) -> dict:
     from analysis.capture.journal import boot_id
     from analysis.capture.metadata import cpu_info, memory_info
 
-    load = (proc / "loadavg").read_text().split()
     return {
         "hostname": platform.node(),
         "machine": platform.machine(),
@@ -278,8 +278,13 @@ def host_identity(proc: Path = Path("/proc")) -> dict:
         "boot_id": boot_id(proc / "sys/kernel/random/boot_id"),
         "cpu": cpu_info((proc / "cpuinfo").read_text()),
         "memory": memory_info((proc / "meminfo").read_text()),
-        "loadavg_1_5_15": [float(v) for v in load[:3]],
+        "loadavg_1_5_15": loadavg(proc),
     }
+
+
+def loadavg(proc: Path = Path("/proc")) -> list[float]:
+    """The 1, 5 and 15 minute load averages (``/proc/loadavg``)."""
+    return [float(v) for v in (proc / "loadavg").read_text().split()[:3]]
 
 
 def provenance(
@@ -460,7 +465,7 @@ def run_guest_capture(cfg, guest: GuestConfig) -> GuestResult:
                 cfg.out.rmdir()
             raise
         shutil.rmtree(share, ignore_errors=True)
-    host["loadavg_1_5_15_after"] = host_identity()["loadavg_1_5_15"]
+    host["loadavg_1_5_15_after"] = loadavg()
     timings = {
         "vng_wall": wall,
         "guest_boot": result["boot_s"],
