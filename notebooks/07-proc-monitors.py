@@ -44,17 +44,32 @@ for run in runs:
     print(f"{run.name}: {len(run.iterations)} iterations under {run.path}")
 detailed = find_runs(Path(monitors_tree)) if Path(monitors_tree).exists() else ()
 
+
+def monitor(name: str):
+    """The monitor's samples in ``tree``, else in ``monitors_tree`` (saying so)."""
+    frame = runs_monitor(runs, name)
+    if frame.is_empty() and name != "vmstat":
+        print(f"{tree}: no {name} monitor; charting {monitors_tree}")
+        frame = runs_monitor(detailed, name)
+    return frame
+
+
+def show(frame, chart_of, figure: str) -> None:
+    """Draw ``frame`` (when it has samples), save it as figures/07-<figure>.svg."""
+    if frame.height:
+        chart = chart_of(frame)
+        chart.save(figures / f"07-{figure}.svg")
+        display(chart)
+
+
 # %% [markdown]
 # ## vmstat(8): memory and CPU over time
 # Memory columns are KiB in vmstat's output, drawn in GiB; CPU columns are percentages.
 
 # %%
-vmstat8 = runs_monitor(runs, "vmstat")
+vmstat8 = monitor("vmstat")
 print(f"{vmstat8.height} vmstat samples")
-if vmstat8.height:
-    chart = vmstat8_chart(vmstat8)
-    chart.save(figures / "07-vmstat8.svg")
-    display(chart)
+show(vmstat8, vmstat8_chart, "vmstat8")
 
 # %% [markdown]
 # ## Free memory by buddy order
@@ -62,24 +77,10 @@ if vmstat8.height:
 # orders while the total stays is fragmentation.
 
 # %%
-buddy = runs_monitor(runs, "proc-buddyinfo")
-if buddy.is_empty():
-    print(f"{tree}: no proc-buddyinfo monitor; charting {monitors_tree}")
-    buddy = runs_monitor(detailed, "proc-buddyinfo")
-if buddy.height:
-    chart = buddy_chart(buddy)
-    chart.save(figures / "07-buddyinfo.svg")
-    display(chart)
+show(monitor("proc-buddyinfo"), buddy_chart, "buddyinfo")
 
 # %% [markdown]
 # ## The largest slab caches
 
 # %%
-slabs = runs_monitor(runs, "slabinfo")
-if slabs.is_empty():
-    print(f"{tree}: no slabinfo monitor; charting {monitors_tree}")
-    slabs = runs_monitor(detailed, "slabinfo")
-if slabs.height:
-    chart = slab_chart(slabs)
-    chart.save(figures / "07-slabinfo.svg")
-    display(chart)
+show(monitor("slabinfo"), slab_chart, "slabinfo")
