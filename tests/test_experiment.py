@@ -175,10 +175,11 @@ class Runner:
     """Counts calls per run; fails the runs in ``fail``; raises Interrupted at call
     ``interrupt_at`` (0-based); ``die_after_install`` raises once the first run is in."""
 
-    def __init__(self, fail=(), interrupt_at=None):
+    def __init__(self, fail=(), interrupt_at=None, kernel_build=None):
         self.calls = collections.Counter()
         self.fail = set(fail)
         self.interrupt_at = interrupt_at
+        self.kernel_build = kernel_build
 
     def __call__(self, spec, work):
         if self.interrupt_at is not None and sum(self.calls.values()) == self.interrupt_at:
@@ -193,6 +194,8 @@ class Runner:
                    "host": {"hostname": "h1"}},
             "knob_check": {"trace": "ftrace-stutterp.zst"},
         }  # fmt: skip
+        if self.kernel_build is not None:
+            boot["vm"]["kernel_build"] = self.kernel_build
         files = {"kernel.version": "Linux 6.12.117\n", "mmlab.json": json.dumps({"x": 1})}
         return experiment.RunOutcome(spec["run_id"], ok, "" if ok else "no reclaim", boot,
                                      _archive(files), 60.0)  # fmt: skip
@@ -291,6 +294,29 @@ def test_failed_runs_are_kept_aside_with_their_reason_and_retried_on_request(tmp
     experiment.execute(plan, out, runner=again, retry_failed=True)
     assert list(again.calls) == [bad]
     assert not experiment.experiment_status(out).failed
+
+
+def test_a_plan_resumed_on_another_kernel_is_refused(tmp_path):
+    """A later session rebuilds the kernel from a newer Debian point release: resuming with
+    it would mix two kernels into the settings, so the resume names what differs; the
+    image the finished runs booted resumes."""
+    plan = design.load_plan(plan_file(tmp_path))
+    build = {"kernel_release": "6.12.118", "source_package": "linux-source-6.12 6.12.118-1",
+             "patch_series_sha256": "ab" * 32, "compiler": "gcc 12", "config_sha256": "cd" * 32,
+             "bzimage_sha256": "ef" * 32}  # fmt: skip
+    plan.kernel.parent.mkdir(parents=True, exist_ok=True)
+    plan.kernel.write_bytes(b"image")
+    record = plan.kernel.parent / "build.json"
+    out = tmp_path / "out"
+    with pytest.raises(Interrupted):
+        experiment.execute(plan, out, runner=Runner(interrupt_at=1, kernel_build=build))
+    newer = build | {"source_package": "linux-source-6.12 6.12.119-1", "bzimage_sha256": "01" * 32}
+    record.write_text(json.dumps(newer))
+    with pytest.raises(InputError, match="6.12.118-1 .* vs linux-source-6.12 6.12.119-1"):
+        experiment.execute(plan, out, runner=Runner(kernel_build=newer))
+    assert len(tree(out)) == 1
+    record.write_text(json.dumps(build))
+    assert len(experiment.execute(plan, out, runner=Runner(kernel_build=build)).done) == 4
 
 
 def test_another_plan_into_the_same_out_is_refused(tmp_path):

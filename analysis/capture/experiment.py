@@ -292,6 +292,37 @@ def _start(plan: Plan, out: Path) -> None:
     copy.write_text(plan.text)
 
 
+# What makes two boots the same kernel: the image's bytes, and what it was built from (a
+# Debian point release moves the source package between lab sessions).
+KERNEL_IDENTITY = ("source_package", "patch_series_sha256", "config_sha256", "bzimage_sha256")
+
+
+def _kernel_identity(build: dict) -> tuple:
+    return tuple(build.get(k) for k in KERNEL_IDENTITY)
+
+
+def _same_kernel(plan: Plan, out: Path) -> None:
+    """A plan runs on one kernel: resuming OUT (perhaps in a later session, on a rebuilt
+    image) with an image other than the one its finished runs booted would mix two kernels
+    into every setting, confounded with the blocks that ran after the change."""
+    from analysis.capture.vm import read_build_record
+
+    seen = {_kernel_identity(b["vm"]["kernel_build"]): b["run_id"]
+            for b in _finished(out).values() if "kernel_build" in b.get("vm", {})}  # fmt: skip
+    if not seen:
+        return
+    current = _kernel_identity(read_build_record(plan.kernel))
+    for identity, run_id in seen.items():
+        if identity != current:
+            differ = [f"{k} {a} (run {run_id}) vs {b}"
+                      for k, a, b in zip(KERNEL_IDENTITY, identity, current) if a != b]  # fmt: skip
+            raise InputError(
+                plan.kernel,
+                f"is not the kernel {out}'s finished runs booted: {'; '.join(differ)}. Resume "
+                "with that image (kernels/images/ keeps the lab's), or give a new OUT",
+            )
+
+
 def _finished(out: Path) -> dict[str, dict]:
     """run id -> boot record of every run installed in OUT's tree."""
     found = {}
@@ -436,6 +467,7 @@ def execute(
     out.mkdir(parents=True, exist_ok=True)
     with _out_lock(out):
         _start(plan, out)
+        _same_kernel(plan, out)
         journal = Journal(out / JOURNAL)
         _clean_staging(out, journal, lambda line: progress(experiment_status(out), line))
         status = experiment_status(out)
