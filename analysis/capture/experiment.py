@@ -315,7 +315,8 @@ def _same_kernel(plan: Plan, out: Path) -> None:
     for identity, run_id in seen.items():
         if identity != current:
             differ = [f"{k} {a} (run {run_id}) vs {b}"
-                      for k, a, b in zip(KERNEL_IDENTITY, identity, current) if a != b]  # fmt: skip
+                      for k, a, b in zip(KERNEL_IDENTITY, identity, current, strict=True)
+                      if a != b]  # fmt: skip
             raise InputError(
                 plan.kernel,
                 f"is not the kernel {out}'s finished runs booted: {'; '.join(differ)}. Resume "

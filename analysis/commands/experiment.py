@@ -45,6 +45,19 @@ def register(subparsers) -> None:
     size.add_argument("--level", type=float, default=0.05)
     size.add_argument("--json", action="store_true")
     size.set_defaults(func=_size)
+    effects = sub.add_parser(
+        "effects",
+        help="what each level of a factor does to each endpoint (block-adjusted, per stratum)",
+    )
+    effects.add_argument("out", type=Path, help="the executed plan's OUT")
+    effects.add_argument("--factor", help="default: the factor whose levels set sysctls")
+    effects.add_argument(
+        "--endpoint", action="append", default=[],
+        help="an endpoint (repeatable; default: the plan's primary, then its secondary ones)",
+    )  # fmt: skip
+    effects.add_argument("--covariate", default="writeback_rate")
+    effects.add_argument("--json", action="store_true")
+    effects.set_defaults(func=_effects)
     status = sub.add_parser("status", help="where an executed plan stands")
     status.add_argument("out", type=Path)
     status.add_argument("--json", action="store_true")
@@ -74,6 +87,17 @@ def _size(args: argparse.Namespace) -> int:
     print(
         dumps(spreads) if args.json else format_spread(spreads), end="" if not args.json else "\n"
     )
+    return 0
+
+
+def _effects(args: argparse.Namespace) -> int:
+    from analysis.report.effects import format_effects
+    from analysis.report.json_output import dumps
+    from analysis.study.effects import experiment_effects
+
+    result = experiment_effects(args.out, factor=args.factor, endpoints=tuple(args.endpoint),
+                                covariate=args.covariate)  # fmt: skip
+    print(dumps(result) if args.json else format_effects(result), end="\n" if args.json else "")
     return 0
 
 

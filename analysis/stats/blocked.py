@@ -1,0 +1,121 @@
+"""Effects of a factor's levels in a randomised complete block design, one value per run.
+
+``mmlab experiment`` runs every setting once per block, in a shuffled order (blocks are
+time: the host's drift, a session's machine). The effect of each level against the
+reference is the level's coefficient in an ordinary least squares fit of
+
+    y = reference mean + level effect + block effect (+ slope x covariate) + error
+
+with y the log of the run's value (a ratio, reported as a % change) when every value is
+positive, else the value itself (a difference). Blocks absorb what drifts between blocks;
+the error's sd is what is left between runs of one block. Each effect has its t interval,
+its two-sided p, the Benjamini–Hochberg q over the levels of the family, and the minimum
+detectable effect: the smallest change this many runs would find with ``power`` at the
+level's standard error (a design figure from the residual sd, not observed power).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+import statsmodels.api as sm
+from scipy import stats
+from statsmodels.stats.multitest import multipletests
+
+__all__ = ["BlockedEffects", "LevelEffect", "blocked_effects"]
+
+
+@dataclass(frozen=True)
+class LevelEffect:
+    """One level against the reference. On the log scale ``estimate``, ``ci`` and ``mde``
+    are relative changes (0.2 = +20 %); on the raw scale, differences in the value's unit."""
+
+    level: str
+    runs: int
+    reference_runs: int
+    estimate: float
+    ci: tuple[float, float]
+    p: float
+    q: float
+    mde: float
+    # The verdict: BH q below the family's alpha and an interval that excludes no change.
+    changed: bool
+
+
+@dataclass(frozen=True)
+class BlockedEffects:
+    """Every level of a family against ``reference``; ``scale`` is ``log`` or ``raw``."""
+
+    reference: str
+    scale: str
+    reference_value: float  # geometric mean (log) or mean (raw) of the reference runs
+    residual_sd: float
+    df: int
+    blocks: int
+    runs: int
+    covariate: str | None
+    covariate_slope: tuple[float, float] | None  # estimate and its standard error
+    levels: tuple[LevelEffect, ...]
+    alpha: float
+    power: float
+
+
+def _design(frame: pl.DataFrame, reference: str, covariate: str | None):
+    levels = [x for x in frame["level"].unique(maintain_order=True).to_list() if x != reference]
+    blocks = sorted(frame["block"].unique().to_list())
+    columns = [np.ones(len(frame))]
+    columns += [(frame["level"] == x).to_numpy().astype(float) for x in levels]
+    columns += [(frame["block"] == b).to_numpy().astype(float) for b in blocks[1:]]
+    if covariate is not None:
+        c = frame[covariate].to_numpy().astype(float)
+        columns.append(c - c.mean())
+    return np.column_stack(columns), levels, blocks
+
+
+def blocked_effects(
+    frame: pl.DataFrame,
+    reference: str,
+    *,
+    covariate: str | None = None,
+    alpha: float = 0.05,
+    power: float = 0.8,
+) -> BlockedEffects:
+    """:class:`BlockedEffects` of ``frame`` (columns ``level``, ``block``, ``value``, and
+    ``covariate`` if given; one row per run, rows with a null value left out first).
+    ValueError when the reference or the residual degrees of freedom are missing."""
+    frame = frame.drop_nulls(["value", *([covariate] if covariate else [])])
+    if reference not in frame["level"].to_list():
+        raise ValueError(f"no run of the reference level {reference!r} has a value")
+    scale = "log" if (frame["value"] > 0).all() else "raw"
+    y = frame["value"].to_numpy().astype(float)
+    y = np.log(y) if scale == "log" else y
+    x, levels, blocks = _design(frame, reference, covariate)
+    fit = sm.OLS(y, x).fit()
+    df = int(fit.df_resid)
+    if df < 1:
+        raise ValueError(f"{len(frame)} runs leave no residual degrees of freedom")
+    t = stats.t.ppf(1 - alpha / 2, df)
+    reach = t + stats.t.ppf(power, df)
+    ps = [float(fit.pvalues[1 + i]) for i in range(len(levels))]
+    qs = multipletests(ps, method="fdr_bh")[1] if ps else []
+    back = (lambda v: math.expm1(v)) if scale == "log" else float
+    found = []
+    counts = frame["level"].value_counts()
+    n = dict(zip(counts["level"], counts["count"], strict=True))
+    for i, level in enumerate(levels):
+        b, se = float(fit.params[1 + i]), float(fit.bse[1 + i])
+        ci = (back(b - t * se), back(b + t * se))
+        found.append(LevelEffect(
+            level, n[level], n[reference], back(b), ci, ps[i], float(qs[i]), back(reach * se),
+            bool(qs[i] < alpha and not ci[0] <= 0.0 <= ci[1]),
+        ))  # fmt: skip
+    ref = y[(frame["level"] == reference).to_numpy()]
+    slope = (float(fit.params[-1]), float(fit.bse[-1])) if covariate else None
+    return BlockedEffects(
+        reference, scale, float(np.exp(ref.mean()) if scale == "log" else ref.mean()),
+        float(math.sqrt(fit.scale)), df, len(blocks), len(frame), covariate, slope,
+        tuple(found), alpha, power,
+    )  # fmt: skip

@@ -1,0 +1,186 @@
+"""What each level of an experiment's factor does to each endpoint: the designed sweep's
+answer, one family per endpoint and stratum.
+
+An executed plan (``mmlab experiment run``) has one boot per run, each in a block of the
+randomised order. For the factor studied (the knob, by default the factor whose levels set
+sysctls), every other factor's level combination is a stratum (the pressure type, say):
+within it, every run's endpoint value (:func:`analysis.metrics.endpoints.endpoint_value`)
+enters :func:`analysis.stats.blocked.blocked_effects` against the reference level (the
+factor's first level in the plan). A level whose parameters equal the reference's is an
+A/A control: the floor the sweep carries.
+
+The covariate (each run's writeback rate, which sets how fast reclaim can go) is used only
+where it is legitimate: when the factor does not move it (no level changes it at the
+family's q < alpha); how much it narrows the intervals is reported with it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from analysis.errors import InputError
+from analysis.ingest import mmtests
+from analysis.ingest.textfile import read_json_object
+from analysis.metrics.endpoints import COVARIATES, ENDPOINT_UNITS, endpoint_value
+from analysis.stats.blocked import BlockedEffects, blocked_effects
+
+__all__ = ["EndpointFamily", "ExperimentEffects", "experiment_effects", "run_values"]
+
+
+@dataclass(frozen=True)
+class EndpointFamily:
+    """One endpoint in one stratum: the levels against the reference, or why not."""
+
+    endpoint: str
+    unit: str
+    stratum: tuple[tuple[str, str], ...]
+    primary: bool
+    effects: BlockedEffects | None
+    note: str
+    # The same family with the covariate, where legitimate; its CI width over the plain one's.
+    adjusted: BlockedEffects | None
+    narrowing: float | None
+    covariate_note: str
+
+
+@dataclass(frozen=True)
+class ExperimentEffects:
+    plan: str
+    factor: str
+    reference: str
+    aa_controls: tuple[str, ...]
+    runs_done: int
+    runs_planned: int
+    primary_endpoint: str
+    families: tuple[EndpointFamily, ...]
+
+
+def _order(out: Path) -> dict:
+    path = out / "order.json"
+    if not path.is_file():
+        raise InputError(out, "no order.json: not the output of mmlab experiment run")
+    return json.loads(path.read_text())
+
+
+def _studied_factor(settings: list[dict], factor: str | None, out: Path) -> str:
+    factors = list(settings[0]["levels"])
+    if factor is not None:
+        if factor not in factors:
+            raise InputError(out, f"the plan has no factor {factor!r} ({', '.join(factors)})")
+        return factor
+    knobbed = [s for s in settings if s["params"].get("sysctl")]
+    with_sysctl = [f for f in factors if len({s["levels"][f] for s in knobbed}) > 1]
+    return with_sysctl[-1] if with_sysctl else factors[-1]
+
+
+def _same_as_reference(settings: list[dict], factor: str, level: str, reference: str) -> bool:
+    """Whether every setting of ``level`` runs what its stratum's reference setting runs."""
+
+    def others(s: dict) -> dict:
+        return {k: v for k, v in s["levels"].items() if k != factor}
+
+    refs = [s for s in settings if s["levels"][factor] == reference]
+    return all(
+        s["params"] == next(r["params"] for r in refs if others(r) == others(s))
+        for s in settings
+        if s["levels"][factor] == level
+    )
+
+
+def run_values(out: Path, setting: dict, endpoints: tuple[str, ...]) -> pl.DataFrame:
+    """One row per installed boot of ``setting``: ``block``, ``run_id``, each endpoint and
+    each covariate (null where the run cannot give it)."""
+    directory = out / setting["name"]
+    schema = {"block": pl.Int64, "run_id": pl.String,
+              **dict.fromkeys((*endpoints, *COVARIATES), pl.Float64)}  # fmt: skip
+    rows = []
+    if not directory.is_dir():
+        return pl.DataFrame(schema=schema)
+    (run,) = mmtests.find_runs(directory)
+    pressure = setting["params"].get("pressure", "cgroup")
+    for it in run.iterations:
+        boot = read_json_object(it.path / "boot.json")
+        row = {"block": boot["block"], "run_id": boot["run_id"]}
+        row |= {e: endpoint_value(it, e, pressure) for e in endpoints}
+        row |= {c: f(it, pressure) for c, f in COVARIATES.items()}
+        rows.append(row)
+    return pl.DataFrame(rows, schema=schema)
+
+
+def _width(effects: BlockedEffects) -> float:
+    """Mean CI width on the fit's own scale (log ratios or differences)."""
+    to = np.log1p if effects.scale == "log" else (lambda v: v)
+    return float(np.mean([to(e.ci[1]) - to(e.ci[0]) for e in effects.levels]))
+
+
+def _family(frame: pl.DataFrame, endpoint: str, stratum, reference: str, primary: bool,
+            covariate: str, alpha: float) -> EndpointFamily:  # fmt: skip
+    data = frame.select("level", "block", pl.col(endpoint).alias("value"), covariate)
+    try:
+        plain = blocked_effects(data, reference, alpha=alpha)
+    except ValueError as exc:
+        return EndpointFamily(endpoint, ENDPOINT_UNITS[endpoint], stratum, primary, None,
+                              str(exc), None, None, "")  # fmt: skip
+    moved = data.select("level", "block", pl.col(covariate).alias("value"))
+    try:
+        check = blocked_effects(moved, reference, alpha=alpha)
+    except ValueError as exc:
+        return EndpointFamily(endpoint, ENDPOINT_UNITS[endpoint], stratum, primary, plain, "",
+                              None, None, f"{covariate}: {exc}")  # fmt: skip
+    movers = [e.level for e in check.levels if e.changed]
+    if movers:
+        note = f"not adjusted for {covariate}: {', '.join(movers)} move(s) it"
+        return EndpointFamily(endpoint, ENDPOINT_UNITS[endpoint], stratum, primary, plain, "",
+                              None, None, note)  # fmt: skip
+    adjusted = blocked_effects(data, reference, covariate=covariate, alpha=alpha)
+    narrowing = _width(adjusted) / _width(plain) if plain.levels else None
+    return EndpointFamily(endpoint, ENDPOINT_UNITS[endpoint], stratum, primary, plain, "",
+                          adjusted, narrowing, f"the factor does not move {covariate}")  # fmt: skip
+
+
+def experiment_effects(
+    out: Path,
+    *,
+    factor: str | None = None,
+    endpoints: tuple[str, ...] = (),
+    covariate: str = "writeback_rate",
+    alpha: float = 0.05,
+) -> ExperimentEffects:
+    """:class:`ExperimentEffects` of the executed plan in ``out`` (default endpoints: the
+    plan's primary, then its secondary ones)."""
+    order = _order(out)
+    settings = order["settings"]
+    factor = _studied_factor(settings, factor, out)
+    endpoints = endpoints or (order["primary_endpoint"], *order["secondary_endpoints"])
+    unknown = [e for e in endpoints if e not in ENDPOINT_UNITS]
+    if unknown:
+        raise InputError(out, f"endpoint(s) {', '.join(unknown)} not computed per run")
+    if covariate not in COVARIATES:
+        raise InputError(out, f"no covariate {covariate!r} ({', '.join(COVARIATES)})")
+    levels = list(dict.fromkeys(s["levels"][factor] for s in settings))
+    reference = levels[0]
+    frames = [
+        run_values(out, s, endpoints).with_columns(
+            level=pl.lit(s["levels"][factor]),
+            stratum=pl.lit(json.dumps({k: v for k, v in s["levels"].items() if k != factor})),
+        )
+        for s in settings
+    ]
+    frame = pl.concat(frames)
+    aa = tuple(x for x in levels[1:] if _same_as_reference(settings, factor, x, reference))
+    families = []
+    for stratum in frame["stratum"].unique(maintain_order=True):
+        part = frame.filter(pl.col("stratum") == stratum)
+        pairs = tuple(json.loads(stratum).items())
+        for endpoint in endpoints:
+            primary = endpoint == order["primary_endpoint"]
+            families.append(_family(part, endpoint, pairs, reference, primary, covariate, alpha))
+    return ExperimentEffects(
+        order["plan"], factor, reference, aa, len(frame), len(order["runs"]),
+        order["primary_endpoint"], tuple(families),
+    )  # fmt: skip
