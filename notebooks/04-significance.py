@@ -17,10 +17,10 @@
 # The patched 6.12 kernel in a TCG guest (`data/vm-6.12`, 5 iterations each; times
 # comparable only within the sweep): the defaults twice (A/A, aa1 vs aa2) and the WRITEBACK
 # throttle timeout at 20 ms instead of 100 ms (A/B, aa1 vs wb20). Verdicts are at the level
-# of runs (Welch's t over runs, the permutation p beside it, BH q-values; README "mmlab
-# compare"). The A/A is not clean: the probe's p99 latency nearly differs (p 0.05, q 0.10),
-# and aa1 and aa2's efficiency does (p 0.016, below): capture-to-capture differences under
-# TCG as large as a knob's. The A/B
+# of runs (Welch's t over runs, the permutation p beside it, BH q-values:
+# docs/statistics.md "The deciding test"). The A/A is not clean: the probe's p99 latency
+# nearly differs (p 0.05, q 0.10), and aa1 and aa2's efficiency does (p 0.016, below):
+# capture-to-capture differences under TCG as large as a knob's. The A/B
 # shows no latency change. Per run the timeout moves the sleep (stall p 0.048 at 20 ms,
 # P(timeout) 0.008 at 500 ms), not velocity, efficiency or the writeback rate (p ≥ 0.10).
 # Last, a SYNTHETIC-data validation of the machinery.

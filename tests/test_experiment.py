@@ -465,8 +465,9 @@ def test_a_signalled_plan_resumes_to_the_same_finished_tree(fake_lab, tmp_path, 
 
 
 def test_a_guest_capture_that_did_not_reclaim_fails_and_is_left_out(fake_lab, tmp_path):
-    """The README's --kernel example on a busy host: the cgroup never reached its limit.
-    The capture says so, exits 1, and analyses leave the iteration out with the reason."""
+    """docs/patched-kernels.md's --kernel example on a busy host: the cgroup never reached
+    its limit. The capture says so, exits 1, and analyses leave the iteration out with the
+    reason."""
     from analysis.ingest import mmtests
 
     plan, env = fake_lab

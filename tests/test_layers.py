@@ -4,7 +4,7 @@ no module imports one of a higher layer, and there is no cycle: between modules,
 top-level packages, between the siblings of any package (subpackages and modules), or between
 a package's own modules and one of its subpackages.
 
-Layers, lowest first (README "Developers: where things go"): ``errors``, ``outputs``,
+Layers, lowest first (docs/developing.md "Layers"): ``errors``, ``outputs``,
 ``host`` < ``stats`` < ``ingest`` < ``capture`` (beside ingest: it reads its captures back
 through ingest; ingest never imports it) < ``metrics`` < ``models``, ``seeds`` <
 ``study``, ``notebooks`` < ``report`` < ``commands``, ``cli`` and the programs (``warm``, any

@@ -227,7 +227,7 @@ def test_grid_forms(tmp_path):
 
 def test_the_readmes_sweep_grid_runs_a_notebook_sweep(tiny, tmp_path, capsys):
     """Issue 29 item 26: ``mmlab sweep``'s grid (a fixed scalar beside a list or range, as
-    README's ``capture: PATH`` beside ``tau_us: [...]``) was refused by sweep-notebook."""
+    docs/sweeps.md's ``capture: PATH`` beside ``tau_us: [...]``) was refused by sweep-notebook."""
     grid = tmp_path / "grid.yaml"
     grid.write_text("scale: 0.5\nn: {start: 1, stop: 3, step: 2}\n")
     assert main(["sweep-notebook", str(tiny), "--grid", str(grid), "--out", str(tmp_path)]) == 0

@@ -1,5 +1,5 @@
 """Nothing in the package reads a repository path: ``mmlab`` installed from a wheel has no
-checkout around it (README "Developers: where things go"). Package data is found beside the
+checkout around it (docs/developing.md "Layers"). Package data is found beside the
 module that reads it; the captures and data the Makefile and tests use are passed in."""
 
 from __future__ import annotations
