@@ -193,7 +193,7 @@ class Runner:
                    "host": {"hostname": "h1"}},
             "knob_check": {"trace": "ftrace-stutterp.zst"},
         }  # fmt: skip
-        files = {"kernel.version": "Linux 6.12.117\n", "mmlab.json": json.dumps({"x": 1})}
+        files = {"kernel.version": "Linux 6.12.117\n", "mmlab.json": json.dumps({"tool": "mmlab capture"})}
         return experiment.RunOutcome(spec["run_id"], ok, "" if ok else "no reclaim", boot,
                                      _archive(files), 60.0)  # fmt: skip
 

@@ -235,7 +235,7 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
-    print(dumps(metas) if args.json else format_capture(metas))
+    print(dumps([m.document for m in metas]) if args.json else format_capture(metas))
     return 0
 
 
@@ -269,7 +269,7 @@ def _run_in_guest(cfg, args: argparse.Namespace) -> int:
     except Interrupted as exc:
         print(f"mmlab capture: interrupted by {exc}; guest stopped", file=sys.stderr)
         return 128 + exc.signum
-    failed = mark_failed(result.run_dir, result.provenance["knob_check"], guest.pressure)
+    failed = mark_failed(result.run_dir, result.vm, guest.pressure)
     for iteration, why in failed.items():
         print(f"mmlab capture: {iteration} FAILED (left out of analyses): {why}", file=sys.stderr)
     summary = {
@@ -278,7 +278,7 @@ def _run_in_guest(cfg, args: argparse.Namespace) -> int:
         "wall_s": result.wall_s,
         "guest_boot_s": result.boot_s,
         "guest_capture_s": result.capture_s,
-        "sysctls_read_back": result.provenance["sysctls_read_back"],
+        "sysctls_read_back": result.vm.sysctls_read_back,
         "failed_iterations": failed,
     }
     if args.json:
@@ -287,8 +287,7 @@ def _run_in_guest(cfg, args: argparse.Namespace) -> int:
         print(
             f"{result.run_dir}: {accel.upper()} guest, boot {result.boot_s:.1f} s, capture "
             f"{result.capture_s:.1f} s, wall {result.wall_s:.1f} s; provenance in "
-            f"{result.run_dir / 'vm.json'}"
-            + (f"; {len(failed)} iteration(s) FAILED" if failed else "")
+            f"{result.vm.path}" + (f"; {len(failed)} iteration(s) FAILED" if failed else "")
         )
     return 1 if failed else 0
 
