@@ -193,7 +193,10 @@ class Runner:
                    "host": {"hostname": "h1"}},
             "knob_check": {"trace": "ftrace-stutterp.zst"},
         }  # fmt: skip
-        files = {"kernel.version": "Linux 6.12.117\n", "mmlab.json": json.dumps({"tool": "mmlab capture"})}
+        files = {
+            "kernel.version": "Linux 6.12.117\n",
+            "mmlab.json": json.dumps({"tool": "mmlab capture"}),
+        }
         return experiment.RunOutcome(spec["run_id"], ok, "" if ok else "no reclaim", boot,
                                      _archive(files), 60.0)  # fmt: skip
 
