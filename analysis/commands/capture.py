@@ -178,15 +178,12 @@ def _recover(args: argparse.Namespace) -> int:
     return 0
 
 
-def run(args: argparse.Namespace) -> int:
+def _config(args: argparse.Namespace):
+    """The :class:`~analysis.capture.run.CaptureConfig` the options give."""
     from analysis.capture import sysctl
-    from analysis.capture.run import CaptureConfig, Interrupted, WorkloadFailed, capture
+    from analysis.capture.run import CaptureConfig
     from analysis.errors import InputError
-    from analysis.report.capture import format_capture
-    from analysis.report.json_output import dumps
 
-    if args.recover:
-        return _recover(args)
     for option, value in (("OUT", args.out), ("--run", args.run), ("--limit-mb", args.limit_mb)):
         if value is None:
             raise InputError(option, "is required (unless --recover)")
@@ -216,6 +213,18 @@ def run(args: argparse.Namespace) -> int:
     )
     if not cfg.command and (args.cwd is not None or args.timeout is not None or args.beside):
         raise InputError("--cwd/--timeout/--beside", "apply to a command given after '--'")
+    return cfg
+
+
+def run(args: argparse.Namespace) -> int:
+    from analysis.capture.run import Interrupted, WorkloadFailed, capture
+    from analysis.errors import InputError
+    from analysis.report.capture import format_capture
+    from analysis.report.json_output import dumps
+
+    if args.recover:
+        return _recover(args)
+    cfg = _config(args)
     if args.kernel is not None:
         return _run_in_guest(cfg, args)
     if args.sysctl:

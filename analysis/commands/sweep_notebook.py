@@ -26,14 +26,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from analysis.ingest.grid import read_grid
     from analysis.notebooks.sweep import index_table, sweep
     from analysis.outputs import replace_text
     from analysis.report.json_output import dumps
     from analysis.report.sweep import format_index
 
     out = args.out / args.notebook.stem
-    results = sweep(args.notebook, read_grid(args.grid), out, jobs=args.jobs)
+    results = sweep(args.notebook, args.grid, out, jobs=args.jobs)
     index = index_table(results, out)
     replace_text(out / "index.csv", index.write_csv())
     text = format_index(index)
