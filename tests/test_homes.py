@@ -179,6 +179,29 @@ def test_one_grid_parser_for_both_sweeps():
     assert grid_parsers(planted) == {"x.py": {"yaml", "read_grid"}}
 
 
+def test_the_grammars_examples_are_grids(tmp_path):
+    """Every YAML example of docs/sweeps.md reads as the points it says."""
+    from analysis.ingest.grid import read_grid
+
+    text = (REPO / "docs" / "sweeps.md").read_text()
+    blocks, block = [], []
+    for line in [*text.splitlines(), ""]:
+        if line.startswith("    "):
+            block.append(line[4:])
+        elif block:
+            blocks.append("\n".join(block) + "\n")
+            block = []
+    points = []
+    for i, yaml in enumerate(blocks):
+        (tmp_path / f"{i}.yaml").write_text(yaml)
+        points.append(read_grid(tmp_path / f"{i}.yaml"))
+    pairs, throttle, windows = points
+    assert [p["target"] for p in pairs] == ["data/vm-6.12/wb20", "data/vm-6.12/wb500"]
+    assert throttle == [{"capture": "data/stutterp-dirty20", "tau_us": t} for t in (10000, 50000)]
+    assert len(windows) == 10
+    assert [p["timeline_window_s"] for p in windows[:5]] == pytest.approx([0.5, 1, 2, 4, 8])
+
+
 # Layers a command calls; `mmlab ingest` also calls the ingest layer, its subject.
 COMMAND_CALLS = (
     "errors",

@@ -30,7 +30,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=Path,
         required=True,
         metavar="GRID.yaml",
-        help="parameter: value, [values] or {start, stop, num or step, log}",
+        help="parameter: value, [values] or {start, stop, num|step[, log]}, or a list of "
+        "points (docs/sweeps.md)",
     )
     where = p.add_mutually_exclusive_group()
     where.add_argument("--workers", type=int, metavar="N", help="local Dask cluster of N")
