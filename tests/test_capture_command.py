@@ -43,8 +43,8 @@ def test_a_command_run_is_captured_and_compared(tmp_path, monkeypatch, capsys):
         assert leftovers(root) == []
     for metas, sleep in ((fast, 0.2), (slow, 0.6)):
         for m in metas:
-            (ph,) = m["phases"]
-            assert (ph["exit_status"], ph["ended"], m["failed"]) == (0, "exit 0", [])
+            (ph,) = m.document["phases"]
+            assert (ph["exit_status"], ph["ended"], m.document["failed"]) == (0, "exit 0", [])
             assert sleep <= ph["elapsed_s"] < sleep + 0.5
             assert ph["metrics_file"] == "command/logs/metrics"
     loaded = benchmarks.load_runs([tmp_path / "out" / "fast", tmp_path / "out" / "slow"])
@@ -53,7 +53,7 @@ def test_a_command_run_is_captured_and_compared(tmp_path, monkeypatch, capsys):
     assert got[("fast", "rate")] == ([30.0] * 3, "MB/s")
     assert got[("slow", "rate")] == ([10.0] * 3, "MB/s")
     # tests-timestamp has two decimals: elapsed agrees with mmlab.json within 0.01 s.
-    json_elapsed = sorted(m["phases"][0]["elapsed_s"] for m in slow)
+    json_elapsed = sorted(m.phases[0].elapsed_s for m in slow)
     assert all(
         abs(a - b) <= 0.01 for a, b in zip(got[("slow", "elapsed")][0], json_elapsed, strict=True)
     )
@@ -231,7 +231,7 @@ def test_beside_runs_the_built_in_phases_while_the_command_runs(tmp_path, monkey
         )
         (meta,) = run.capture(cfg)
         assert leftovers(root) == []
-    stutterp, command = meta["phases"]
+    stutterp, command = meta.document["phases"]
     assert command["ended"] == "exit 0" and command["elapsed_s"] >= 0.8
     assert command["start_epoch_s"] < stutterp["start_epoch_s"] < command["end_epoch_s"]
     assert stutterp["end_epoch_s"] < command["end_epoch_s"]

@@ -71,8 +71,8 @@ def test_real_capture_round_trip(tmp_path):
         after = _machine_state()
         assert after == before
         # The change was in force during the capture and the plan used it.
-        assert meta["dirty_ratio_used"] == dirty - 1
-        assert meta["sysctl_changes"] == {
+        assert meta.dirty_ratio_used == dirty - 1
+        assert meta.document["sysctl_changes"] == {
             "vm.dirty_ratio": {"from": str(dirty), "to": str(dirty - 1)}
         }
 
@@ -89,7 +89,7 @@ def test_real_capture_round_trip(tmp_path):
         assert deltas["pgfault"][1] > deltas["pgfault"][0]
         memcg = it.path / "memcg-stat-stutterp.gz"
         text = read_text(memcg)
-        failcnt = meta["phases"][0]["cgroup_events_after"].get("failcnt", 0)
+        failcnt = meta.document["phases"][0]["cgroup_events_after"].get("failcnt", 0)
         assert "time: " in text and failcnt > 0, "the workload never hit the cgroup limit"
 
         trace = it.path / "ftrace-stutterp.zst"
@@ -110,7 +110,7 @@ def test_real_capture_round_trip(tmp_path):
         rows = [ln.split() for ln in latency.read_text().splitlines() if not ln.startswith("#")]
         assert len(rows) > 10
         assert all(float(r[1]) > 0 for r in rows)
-        assert meta["probe"]["unit"] == "us"
+        assert meta.document["probe"]["unit"] == "us"
         assert not list(out.glob(".mmlab-work-*")), "writer files left behind"
     finally:
         import shutil

@@ -4,7 +4,6 @@ computation from the raw files that shares no code with mmlab's."""
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import statistics
@@ -16,6 +15,7 @@ import pytest
 import zstandard
 
 from analysis.ingest import mmtests
+from analysis.ingest.capture_meta import ExperimentSetting, read_order
 from analysis.metrics.endpoints import endpoint_value
 from analysis.study.effects import _same_as_reference, experiment_effects, run_values
 from tests.conftest import REPO
@@ -42,7 +42,7 @@ def test_throttle_sleep_is_the_traced_delays_summed():
 def test_a_global_run_nobody_throttled_slept_zero_seconds_not_unknown():
     """The capture enabled mm_vmscan_throttled (mmlab.json) and none fired: 0, a value."""
     it = _iteration("global-shrinker")
-    assert "vmscan/mm_vmscan_throttled" in it.metadata["trace"]["events_enabled"]
+    assert "vmscan/mm_vmscan_throttled" in it.metadata.trace.events_enabled
     assert endpoint_value(it, "throttle_stall", "global") == 0.0
 
 
@@ -66,8 +66,7 @@ def test_the_pilot_workload_effect_is_the_mean_log_ratio_over_its_complete_block
     assert result.reference == "stutterp" and result.runs_done == result.runs_planned == 16
     assert not result.aa_controls
     assert [dict(f.stratum)["pressure"] for f in result.families] == ["memcg1", "global"]
-    settings = json.loads((PILOT / "order.json").read_text())["settings"]
-    order = {s["name"]: s for s in settings}
+    order = {s.name: s for s in read_order(PILOT).settings}
     for family, pressure in zip(result.families, ("memcg1", "global"), strict=True):
         per_block = {}
         for workload in ("stutterp", "shrinker"):
@@ -81,7 +80,7 @@ def test_the_pilot_workload_effect_is_the_mean_log_ratio_over_its_complete_block
 
 def test_a_level_running_what_the_reference_runs_is_an_aa_control():
     def setting(pressure, knob, params):
-        return {"levels": {"pressure": pressure, "knob": knob}, "params": params}
+        return ExperimentSetting(f"{pressure}-{knob}", {"pressure": pressure, "knob": knob}, params)
 
     settings = [
         setting("memcg1", "default", {"limit_mb": 256}),

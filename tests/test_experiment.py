@@ -196,7 +196,10 @@ class Runner:
         }  # fmt: skip
         if self.kernel_build is not None:
             boot["vm"]["kernel_build"] = self.kernel_build
-        files = {"kernel.version": "Linux 6.12.117\n", "mmlab.json": json.dumps({"x": 1})}
+        files = {
+            "kernel.version": "Linux 6.12.117\n",
+            "mmlab.json": json.dumps({"tool": "mmlab capture"}),
+        }
         return experiment.RunOutcome(spec["run_id"], ok, "" if ok else "no reclaim", boot,
                                      _archive(files), 60.0)  # fmt: skip
 

@@ -12,7 +12,7 @@ import polars as pl
 import pytest
 
 from analysis.ingest import ftrace
-from analysis.ingest.ftrace import _parse, reader
+from analysis.ingest.ftrace import _parse, columns, reader
 from analysis.ingest.ftrace.layout import scan_lines, text_shape
 
 HEADER = "{comm:>16}-3772    [001] .....   252.{us:06d}: "
@@ -123,29 +123,62 @@ def test_emit_refuses_inconsistent_arrays() -> None:
     data = _line("mm_vmscan_memcg_reclaim_end", "nr_reclaimed=3", 1).encode()
     _, ends, _, out = scan_lines(data)
     i64 = np.zeros(0, np.int64)
-    args = [
-        data,
-        out,
-        ends,
-        np.array([0], np.int64),  # rows
-        np.array([0], np.int64),  # ids
-        np.array([0, 2], np.int64),  # ev_start: says two rows, there is one
-        np.zeros(1, np.uint8),
-        np.zeros(0, np.uint64),
-        i64,
-        np.zeros(2, np.int64),
-        np.zeros(2, np.int64),
-        np.zeros(0, np.int8),
-        i64,
-        np.zeros(2, np.int64),
-        np.zeros(2, np.int64),
-        np.zeros(2, np.int64),
-        np.zeros(2, np.int64),
-        0,
-    ]
+    two = np.zeros(2, np.int64)
+    args = {
+        "buf": data, "out": out, "ends": ends,
+        "rows": np.array([0], np.int64),
+        "ids": np.array([0], np.int64),
+        "ev_start": np.array([0, 2], np.int64),  # says two rows, there is one
+        "mode": np.zeros(1, np.uint8), "plan_hash": np.zeros(0, np.uint64), "plan_col": i64,
+        "plan_off": two, "col_off": two, "kinds": np.zeros(0, np.int8), "slots": i64,
+        "base_int": two, "base_str": two, "base_flag": two, "fcol_off": two,
+    }  # fmt: skip
     with pytest.raises(ValueError, match="inconsistent"):
-        _parse.emit(*args)
-    args[5] = np.array([0, 1], np.int64)
-    args[3] = np.array([5], np.int64)  # a row past the block's lines
+        columns.emit(args, 0)
+    args["ev_start"] = np.array([0, 1], np.int64)
+    args["rows"] = np.array([5], np.int64)  # a row past the block's lines
     with pytest.raises(ValueError, match="out of range"):
-        _parse.emit(*args)
+        columns.emit(args, 0)
+    # A caller naming other arguments than _parse.c declares is refused before the call.
+    with pytest.raises(RuntimeError, match="make setup"):
+        columns.emit({k: v for k, v in args.items() if k != "mode"}, 0)
+    with pytest.raises(RuntimeError, match="make setup"):
+        columns.emit(args | {"modes": args["mode"]}, 0)
+
+
+def test_emits_results_are_what_their_declared_names_say() -> None:
+    """emit's 17 arguments and 22 results are declared once in _parse.c, which exports
+    their names in order; columns.emit passes and reads them by name. Here each result is
+    sized as its name's column is (bytes per row, per event, per column, per flags column),
+    so a declaration whose names and contents drift apart fails."""
+    assert len(set(_parse.EMIT_ARGS)) == len(_parse.EMIT_ARGS) == 17
+    assert len(set(_parse.EMIT_RESULTS)) == len(_parse.EMIT_RESULTS) == 22
+    text = _line(
+        "mm_vmscan_throttled",
+        "nid=0 usec_timeout=100000 usect_delayed=4000 reason=VMSCAN_THROTTLE_WRITEBACK",
+        1,
+    ) + _line(
+        "mm_vmscan_lru_shrink_inactive",
+        "nid=0 nr_scanned=32 nr_reclaimed=32 nr_dirty=0 nr_writeback=0 nr_congested=0 "
+        "nr_immediate=0 nr_activate_anon=0 nr_activate_file=0 nr_ref_keep=0 "
+        "nr_unmap_fail=0 priority=12 flags=RECLAIM_WB_FILE|RECLAIM_WB_ASYNC",
+        2,
+    )
+    data = text.encode()
+    _, ends, _, out = scan_lines(data)
+    block = reader._block_columns(data, out, ends, np.arange(2, dtype=np.int64), 0)
+    assert block is not None and block.planned.all()
+    sizes = {name: buffer.size for name, buffer in block._r.items()}
+    n, n_ev = 2, 2
+    kinds = np.concatenate([plan.kinds for plan in block.plans])
+    ints, strs, flags = ((kinds == k).sum() for k in (_parse.K_INT, _parse.K_STR, _parse.K_FLAGS))
+    assert flags == 1 and ints > 10 and strs == 1  # one event of each kind of field
+    assert sizes == {
+        "line": 8 * n, "pid": 4 * n, "tgid": 4 * n, "cpu": 4 * n, "ts": 8 * n,
+        "comm": 16 * n, "irq": 16 * n, "inst": 16 * n,
+        "common_valid": _parse.N_COMMON_VALID, "common_present": 8 * _parse.N_COMMON_VALID * n_ev,
+        "vals": 8 * ints, "ivalid": (ints + 7) // 8, "views": 16 * strs, "svalid": 1,
+        "loff": 4 * 2, "fvalid": 1, "pieces": 16 * 2, "piece_off": 8 * (flags + 1),
+        "present": 8 * len(kinds), "data": sizes["data"], "planned": n_ev, "bad": n,
+    }  # fmt: skip
+    assert 0 < sizes["data"] <= len(data)

@@ -102,7 +102,9 @@ def test_experiment_iterations_are_each_their_own_boot(tmp_path):
         it = tmp_path / "run" / f"iter-{i}"
         it.mkdir(parents=True)
         (it / "kernel.version").write_text("Linux 6.12\n")
-        (it / "boot.json").write_text(json.dumps({"vm": {"guest_boot_id": f"id-{i}"}}))
+        (it / "boot.json").write_text(
+            json.dumps({"run_id": f"r{i}", "vm": {"guest_boot_id": f"id-{i}"}})
+        )
     (run,) = mmtests.find_runs(tmp_path / "run")
     assert {b.key for b in boots.boots_of_run(run).values()} == {
         f"guest boot id-{i}" for i in range(3)

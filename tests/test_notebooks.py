@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -244,8 +245,8 @@ def test_point_names_are_file_safe():
 
 def test_sweep_runs_every_point_and_indexes_failures(tiny, tmp_path):
     out = tmp_path / "sweep"
-    points = read_grid_text(tmp_path, "n: [2, 5]\nscale: [1.0, 0.5]\n")
-    results = sweep(tiny, points, out, jobs=2)
+    grid = grid_file(tmp_path, "n: [2, 5]\nscale: [1.0, 0.5]\n")
+    results = sweep(tiny, grid, out, jobs=2)
     index = index_table(results, out)
     assert index["status"].to_list() == ["ok", "ok", "failed", "failed"]
     assert index["n"].to_list() == ["2", "2", "5", "5"]
@@ -257,7 +258,7 @@ def test_sweep_runs_every_point_and_indexes_failures(tiny, tmp_path):
 
 def test_sweep_rejects_a_parameter_the_notebook_lacks(tiny, tmp_path):
     with pytest.raises(InputError, match="grid sets m, not in its parameters"):
-        sweep(tiny, [{"m": 1}], tmp_path)
+        sweep(tiny, grid_file(tmp_path, "m: 1\n"), tmp_path)
 
 
 def test_sweep_command_writes_index(tiny, tmp_path, capsys):
@@ -269,7 +270,7 @@ def test_sweep_command_writes_index(tiny, tmp_path, capsys):
     assert "tiny__n=3" in (tmp_path / "tiny" / "index.csv").read_text()
 
 
-def read_grid_text(tmp_path, text: str) -> list[dict]:
+def grid_file(tmp_path, text: str) -> Path:
     path = tmp_path / "grid.yaml"
     path.write_text(text)
-    return read_grid(path)
+    return path

@@ -402,7 +402,7 @@ def hand_iteration(tmp_path, *, throttled: bool) -> mmtests.Iteration:
             (2, 10.005, 10.02, 1700000005, 1700000010),
         )
     ]
-    (it / "mmlab.json").write_text(json.dumps({"phases": phases}))
+    (it / "mmlab.json").write_text(json.dumps({"tool": "mmlab capture", "phases": phases}))
     (run,) = mmtests.find_runs(it)
     return run.iterations[0]
 

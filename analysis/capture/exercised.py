@@ -12,6 +12,7 @@ from pathlib import Path
 
 import polars as pl
 
+from analysis.ingest.capture_meta import VmRecord
 from analysis.ingest.mmtests import FAILED
 
 __all__ = ["FAILED", "EventCounts", "event_counts", "mark_failed", "problems", "trace_problems"]
@@ -91,11 +92,12 @@ def problems(iteration: Path, knob_check: dict | str, pressure: str) -> list[str
     return found
 
 
-def mark_failed(run_dir: Path, knob_checks: list[dict] | str, pressure: str) -> dict[str, str]:
-    """Judge every iteration of a guest capture's ``run_dir`` (:func:`problems`, with its
-    ``vm.json`` knob checks) and write :data:`FAILED` with the reason into each one that did
-    not exercise its setting, so that analyses leave it out. Returns iteration -> reason."""
-    checks = {c.get("iteration"): c for c in knob_checks} if isinstance(knob_checks, list) else {}
+def mark_failed(run_dir: Path, vm: VmRecord, pressure: str) -> dict[str, str]:
+    """Judge every iteration of a guest capture's ``run_dir`` (:func:`problems`, with the
+    knob checks of its ``vm.json``, ``vm``) and write :data:`FAILED` with the reason into
+    each one that did not exercise its setting, so that analyses leave it out. Returns
+    iteration -> reason."""
+    checks = {c.get("iteration"): c for c in vm.knob_checks}
     failed = {}
     for iteration in sorted(p for p in run_dir.glob("iter-*") if p.is_dir()):
         reasons = problems(iteration, checks.get(iteration.name, {}), pressure)

@@ -37,9 +37,16 @@ from pathlib import Path
 
 from analysis.capture.design import Plan, PlannedRun, planned_runs
 from analysis.errors import InputError
+from analysis.ingest.capture_meta import (
+    BOOT_JSON,
+    EXPERIMENT_TOOL,
+    KERNEL_IDENTITY,
+    VM_JSON,
+    BootRecord,
+    read_boot,
+)
 
 __all__ = [
-    "BOOT_RECORD",
     "ExperimentStatus",
     "Journal",
     "RunOutcome",
@@ -51,7 +58,6 @@ __all__ = [
     "run_spec",
 ]
 
-BOOT_RECORD = "boot.json"
 JOURNAL = "journal.jsonl"
 ORDER = "order.json"
 PLAN_COPY = "plan.yaml"
@@ -185,13 +191,13 @@ def execute_run(spec: dict, work: Path) -> RunOutcome:
             return RunOutcome(spec["run_id"], False, f"capture failed: {exc}", {}, b"",
                               time.monotonic() - t0)  # fmt: skip
         iteration = result.run_dir / "iter-0"
-        prov = result.provenance
-        (check,) = prov["knob_check"] if isinstance(prov["knob_check"], list) else ({},)
+        vm = result.vm
+        (check,) = vm.knob_checks if vm.knob_check_note is None else ({},)
         reasons = problems(iteration, check, spec["params"]["pressure"])
         boot = {
             "run_id": spec["run_id"], "position": spec["position"], "block": spec["block"],
             "setting": spec["setting"], "levels": spec["levels"], "plan": spec["plan"],
-            "plan_digest": spec["plan_digest"], "params": spec["params"], "vm": prov,
+            "plan_digest": spec["plan_digest"], "params": spec["params"], "vm": vm.document,
             "knob_check": check,
         }  # fmt: skip
         return RunOutcome(spec["run_id"], not reasons, "; ".join(reasons), boot,
@@ -292,26 +298,18 @@ def _start(plan: Plan, out: Path) -> None:
     copy.write_text(plan.text)
 
 
-# What makes two boots the same kernel: the image's bytes, and what it was built from (a
-# Debian point release moves the source package between lab sessions).
-KERNEL_IDENTITY = ("source_package", "patch_series_sha256", "config_sha256", "bzimage_sha256")
-
-
-def _kernel_identity(build: dict) -> tuple:
-    return tuple(build.get(k) for k in KERNEL_IDENTITY)
-
-
 def _same_kernel(plan: Plan, out: Path) -> None:
     """A plan runs on one kernel: resuming OUT (perhaps in a later session, on a rebuilt
     image) with an image other than the one its finished runs booted would mix two kernels
     into every setting, confounded with the blocks that ran after the change."""
     from analysis.capture.vm import read_build_record
 
-    seen = {_kernel_identity(b["vm"]["kernel_build"]): b["run_id"]
-            for b in _finished(out).values() if "kernel_build" in b.get("vm", {})}  # fmt: skip
+    seen = {b.kernel_build.identity(): b.run_id for b in _finished(out).values()
+            if any(b.kernel_build.identity())}  # fmt: skip
     if not seen:
         return
-    current = _kernel_identity(read_build_record(plan.kernel))
+    record = read_build_record(plan.kernel)
+    current = tuple(record.get(k) for k in KERNEL_IDENTITY)
     for identity, run_id in seen.items():
         if identity != current:
             differ = [f"{k} {a} (run {run_id}) vs {b}"
@@ -324,13 +322,15 @@ def _same_kernel(plan: Plan, out: Path) -> None:
             )
 
 
-def _finished(out: Path) -> dict[str, dict]:
+def _boots(directory: Path, pattern: str) -> list[BootRecord]:
+    """The boot records of the iterations ``pattern`` matches below ``directory``."""
+    found = (read_boot(p.parent) for p in directory.glob(f"{pattern}/{BOOT_JSON}"))
+    return [boot for boot in found if boot is not None]
+
+
+def _finished(out: Path) -> dict[str, BootRecord]:
     """run id -> boot record of every run installed in OUT's tree."""
-    found = {}
-    for record in sorted(out.glob(f"*/iter-*/{BOOT_RECORD}")):
-        boot = json.loads(record.read_text())
-        found[boot["run_id"]] = boot | {"iteration": str(record.parent.relative_to(out))}
-    return found
+    return {boot.run_id: boot for boot in sorted(_boots(out, "*/iter-*"), key=lambda b: b.path)}
 
 
 def experiment_status(out: Path) -> ExperimentStatus:
@@ -349,10 +349,10 @@ def experiment_status(out: Path) -> ExperimentStatus:
     per_setting = {s["name"]: 0 for s in order["settings"]}
     hosts: dict[str, int] = {}
     for boot in finished.values():
-        per_setting[boot["setting"]] += 1
-        host = boot["vm"].get("host", {}).get("hostname", "unknown")
+        per_setting[boot.setting] += 1
+        host = boot.host or "unknown"
         hosts[host] = hosts.get(host, 0) + 1
-    walls = tuple(b["wall_s"] for b in finished.values() if "wall_s" in b)
+    walls = tuple(b.wall_s for b in finished.values() if b.wall_s is not None)
     return ExperimentStatus(
         total=len(runs),
         done=tuple(r for r in runs if r in finished),
@@ -384,13 +384,12 @@ def _clean_staging(out: Path, journal: Journal, say: Callable[[str], None]) -> N
 def _setting_provenance(setting_dir: Path) -> dict:
     """The setting's ``vm.json``: the first boot's provenance (kernel build, knobs, guest,
     accelerator) with every boot's knob check and identity, in iteration order."""
-    boots = [json.loads(p.read_text()) | {"iteration": p.parent.name}
-             for p in sorted(setting_dir.glob(f"iter-*/{BOOT_RECORD}"),
-                             key=lambda p: int(p.parent.name[5:]))]  # fmt: skip
+    records = sorted(_boots(setting_dir, "iter-*"), key=lambda b: int(b.path.parent.name[5:]))
+    boots = [dict(b.document) | {"iteration": b.path.parent.name} for b in records]
     first = boots[0]["vm"]
     return {
         **{k: v for k, v in first.items() if k not in ("knob_check", "timings_s", "host")},
-        "tool": "mmlab experiment run",
+        "tool": EXPERIMENT_TOOL,
         "one_boot_per_iteration": True,
         "knob_check": [b["knob_check"] | {"iteration": b["iteration"]} for b in boots],
         "boots": [
@@ -415,13 +414,13 @@ def _install(out: Path, outcome: RunOutcome) -> Path:
     tmp.mkdir()
     with tarfile.open(fileobj=io.BytesIO(outcome.archive), mode="r:gz") as tar:
         tar.extractall(tmp, filter="data")
-    (tmp / BOOT_RECORD).write_text(
+    (tmp / BOOT_JSON).write_text(
         json.dumps(outcome.boot | {"wall_s": outcome.wall_s}, indent=2) + "\n"
     )
     index = len(list(setting_dir.glob("iter-*")))
     final = setting_dir / f"iter-{index}"
     tmp.rename(final)
-    (setting_dir / "vm.json").write_text(
+    (setting_dir / VM_JSON).write_text(
         json.dumps(_setting_provenance(setting_dir), indent=2) + "\n"
     )
     return final

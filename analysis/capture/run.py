@@ -49,6 +49,7 @@ from analysis.capture.monitor import CGROUP_PSI_FILE, PSI_FILE, PSI_MEMORY, Moni
 from analysis.capture.plan import MIB, PhasePlan
 from analysis.capture.workload import worker_errors
 from analysis.errors import InputError
+from analysis.ingest.capture_meta import CAPTURE_TOOL, MMLAB_JSON, IterationMeta, read_iteration
 from analysis.ingest.mmtests import FAILED_PREFIX, INCOMPLETE
 
 __all__ = [
@@ -751,7 +752,7 @@ def capture_iteration(
         "workload_rc": _exit_status(phases),
         "failed": failed,
     }
-    (it_dir / "mmlab.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
+    (it_dir / MMLAB_JSON).write_text(json.dumps(meta, indent=2, default=str) + "\n")
     if failed:
         (it_dir / INCOMPLETE).write_text(f"{FAILED_PREFIX}{'; '.join(failed)}\n")
     else:
@@ -894,8 +895,9 @@ def capture(
     cfg: CaptureConfig,
     tick: Callable[[Progress], None] = lambda p: None,
     report: Callable[[str], None] = _to_stderr,
-) -> list[dict]:
-    """Run the whole capture (one at a time per machine); returns each mmlab.json content.
+) -> list[IterationMeta]:
+    """Run the whole capture (one at a time per machine); returns each iteration's
+    ``mmlab.json``.
 
     What dead captures left is undone first (:func:`recover`, each step passed to
     ``report``); then, journalled, tracefs is mounted if it was not and the ``--set``
@@ -907,7 +909,7 @@ def capture(
     check_machine(cfg)
     pre = preflight(cfg)
     restorer = Restorer()
-    metas: list[dict] = []
+    metas: list[IterationMeta] = []
     with raise_on_signals(), machine_lock():
         stale = recover(pre, [cfg.out.absolute()], report)
         jr = journal.Journal(journal.JOURNAL_PATH, os.getpid(), journal.boot_id(), sysctl.PROC_SYS)
@@ -969,7 +971,7 @@ def _prepare(cfg, pre, restorer, jr) -> dict[str, object]:
     return {**pre, "sysctls_vm_before": vm_before, "sysctls": changer}
 
 
-def _capture(cfg, pre, restorer, progress, tick, jr, stale) -> list[dict]:
+def _capture(cfg, pre, restorer, progress, tick, jr, stale) -> list[IterationMeta]:
     vm_before, changer = pre["sysctls_vm_before"], pre["sysctls"]
     plans, dirty_ratio = [], None
     if cfg.beside or not cfg.command:
@@ -1004,7 +1006,7 @@ def _capture(cfg, pre, restorer, progress, tick, jr, stale) -> list[dict]:
     session = Session(cfg, cg, inst, work_dir, events, progress, tick)
 
     shared = {
-        "tool": "mmlab capture",
+        "tool": CAPTURE_TOOL,
         "tool_version": __version__,
         "command_line": list(cfg.command_line),
         "run": cfg.run,
@@ -1036,13 +1038,15 @@ def _capture(cfg, pre, restorer, progress, tick, jr, stale) -> list[dict]:
         }
     if plans:
         shared |= _stutterp_setup(session, plans)
-    metas: list[dict] = []
+    metas = []
     for i in range(cfg.iterations):
         progress.stage = "capturing"
         progress.iteration = i
-        metas.append(meta := capture_iteration(session, plans, i, shared))
+        meta = capture_iteration(session, plans, i, shared)
+        it_dir = cfg.out / cfg.run / f"iter-{i}"
         if meta["failed"]:
-            raise WorkloadFailed(cfg.out / cfg.run / f"iter-{i}", meta["failed"])
+            raise WorkloadFailed(it_dir, meta["failed"])
+        metas.append(read_iteration(it_dir))  # as written: what an analysis reads
     return metas
 
 

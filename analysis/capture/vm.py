@@ -27,11 +27,12 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from analysis.capture import PACKAGE_PARENT
 from analysis.errors import InputError
+from analysis.ingest.capture_meta import GUEST_TOOL, VM_JSON, VmRecord, read_vm
 
 __all__ = [
     "BUILD_RECORD",
@@ -96,13 +97,13 @@ class GuestConfig:
 @dataclass(frozen=True)
 class GuestResult:
     """What the host measured and the guest reported (seconds; ``boot_s`` is the guest's
-    ``/proc/uptime`` when the guest side started)."""
+    ``/proc/uptime`` when the guest side started), and the ``vm.json`` written."""
 
     run_dir: Path
     wall_s: float
     boot_s: float
     capture_s: float
-    provenance: dict = field(default_factory=dict)
+    vm: VmRecord
 
 
 def read_build_record(kernel: Path) -> dict:
@@ -298,7 +299,7 @@ def provenance(
     """The run's ``vm.json``: kernel build, knobs requested and read back, guest, accelerator,
     the guest's boot id (one boot per capture) and the host it ran on."""
     return {
-        "tool": "mmlab capture --kernel",
+        "tool": GUEST_TOOL,
         "kernel_image": str(guest.kernel),
         "kernel_build": record,
         "accelerator": guest.accel,
@@ -474,5 +475,7 @@ def run_guest_capture(cfg, guest: GuestConfig) -> GuestResult:
     prov = {"command_line": list(cfg.command_line)}
     prov |= provenance(guest, record, command, result, timings, host)
     prov["knob_check"] = _knob_check(run_dir, prov)
-    (run_dir / "vm.json").write_text(json.dumps(prov, indent=2) + "\n")
-    return GuestResult(run_dir, wall, result["boot_s"], result["capture_s"], prov)
+    (run_dir / VM_JSON).write_text(json.dumps(prov, indent=2) + "\n")
+    record = read_vm(run_dir)  # as written: what an analysis reads
+    assert record is not None
+    return GuestResult(run_dir, wall, result["boot_s"], result["capture_s"], record)

@@ -178,15 +178,12 @@ def _recover(args: argparse.Namespace) -> int:
     return 0
 
 
-def run(args: argparse.Namespace) -> int:
+def _config(args: argparse.Namespace):
+    """The :class:`~analysis.capture.run.CaptureConfig` the options give."""
     from analysis.capture import sysctl
-    from analysis.capture.run import CaptureConfig, Interrupted, WorkloadFailed, capture
+    from analysis.capture.run import CaptureConfig
     from analysis.errors import InputError
-    from analysis.report.capture import format_capture
-    from analysis.report.json_output import dumps
 
-    if args.recover:
-        return _recover(args)
     for option, value in (("OUT", args.out), ("--run", args.run), ("--limit-mb", args.limit_mb)):
         if value is None:
             raise InputError(option, "is required (unless --recover)")
@@ -216,6 +213,18 @@ def run(args: argparse.Namespace) -> int:
     )
     if not cfg.command and (args.cwd is not None or args.timeout is not None or args.beside):
         raise InputError("--cwd/--timeout/--beside", "apply to a command given after '--'")
+    return cfg
+
+
+def run(args: argparse.Namespace) -> int:
+    from analysis.capture.run import Interrupted, WorkloadFailed, capture
+    from analysis.errors import InputError
+    from analysis.report.capture import format_capture
+    from analysis.report.json_output import dumps
+
+    if args.recover:
+        return _recover(args)
+    cfg = _config(args)
     if args.kernel is not None:
         return _run_in_guest(cfg, args)
     if args.sysctl:
@@ -235,7 +244,7 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
-    print(dumps(metas) if args.json else format_capture(metas))
+    print(dumps([m.document for m in metas]) if args.json else format_capture(metas))
     return 0
 
 
@@ -269,7 +278,7 @@ def _run_in_guest(cfg, args: argparse.Namespace) -> int:
     except Interrupted as exc:
         print(f"mmlab capture: interrupted by {exc}; guest stopped", file=sys.stderr)
         return 128 + exc.signum
-    failed = mark_failed(result.run_dir, result.provenance["knob_check"], guest.pressure)
+    failed = mark_failed(result.run_dir, result.vm, guest.pressure)
     for iteration, why in failed.items():
         print(f"mmlab capture: {iteration} FAILED (left out of analyses): {why}", file=sys.stderr)
     summary = {
@@ -278,7 +287,7 @@ def _run_in_guest(cfg, args: argparse.Namespace) -> int:
         "wall_s": result.wall_s,
         "guest_boot_s": result.boot_s,
         "guest_capture_s": result.capture_s,
-        "sysctls_read_back": result.provenance["sysctls_read_back"],
+        "sysctls_read_back": result.vm.sysctls_read_back,
         "failed_iterations": failed,
     }
     if args.json:
@@ -287,8 +296,7 @@ def _run_in_guest(cfg, args: argparse.Namespace) -> int:
         print(
             f"{result.run_dir}: {accel.upper()} guest, boot {result.boot_s:.1f} s, capture "
             f"{result.capture_s:.1f} s, wall {result.wall_s:.1f} s; provenance in "
-            f"{result.run_dir / 'vm.json'}"
-            + (f"; {len(failed)} iteration(s) FAILED" if failed else "")
+            f"{result.vm.path}" + (f"; {len(failed)} iteration(s) FAILED" if failed else "")
         )
     return 1 if failed else 0
 

@@ -77,78 +77,20 @@ def _percent(text: str) -> float:
 
 
 def run_compare(args: argparse.Namespace) -> int:
-    import polars as pl
-
-    from analysis.ingest import benchmarks, long_table
-    from analysis.metrics.sample_rows import FAMILIES
-    from analysis.metrics.trace_files import warm_runs
-    from analysis.report.compare import format_markdown, format_mmtests, to_json
+    from analysis.report.compare import compare_json, compare_stderr, format_compare
     from analysis.report.json_output import dumps
-    from analysis.report.levels import level_notes
-    from analysis.report.text import fit
-    from analysis.stats.levels import replication, warmups
-    from analysis.stats.significance import DEFAULT_EFFECT, compare_table
+    from analysis.study.compare import compare_paths
 
     if not 0 < args.level < 0.5:
         raise InputError("--level", f"{args.level} is not in (0, 0.5)")
-    if len(args.paths) == 1 and args.paths[0].is_file():
-        table = long_table.read(args.paths[0])
-        skipped: tuple[str, ...] = ()
-        loaded: benchmarks.Loaded | None = None
-    else:
-        extra = {name: rows for name, rows in FAMILIES.items() if getattr(args, name)}
-        if args.traces:
-            warm_runs(args.paths)  # every run's traces analysed in parallel first
-        loaded = benchmarks.load_runs(args.paths, extra, mmtests_dir=args.mmtests)
-        table, skipped = loaded.table, loaded.skipped
-    families = loaded.families if loaded else {}
-    if args.rows:
-        table = table.filter(pl.col("row").str.contains(args.rows, literal=True))
-    kernels = list(dict.fromkeys(table["kernel"]))
-    base = args.base or (kernels[0] if kernels else None)
-    source = args.paths[0] if len(args.paths) == 1 else "arguments"
-    if base is None or table.height == 0:
-        raise InputError(source, "no samples found (no known benchmark logs or table rows)")
-    if base not in kernels:
-        raise InputError(source, f"base kernel {base!r} not found; kernels: {', '.join(kernels)}")
-    others = [k for k in kernels if k != base]
-    if not others:
-        raise InputError(source, f"only one kernel ({base}): nothing to compare with")
-    effect = DEFAULT_EFFECT if args.effect is None else args.effect
-    # The boot, not the iteration, is the unit where the tree says which boot each ran in.
-    boots = loaded.boots if loaded else {}
-    warm = warmups(table, boots)
-    units = replication(table, boots)
-    table = units.table
-    results = compare_table(
-        table, base, others, args.metric, args.level, args.delta, args.resamples, args.seed,
-        families=families, effect=effect,
+    cmp = compare_paths(
+        args.paths, base=args.base, metric=args.metric, rows=args.rows, level=args.level,
+        delta=args.delta, effect=args.effect, resamples=args.resamples, seed=args.seed,
+        traces=args.traces, ops=args.ops, mmtests_dir=args.mmtests,
     )  # fmt: skip
-    for line in loaded.units if loaded else ():
-        print(f"mmlab compare: unit of {line}", file=sys.stderr)
-    for line in skipped:
-        print(f"mmlab compare: skipped {line}", file=sys.stderr)
-    platforms = loaded.platforms if loaded else ()
-    fmt = "json" if args.json else args.format
-    if fmt == "json":
-        rows = to_json(results)
-        for row in rows:  # a table states its units itself: no source to name
-            row["unit_source"] = loaded.unit_source(row["row"]) if loaded else None
-            row["platform"] = [
-                p for p in platforms if p.split(" ", 1)[0] in (row["base"], row["kernel"])
-            ]
-            row["unit_of_replication"] = {
-                k: units.unit.get(k) for k in (row["base"], row["kernel"])
-            }
-            row["warmup"] = [w for w in warm if w.kernel in (row["base"], row["kernel"])
-                             and row["row"] in w.rows]  # fmt: skip
-        print(dumps(rows))
-        return 0
-    # Emulated captures are labelled above the table a reader pastes, not only on stderr.
-    print("".join(f"{fit(f'NOTE: {p}')}\n" for p in platforms), end="")
-    print(level_notes(units.notes, warm), end="")
-    if fmt == "markdown":
-        print(format_markdown(results), end="")
+    print(compare_stderr(cmp), end="", file=sys.stderr)
+    if args.json or args.format == "json":
+        print(dumps(compare_json(cmp)))
     else:
-        print(fit(format_mmtests(table, results)), end="")
+        print(format_compare(cmp, markdown=args.format == "markdown"), end="")
     return 0

@@ -13,7 +13,6 @@ from analysis.errors import InputError
 
 __all__ = ["register"]
 
-SUFFIXES = ("", ".txt", ".trace", ".gz", ".zst", ".xz", ".bz2")
 PROGRESS_MIN_BYTES = 64 << 20
 
 
@@ -30,29 +29,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--scheduler", help="Dask scheduler address: spread files over that cluster")
     p.add_argument("--json", action="store_true", help="print the accounting as JSON")
     p.set_defaults(func=run)
-
-
-def _inputs(paths: list[Path]) -> list[Path]:
-    """Files named on the command line, directories expanded to their trace files."""
-    files: list[Path] = []
-    for path in paths:
-        if path.is_dir():
-            found = sorted(
-                p
-                for p in path.rglob("*")
-                if p.is_file()
-                and not p.name.endswith(".start")
-                and ("ftrace" in p.name or "trace" in p.name)
-                and any(p.name.endswith(s) for s in SUFFIXES if s)
-            )
-            if not found:
-                raise InputError(path, "directory holds no trace files")
-            files.extend(found)
-        elif path.exists():
-            files.append(path)
-        else:
-            raise InputError(path, "no such file or directory")
-    return files
 
 
 def _progress(path: Path):
@@ -90,12 +66,13 @@ def run(args: argparse.Namespace) -> int:
 
     one_arena()
     from analysis.ingest import ftrace
+    from analysis.ingest.captures import trace_files
     from analysis.report.accounting import format_accounting
     from analysis.report.json_output import dumps
 
     if args.out is not None and args.out.exists() and not args.out.is_dir():
         raise InputError(args.out, "--out names the ingest cache directory, and this is a file")
-    files = _inputs(args.paths)
+    files = trace_files(args.paths)
     if len(files) == 1 and args.scheduler is None:
         bar, update = _progress(files[0])
         if bar is not None:

@@ -30,7 +30,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=Path,
         required=True,
         metavar="GRID.yaml",
-        help="parameter: value, [values] or {start, stop, num or step, log}",
+        help="parameter: value, [values] or {start, stop, num|step[, log]}, or a list of "
+        "points (docs/sweeps.md)",
     )
     where = p.add_mutually_exclusive_group()
     where.add_argument("--workers", type=int, metavar="N", help="local Dask cluster of N")
@@ -41,34 +42,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import math
-
-    import polars as pl
-
     from analysis.models.sweep import sweep
     from analysis.report.json_output import dumps
+    from analysis.report.sweep import format_sweep, sweep_json
 
     out = args.out or Path("build") / "sweeps" / args.model
     result = sweep(args.model, args.grid, out, workers=args.workers, scheduler=args.scheduler)
-    summary = {
-        "model": result.model,
-        "table": str(result.table),
-        "points": result.points,
-        "computed": result.computed,
-        "resumed": result.resumed,
-    }
-    if args.json:
-        rows = pl.read_parquet(result.table).to_dicts()
-        # NaN marks a field a row does not have: JSON null, never a bare NaN.
-        summary["rows"] = [
-            {k: None if isinstance(v, float) and math.isnan(v) else v for k, v in row.items()}
-            for row in rows
-        ]
-        print(dumps(summary))
-    else:
-        print(
-            f"sweep {result.model}: {result.points} points "
-            f"({result.computed} computed, {result.resumed} already done)\n"
-            f"table: {result.table}"
-        )
+    print(dumps(sweep_json(result, result.rows())) if args.json else format_sweep(result))
     return 0

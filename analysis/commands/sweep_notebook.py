@@ -12,9 +12,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "sweep-notebook",
         help="execute NOTEBOOK once per point of GRID.yaml, in parallel, with an index",
-        description="GRID.yaml, as mmlab sweep's: a mapping parameter -> value, list or "
-        "range {start, stop, num|step} (every combination) or a list of mappings (one point "
-        "each). Outputs OUT/NOTEBOOK__key=value....ipynb "
+        description="GRID.yaml is a grid as mmlab sweep's (docs/sweeps.md): a mapping "
+        "parameter -> value, list or range (every combination) or a list of mappings (one "
+        "point each). Outputs OUT/NOTEBOOK__key=value....ipynb "
         "and .html, OUT/index.csv and OUT/index.md. Exit status 1 when any point failed.",
     )
     p.add_argument("notebook", type=Path, help="jupytext percent .py notebook")
@@ -26,14 +26,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from analysis.ingest.grid import read_grid
     from analysis.notebooks.sweep import index_table, sweep
     from analysis.outputs import replace_text
     from analysis.report.json_output import dumps
     from analysis.report.sweep import format_index
 
     out = args.out / args.notebook.stem
-    results = sweep(args.notebook, read_grid(args.grid), out, jobs=args.jobs)
+    results = sweep(args.notebook, args.grid, out, jobs=args.jobs)
     index = index_table(results, out)
     replace_text(out / "index.csv", index.write_csv())
     text = format_index(index)

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 import math
-from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 
 from analysis.errors import InputError
@@ -49,73 +47,29 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     c.set_defaults(func=run_compare)
 
 
-def _out(args: argparse.Namespace, text: Callable[[], str], obj: Callable[[], dict]) -> int:
+def _print(args: argparse.Namespace, text: str | dict) -> int:
+    """The JSON form with ``--json``, the text form otherwise."""
     from analysis.report.json_output import dumps
 
-    """Print the JSON form with ``--json``, the text form otherwise."""
-    print(dumps(obj()) if args.json else text(), end="\n" if args.json else "")
+    print(dumps(text) if args.json else text, end="\n" if args.json else "")
     return 0
 
 
-def _from_directory(args: argparse.Namespace) -> int:
-    from analysis.ingest import mmtests
-    from analysis.metrics.compare import compare_runs, iteration_report
-    from analysis.report.ops import format_comparison, format_ops, ops_json, run_json
-
-    runs = mmtests.find_runs(args.path)
-    if len(runs) > 1:
-        names = ", ".join(r.name for r in runs)
-        raise InputError(args.path, f"several runs ({names}): use mmlab compare-vmstat")
-    run = runs[0]
-    if len(run.iterations) == 1:
-        report = iteration_report(run.iterations[0], args.test, args.elapsed)
-        return _out(args, lambda: format_ops(report), lambda: ops_json(report))
-    cmp = compare_runs(runs, args.test, args.elapsed)
-    return _out(args, lambda: format_comparison(cmp), lambda: run_json(str(args.path), cmp))
-
-
 def run_vmstat(args: argparse.Namespace) -> int:
-    from analysis.ingest import mmtests, vmstat
-    from analysis.metrics.ops import Elapsed, interval_series, ops_report
-    from analysis.report.ops import format_intervals, format_ops, ops_json
+    from analysis.report.ops import format_vmstat, vmstat_json
+    from analysis.study.vmstat import vmstat_ops
 
     _check_elapsed(args)
-    if args.path2 is not None and (args.path.is_dir() or args.path2.is_dir()):
-        raise InputError(
-            args.path2,
-            "PATH2 is the snapshot file taken after a snapshot file PATH; "
-            "to compare runs or directories use mmlab compare-vmstat",
-        )
-    if args.path.is_dir():
-        return _from_directory(args)
-    samples = vmstat.read(args.path)
-    if args.path2 is not None:
-        samples = vmstat.pair(samples, vmstat.read(args.path2))
-        vmstat.check_order(samples, args.path, args.path2)
-    elif len(samples) < 2:
-        raise InputError(args.path, "one snapshot has no delta: give the snapshot after as PATH2")
-    elapsed = Elapsed(args.elapsed, "command line") if args.elapsed else None
-    # The page size from a kconfig-* saved beside the file (as in an mmtests iteration).
-    beside = mmtests.Iteration(args.path.parent.name, 0, args.path.parent)
-    report = replace(ops_report(samples, elapsed), page_bytes=beside.page_size)
-    if not (args.intervals and len(samples) > 2):
-        return _out(args, lambda: format_ops(report), lambda: ops_json(report))
-    series = interval_series(samples)[0]
-    return _out(
-        args,
-        lambda: f"{format_ops(report)}\n{format_intervals(series)}\n",
-        lambda: ops_json(report, series),
+    ops = vmstat_ops(
+        args.path, args.path2, test=args.test, elapsed=args.elapsed, intervals=args.intervals
     )
+    return _print(args, vmstat_json(ops) if args.json else format_vmstat(ops))
 
 
 def run_compare(args: argparse.Namespace) -> int:
-    from analysis.ingest import mmtests
-    from analysis.metrics.compare import compare_runs
     from analysis.report.ops import comparison_json, format_comparison
+    from analysis.study.vmstat import compare_vmstat
 
     _check_elapsed(args)
-    runs = mmtests.unique_runs(
-        tuple(run for path in args.run_dirs for run in mmtests.find_runs(path))
-    )
-    cmp = compare_runs(runs, args.test, args.elapsed)
-    return _out(args, lambda: format_comparison(cmp), lambda: comparison_json(cmp))
+    cmp = compare_vmstat(args.run_dirs, test=args.test, elapsed=args.elapsed)
+    return _print(args, comparison_json(cmp) if args.json else format_comparison(cmp))

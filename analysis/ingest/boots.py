@@ -18,8 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from analysis.ingest import mmtests
-from analysis.ingest.textfile import read_json_object
+from analysis.ingest import capture_meta, mmtests
 
 __all__ = ["Boot", "boot_of", "boots_of_run", "shared_boot_notes"]
 
@@ -34,19 +33,23 @@ class Boot:
 
 def boot_of(run: mmtests.Run, iteration: mmtests.Iteration) -> Boot:
     """The boot ``iteration`` of ``run`` ran in (module docstring for the sources)."""
-    record = iteration.path / "boot.json"
-    if record.is_file():
-        boot_id = read_json_object(record).get("vm", {}).get("guest_boot_id")
-        if boot_id:
-            return Boot(f"guest boot {boot_id}", "boot.json: one guest boot per iteration")
-    vm = run.path / "vm.json"
-    if vm.is_file():
-        boot_id = read_json_object(vm).get("guest_boot_id")
+    boot = capture_meta.read_boot(iteration.path)
+    if boot is not None and boot.guest_boot_id:
+        return Boot(
+            f"guest boot {boot.guest_boot_id}",
+            f"{capture_meta.BOOT_JSON}: one guest boot per iteration",
+        )
+    vm = capture_meta.read_vm(run.path)
+    if vm is not None:
+        boot_id = vm.guest_boot_id
         key = f"guest boot {boot_id}" if boot_id else f"the one guest boot of {run.path}"
-        return Boot(key, "vm.json: every iteration ran in one guest boot")
-    boot_id = iteration.metadata.get("system", {}).get("boot_id")
-    if boot_id:
-        return Boot(f"host boot {boot_id}", "mmlab.json: the capturing machine's boot id")
+        return Boot(key, f"{capture_meta.VM_JSON}: every iteration ran in one guest boot")
+    meta = iteration.metadata
+    if meta is not None and meta.system is not None and meta.system.boot_id:
+        return Boot(
+            f"host boot {meta.system.boot_id}",
+            f"{capture_meta.MMLAB_JSON}: the capturing machine's boot id",
+        )
     return Boot(
         f"the one boot of {run.path}",
         "no boot id recorded: the run's iterations ran back to back in one boot",

@@ -1,8 +1,9 @@
-"""Where the traces of a capture are: the one place that finds ``ftrace-*`` files.
+"""Where the traces of a capture are: the one place that finds trace files.
 
 mmtests and ``mmlab capture`` write one ``ftrace-<test>[.gz|.zst|...]`` per test in each
 iteration directory, beside ``ftrace-<test>.start`` (the epoch, not a trace), the
-``kconfig-*`` of the kernel and the vmstat snapshots and monitor.
+``kconfig-*`` of the kernel and the vmstat snapshots and monitor. ``mmlab ingest`` also
+takes a folder of traces named otherwise (:func:`trace_files`).
 """
 
 from __future__ import annotations
@@ -12,10 +13,12 @@ from pathlib import Path
 from analysis.errors import InputError
 from analysis.ingest import mmtests
 
-__all__ = ["iteration_of", "iteration_traces", "traces_below"]
+__all__ = ["iteration_of", "iteration_traces", "trace_files", "traces_below"]
 
 PREFIX = "ftrace-"
 START = ".start"
+# The endings of trace text files (plain or compressed) in a folder given to mmlab ingest.
+SUFFIXES = (".txt", ".trace", ".gz", ".zst", ".xz", ".bz2")
 
 
 def _is_trace(path: Path) -> bool:
@@ -62,6 +65,30 @@ def traces_below(path: Path) -> list[Path]:
     if not found:
         raise InputError(path, f"no {PREFIX}* file below this directory")
     return found
+
+
+def trace_files(paths: list[Path]) -> list[Path]:
+    """Files named as they are, directories expanded to the trace text files below them
+    (``ftrace*``, ``*.trace``, ``*trace*.txt`` and compressed forms; not a ``.start``)."""
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found = sorted(
+                p
+                for p in path.rglob("*")
+                if p.is_file()
+                and not p.name.endswith(START)
+                and "trace" in p.name
+                and p.name.endswith(SUFFIXES)
+            )
+            if not found:
+                raise InputError(path, "directory holds no trace files")
+            files.extend(found)
+        elif path.exists():
+            files.append(path)
+        else:
+            raise InputError(path, "no such file or directory")
+    return files
 
 
 def iteration_of(trace: Path) -> tuple[mmtests.Iteration, str] | None:

@@ -4,7 +4,8 @@ Either a mapping, parameter name → a scalar (fixed), a non-empty list of value
 ``{start, stop, num}`` (evenly spaced, stop included; ``log: true`` for geometric spacing)
 or ``{start, stop, step}`` (stop included when reached; integers when start and step are);
 the points are the Cartesian product in the file's order. Or a list of mappings, each one
-point (for grids that are not a product), its values taken as they are.
+point (for grids that are not a product), its values taken as they are. The grammar as a
+user reads it: docs/sweeps.md.
 """
 
 from __future__ import annotations

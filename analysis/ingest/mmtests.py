@@ -27,7 +27,6 @@ Trees as mmtests leaves them on disk (see ``data/mmtests-ci``) are read as they 
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sys
@@ -37,9 +36,10 @@ from functools import cached_property
 from pathlib import Path
 
 from analysis.errors import InputError
-from analysis.ingest import vmstat
+from analysis.ingest import capture_meta, vmstat
+from analysis.ingest.capture_meta import MMLAB_JSON, IterationMeta
 from analysis.ingest.kconfig import config_hz, page_size
-from analysis.ingest.textfile import read_json_object, read_text
+from analysis.ingest.textfile import read_text
 
 __all__ = [
     "FAILED",
@@ -53,7 +53,6 @@ __all__ = [
     "find_runs",
     "is_iteration",
     "machine_of",
-    "read_metadata",
     "read_timestamps",
     "sysstate_file",
     "unique_runs",
@@ -183,15 +182,6 @@ def machine_of(directory: Path) -> Machine:
     )
 
 
-def read_metadata(iteration: Path) -> dict:
-    """The ``mmlab.json`` of an iteration directory ({} when there is none); InputError
-    naming the line when it is not a JSON object (truncated, or not mmlab's)."""
-    meta = iteration / "mmlab.json"
-    if not meta.exists():
-        return {}
-    return read_json_object(meta, "a JSON object of capture metadata")
-
-
 @dataclass(frozen=True)
 class Iteration:
     """One ``iter-N`` directory of a run. ``times`` and ``metadata`` are read once, when
@@ -219,9 +209,9 @@ class Iteration:
         return names
 
     @cached_property
-    def metadata(self) -> dict:
-        """``mmlab.json`` written by ``mmlab capture`` (empty for plain mmtests trees)."""
-        return read_metadata(self.path)
+    def metadata(self) -> IterationMeta | None:
+        """``mmlab.json`` written by ``mmlab capture`` (None for plain mmtests trees)."""
+        return capture_meta.read_iteration(self.path)
 
     @cached_property
     def kernel_build(self) -> str | None:
@@ -307,19 +297,15 @@ class Run:
         None for a host capture, a KVM guest or a plain mmtests tree. Times under emulation
         are not bare-metal times (docs/patched-kernels.md "Running a capture in a guest").
         Read once per run: the report asks for every iteration's provenance."""
-        vm = self.path / "vm.json"
-        if not vm.exists():
+        vm = capture_meta.read_vm(self.path)
+        if vm is None:
             return None
-        try:
-            found = json.loads(read_text(vm))
-        except json.JSONDecodeError as exc:
-            raise InputError(vm, f"not JSON: {exc.msg}", line=exc.lineno) from None
-        if not isinstance(found, dict) or "accelerator" not in found:
-            raise InputError(vm, "no 'accelerator': not the vm.json of mmlab capture --kernel")
-        if found["accelerator"] != "tcg":
+        if vm.accelerator is None:
+            raise InputError(vm.path, "no 'accelerator': the guest's platform is not recorded")
+        if vm.accelerator != "tcg":
             return None
         return (
-            f"{self.name} was captured in a TCG-emulated guest ({vm}): its times are not "
+            f"{self.name} was captured in a TCG-emulated guest ({vm.path}): its times are not "
             "bare-metal times; compare it only with runs of the same platform"
         )
 
@@ -336,7 +322,7 @@ def _incomplete(iteration: Path, run_has_metadata: bool) -> str | None:
     not exercise what it was run for (``mmlab-failed``, with the reason); None if it was
     finished and did. A damaged ``mmlab.json`` is an error here, where every command finds
     its iterations, rather than in the commands that happen to read it."""
-    read_metadata(iteration)
+    capture_meta.read_iteration(iteration)
     marker = iteration / INCOMPLETE
     if marker.exists():
         first = (marker.read_text(errors="replace").splitlines() or [""])[0]
@@ -345,8 +331,8 @@ def _incomplete(iteration: Path, run_has_metadata: bool) -> str | None:
         return "its capture was interrupted (mmlab-incomplete)"
     if (failed := iteration / FAILED).exists():
         return f"its run failed: {read_text(failed).strip()} (mmlab-failed)"
-    if run_has_metadata and not (iteration / "mmlab.json").exists():
-        return "no mmlab.json where the run's other iterations have one (capture killed)"
+    if run_has_metadata and not (iteration / MMLAB_JSON).exists():
+        return f"no {MMLAB_JSON} where the run's other iterations have one (capture killed)"
     return None
 
 
@@ -355,7 +341,7 @@ def _complete(run_dir: Path, found: list[Path]) -> list[Path]:
     :data:`INCLUDE_INCOMPLETE` is set; an error when none is left."""
     if os.environ.get(INCLUDE_INCOMPLETE) == "1":
         return found
-    with_meta = any((p / "mmlab.json").exists() for p in found)
+    with_meta = any((p / MMLAB_JSON).exists() for p in found)
     kept = []
     for p in found:
         if (why := _incomplete(p, with_meta)) is None:

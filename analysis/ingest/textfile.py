@@ -12,7 +12,7 @@ from pathlib import Path
 from analysis.errors import InputError
 from analysis.ingest.compressed import iter_blocks
 
-__all__ = ["read_bytes", "read_json_object", "read_text"]
+__all__ = ["read_bytes", "read_text"]
 
 _WHOLE = 1 << 26
 
@@ -34,17 +34,3 @@ def read_text(path: str | Path) -> str:
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         raise InputError(path, "not UTF-8 text", line=line, offset=exc.start) from None
-
-
-def read_json_object(path: str | Path, what: str = "a JSON object") -> dict:
-    """``path`` as a JSON object (capture metadata: ``mmlab.json``, ``vm.json``,
-    ``boot.json``); an error names the file, the line and what was expected."""
-    import json
-
-    try:
-        found = json.loads(read_text(path))
-    except json.JSONDecodeError as exc:
-        raise InputError(path, f"not JSON: {exc.msg}", line=exc.lineno) from None
-    if not isinstance(found, dict):
-        raise InputError(path, f"not {what}")
-    return found

@@ -72,7 +72,8 @@ def _enabled(it: Iteration, *events: str) -> bool:
     """Whether the capture enabled every one of ``events`` (``mmlab.json``'s
     ``trace.events_enabled``): only then does an absent event mean none happened. Traces
     of other tools say nothing of what was enabled."""
-    enabled = it.metadata.get("trace", {}).get("events_enabled") or ()
+    meta = it.metadata
+    enabled = meta.trace.events_enabled if meta is not None and meta.trace is not None else ()
     return all(f"vmscan/{e}" in enabled for e in events)
 
 

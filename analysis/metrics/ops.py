@@ -45,6 +45,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from analysis.ingest.capture_meta import MMLAB_JSON
 from analysis.ingest.mmtests import Iteration
 from analysis.ingest.vmstat import (
     PROC_VMSTAT,
@@ -109,8 +110,8 @@ def iteration_elapsed(iteration: Iteration, test: str) -> Elapsed:
     if times and times.elapsed_s:
         return Elapsed(times.elapsed_s, "tests-timestamp time ::")
     meta = iteration.metadata
-    if meta.get("start_epoch_s") and meta.get("end_epoch_s"):
-        return Elapsed(meta["end_epoch_s"] - meta["start_epoch_s"], "mmlab.json")
+    if meta is not None and meta.start_epoch_s and meta.end_epoch_s:
+        return Elapsed(meta.end_epoch_s - meta.start_epoch_s, MMLAB_JSON)
     if times and times.begin_epoch and times.end_epoch:
         return Elapsed(times.end_epoch - times.begin_epoch, "tests-timestamp begin/end")
     monitor = iteration.vmstat_monitor(test)

@@ -30,6 +30,7 @@ import hashlib
 import importlib
 import json
 import logging
+import math
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -128,6 +129,13 @@ class SweepResult:
     points: int
     computed: int
     resumed: int
+
+    def rows(self) -> list[dict[str, object]]:
+        """The table's rows, a NaN (a field a row does not have) as None."""
+        return [
+            {k: None if isinstance(v, float) and math.isnan(v) else v for k, v in row.items()}
+            for row in pl.read_parquet(self.table).to_dicts()
+        ]
 
 
 def _write_atomic(frame: pl.DataFrame, path: Path) -> None:

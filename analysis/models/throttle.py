@@ -58,6 +58,7 @@ from statsmodels.stats.power import TTestIndPower
 
 from analysis.errors import InputError
 from analysis.ingest import mmtests, vmstat
+from analysis.ingest.capture_meta import MMLAB_JSON
 from analysis.ingest.captures import iteration_traces
 from analysis.metrics import pairing, throttle
 from analysis.stats.latent import LatentWait
@@ -435,17 +436,17 @@ def phase_windows(iteration: mmtests.Iteration, workers: int | None) -> list[Win
     """The whole iteration (``workers`` None), else its phases run with ``workers``."""
     if workers is None:
         return [Window()]
-    phases = [p for p in iteration.metadata.get("phases", []) if p.get("workers") == workers]
+    meta = iteration.metadata
+    phases = [p for p in (meta.phases if meta else ()) if p.workers == workers]
     if not phases:
-        raise InputError(iteration.path, f"no phase with {workers} workers in mmlab.json")
-    return [
-        Window(
-            workers,
-            (float(p["start_trace_s"]), float(p["end_trace_s"])),
-            (float(p["start_epoch_s"]), float(p["end_epoch_s"])),
-        )
-        for p in phases
-    ]
+        raise InputError(iteration.path, f"no phase with {workers} workers in {MMLAB_JSON}")
+    windows = []
+    for p in phases:
+        bounds = (p.start_trace_s, p.end_trace_s, p.start_epoch_s, p.end_epoch_s)
+        if None in bounds:
+            raise InputError(meta.path, f"the phase of {workers} workers lacks its bounds")
+        windows.append(Window(workers, bounds[:2], bounds[2:]))  # type: ignore[arg-type]
+    return windows
 
 
 def _within(frame: pl.DataFrame, column: str, bounds: tuple[float, float] | None) -> pl.DataFrame:

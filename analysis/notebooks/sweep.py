@@ -20,6 +20,7 @@ from pathlib import Path
 import polars as pl
 
 from analysis.errors import InputError
+from analysis.ingest.grid import read_grid
 from analysis.notebooks.execute import NotebookFailed, execute, parameter_names
 
 __all__ = ["PointResult", "index_table", "point_name", "sweep"]
@@ -61,16 +62,12 @@ def _run_point(
 
 
 def sweep(
-    notebook: Path,
-    points: Sequence[Mapping[str, object]],
-    out: Path,
-    *,
-    jobs: int = 2,
-    cwd: Path | None = None,
+    notebook: Path, grid: Path, out: Path, *, jobs: int = 2, cwd: Path | None = None
 ) -> list[PointResult]:
-    """Execute ``notebook`` once per point, ``jobs`` at a time (separate processes: each
-    execution starts its own kernel). A notebook with a ``build_dir`` parameter gets its
-    own ``out/NAME`` for figures unless the grid sets it."""
+    """Execute ``notebook`` once per point of the grid file ``grid``, ``jobs`` at a time
+    (separate processes: each execution starts its own kernel). A notebook with a
+    ``build_dir`` parameter gets its own ``out/NAME`` for figures unless the grid sets it."""
+    points = read_grid(grid)
     known = parameter_names(notebook)
     for point in points:
         unknown = sorted(set(point) - set(known))

@@ -23,8 +23,9 @@ import polars as pl
 from analysis.metrics.compare import change_pct
 from analysis.metrics.ops import HIGHER, LOWER
 from analysis.report.json_output import undefined_as_null
+from analysis.report.levels import level_notes
 from analysis.report.table import Column, Table
-from analysis.report.text import WIDTH
+from analysis.report.text import WIDTH, fit
 from analysis.report.units import Scale, change, common_scale, interval, percent, sig
 from analysis.stats.bootstrap import Interval
 from analysis.stats.significance import (
@@ -36,8 +37,18 @@ from analysis.stats.significance import (
     mmtests_summary,
     runs_of,
 )
+from analysis.study.compare import KernelComparison
 
-__all__ = ["DECIDING_ROW", "format_markdown", "format_mmtests", "signed_change", "to_json"]
+__all__ = [
+    "DECIDING_ROW",
+    "compare_json",
+    "compare_stderr",
+    "format_compare",
+    "format_markdown",
+    "format_mmtests",
+    "signed_change",
+    "to_json",
+]
 
 # mmtests' CoeffVar: sd / mean in %, never scaled with the row's unit.
 _PERCENT = Scale("%")
@@ -323,3 +334,36 @@ def to_json(results: Sequence[RowComparison]) -> list[dict]:
         }
         for r in results
     ]
+
+
+def compare_json(cmp: KernelComparison) -> list[dict]:
+    """``mmlab compare --json``: :func:`to_json`'s rows, each with where its unit comes from,
+    the emulated-platform notes of its two kernels, their units of replication and the
+    warm-ups found in its row."""
+    rows = to_json(cmp.results)
+    for row in rows:  # a table states its units itself: no source to name
+        pair = (row["base"], row["kernel"])
+        row["unit_source"] = cmp.unit_source(row["row"])
+        row["platform"] = [p for p in cmp.platforms if p.split(" ", 1)[0] in pair]
+        row["unit_of_replication"] = {k: cmp.units.unit.get(k) for k in pair}
+        row["warmup"] = [w for w in cmp.warmups if w.kernel in pair and row["row"] in w.rows]
+    return rows
+
+
+def compare_stderr(cmp: KernelComparison) -> str:
+    """What ``mmlab compare`` says on stderr: each row family's unit source, each input it
+    skipped."""
+    units = cmp.loaded.units if cmp.loaded else ()
+    lines = [f"mmlab compare: unit of {u}" for u in units]
+    lines += [f"mmlab compare: skipped {line}" for line in cmp.skipped]
+    return "".join(f"{line}\n" for line in lines)
+
+
+def format_compare(cmp: KernelComparison, markdown: bool = False) -> str:
+    """``mmlab compare``'s text: the emulated-platform and replication notes (above the
+    table a reader pastes), then the mmtests-shaped text or one Markdown table."""
+    notes = "".join(f"{fit(f'NOTE: {p}')}\n" for p in cmp.platforms)
+    notes += level_notes(cmp.units.notes, list(cmp.warmups))
+    if markdown:
+        return notes + format_markdown(cmp.results)
+    return notes + fit(format_mmtests(cmp.table, cmp.results))

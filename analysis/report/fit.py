@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import math
 import textwrap
+from collections.abc import Sequence
 
 import polars as pl
 
 from analysis.report.json_output import undefined_as_null
 from analysis.report.table import Column, Table
+from analysis.report.text import path_lines
+from analysis.report.trace_analysis import duplicates_note, unparsed_note
 from analysis.report.units import decimals_at, fixed, interval, sig
 from analysis.stats.durations import DurationFit
 from analysis.stats.fit import (
@@ -27,13 +30,16 @@ from analysis.stats.fit import (
     GroupFit,
     ModelFit,
 )
+from analysis.study.sources import SourceFits
 
 __all__ = [
     "CAVEAT",
     "format_duration_fits",
     "format_fits",
     "format_group",
+    "format_source_fits",
     "group_json",
+    "source_fits_json",
     "summary_frame",
 ]
 
@@ -257,6 +263,32 @@ def group_json(group: GroupFit | GroupFailure) -> dict[str, object]:
         "sleeps_for_p_timeout_pm_0.01": _precision(group)[1],
         "bootstrap": group.bootstrap,
     }
+
+
+def source_fits_json(fits: Sequence[SourceFits]) -> list[dict[str, object]]:
+    """``mmlab fit --json``: one object per group, naming its source and the source's
+    unparsed lines."""
+    return [
+        {
+            "source": f.analysis.source,
+            "unparsed": f.analysis.unparsed,
+            "unparsed_lines": f.analysis.unparsed_lines,
+            **group_json(g),
+        }
+        for f in fits
+        for g in f.groups
+    ]
+
+
+def format_source_fits(fits: Sequence[SourceFits]) -> str:
+    """``mmlab fit``'s text: per source, its name (with its unparsed and duplicate lines)
+    and :func:`format_fits`, each followed by a blank line."""
+    out = []
+    for f in fits:
+        note = (unparsed_note(f.analysis) + duplicates_note(f.analysis)).replace(";", " --", 1)
+        out.append("\n".join(path_lines(str(f.analysis.source), "== ", note)) + "\n")
+        out.append(f"{format_fits(list(f.groups))}\n\n")
+    return "".join(out)
 
 
 def summary_frame(fits: dict[str, list[GroupFit | GroupFailure]]) -> pl.DataFrame:

@@ -17,6 +17,7 @@ from analysis.metrics.ops import ABSENT, CONTEXTS, OpsReport, OpsRow
 from analysis.report.json_output import jsonable
 from analysis.report.table import Column, Footnotes, Table, wrapped
 from analysis.report.units import PLAIN, Scale, common_scale, fixed, percent
+from analysis.study.vmstat import VmstatOps
 
 __all__ = [
     "comparison_json",
@@ -24,9 +25,11 @@ __all__ = [
     "format_comparison",
     "format_intervals",
     "format_ops",
+    "format_vmstat",
     "ops_json",
     "row_scale",
     "run_json",
+    "vmstat_json",
 ]
 
 # Units that the label does not already make plain.
@@ -275,3 +278,22 @@ def comparison_json(cmp: Comparison) -> dict:
             },
         }
     )
+
+
+def format_vmstat(ops: VmstatOps) -> str:
+    """``mmlab vmstat``'s text: a run's iterations summarised, or one Ops table with its
+    per-interval rows when there are."""
+    if ops.comparison is not None:
+        return format_comparison(ops.comparison)
+    assert ops.report is not None
+    if ops.intervals is not None:
+        return f"{format_ops(ops.report)}\n{format_intervals(ops.intervals)}\n"
+    return format_ops(ops.report)
+
+
+def vmstat_json(ops: VmstatOps) -> dict:
+    """``mmlab vmstat --json``: :func:`run_json` of a run, else :func:`ops_json`."""
+    if ops.comparison is not None:
+        return run_json(ops.source, ops.comparison)
+    assert ops.report is not None
+    return ops_json(ops.report, ops.intervals)

@@ -1,14 +1,38 @@
-"""The index of a notebook sweep (:func:`analysis.notebooks.sweep.index_table`) as text."""
+"""What ``mmlab sweep`` and ``mmlab sweep-notebook`` print: a model sweep's summary (and
+rows), and the index of a notebook sweep (:func:`analysis.notebooks.sweep.index_table`)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import polars as pl
 
+from analysis.models.sweep import SweepResult
 from analysis.report.table import Column, Table
 
-__all__ = ["format_index"]
+__all__ = ["format_index", "format_sweep", "sweep_json"]
+
+
+def format_sweep(result: SweepResult) -> str:
+    """How many points were evaluated now or found done, and where the table is."""
+    return (
+        f"sweep {result.model}: {result.points} points "
+        f"({result.computed} computed, {result.resumed} already done)\n"
+        f"table: {result.table}"
+    )
+
+
+def sweep_json(result: SweepResult, rows: Sequence[dict[str, object]]) -> dict[str, object]:
+    """The summary with the table's ``rows`` (a field a row does not have is null)."""
+    return {
+        "model": result.model,
+        "table": str(result.table),
+        "points": result.points,
+        "computed": result.computed,
+        "resumed": result.resumed,
+        "rows": list(rows),
+    }
 
 
 def format_index(index: pl.DataFrame) -> str:

@@ -25,7 +25,7 @@ import polars as pl
 
 from analysis.errors import InputError
 from analysis.ingest import mmtests
-from analysis.ingest.textfile import read_json_object
+from analysis.ingest.capture_meta import ExperimentSetting, read_boot, read_order
 from analysis.metrics.endpoints import COVARIATES, ENDPOINT_UNITS, endpoint_value
 from analysis.stats.blocked import BlockedEffects, blocked_effects
 
@@ -60,52 +60,49 @@ class ExperimentEffects:
     families: tuple[EndpointFamily, ...]
 
 
-def _order(out: Path) -> dict:
-    path = out / "order.json"
-    if not path.is_file():
-        raise InputError(out, "no order.json: not the output of mmlab experiment run")
-    return json.loads(path.read_text())
-
-
-def _studied_factor(settings: list[dict], factor: str | None, out: Path) -> str:
-    factors = list(settings[0]["levels"])
+def _studied_factor(settings: tuple[ExperimentSetting, ...], factor: str | None, out: Path) -> str:
+    factors = list(settings[0].levels)
     if factor is not None:
         if factor not in factors:
             raise InputError(out, f"the plan has no factor {factor!r} ({', '.join(factors)})")
         return factor
-    knobbed = [s for s in settings if s["params"].get("sysctl")]
-    with_sysctl = [f for f in factors if len({s["levels"][f] for s in knobbed}) > 1]
+    knobbed = [s for s in settings if s.params.get("sysctl")]
+    with_sysctl = [f for f in factors if len({s.levels[f] for s in knobbed}) > 1]
     return with_sysctl[-1] if with_sysctl else factors[-1]
 
 
-def _same_as_reference(settings: list[dict], factor: str, level: str, reference: str) -> bool:
+def _same_as_reference(
+    settings: tuple[ExperimentSetting, ...], factor: str, level: str, reference: str
+) -> bool:
     """Whether every setting of ``level`` runs what its stratum's reference setting runs."""
 
-    def others(s: dict) -> dict:
-        return {k: v for k, v in s["levels"].items() if k != factor}
+    def others(s: ExperimentSetting) -> dict:
+        return {k: v for k, v in s.levels.items() if k != factor}
 
-    refs = [s for s in settings if s["levels"][factor] == reference]
+    refs = [s for s in settings if s.levels[factor] == reference]
     return all(
-        s["params"] == next(r["params"] for r in refs if others(r) == others(s))
+        s.params == next(r.params for r in refs if others(r) == others(s))
         for s in settings
-        if s["levels"][factor] == level
+        if s.levels[factor] == level
     )
 
 
-def run_values(out: Path, setting: dict, endpoints: tuple[str, ...]) -> pl.DataFrame:
+def run_values(out: Path, setting: ExperimentSetting, endpoints: tuple[str, ...]) -> pl.DataFrame:
     """One row per installed boot of ``setting``: ``block``, ``run_id``, each endpoint and
     each covariate (null where the run cannot give it)."""
-    directory = out / setting["name"]
+    directory = out / setting.name
     schema = {"block": pl.Int64, "run_id": pl.String,
               **dict.fromkeys((*endpoints, *COVARIATES), pl.Float64)}  # fmt: skip
     rows = []
     if not directory.is_dir():
         return pl.DataFrame(schema=schema)
     (run,) = mmtests.find_runs(directory)
-    pressure = setting["params"].get("pressure", "cgroup")
+    pressure = str(setting.params.get("pressure", "cgroup"))
     for it in run.iterations:
-        boot = read_json_object(it.path / "boot.json")
-        row = {"block": boot["block"], "run_id": boot["run_id"]}
+        boot = read_boot(it.path)
+        if boot is None or boot.block is None:
+            raise InputError(it.path, "no boot.json with its block: not a run of mmlab experiment")
+        row = {"block": boot.block, "run_id": boot.run_id}
         row |= {e: endpoint_value(it, e, pressure) for e in endpoints}
         row |= {c: f(it, pressure) for c, f in COVARIATES.items()}
         rows.append(row)
@@ -153,21 +150,21 @@ def experiment_effects(
 ) -> ExperimentEffects:
     """:class:`ExperimentEffects` of the executed plan in ``out`` (default endpoints: the
     plan's primary, then its secondary ones)."""
-    order = _order(out)
-    settings = order["settings"]
+    order = read_order(out)
+    settings = order.settings
     factor = _studied_factor(settings, factor, out)
-    endpoints = endpoints or (order["primary_endpoint"], *order["secondary_endpoints"])
+    endpoints = endpoints or (order.primary_endpoint, *order.secondary_endpoints)
     unknown = [e for e in endpoints if e not in ENDPOINT_UNITS]
     if unknown:
         raise InputError(out, f"endpoint(s) {', '.join(unknown)} not computed per run")
     if covariate not in COVARIATES:
         raise InputError(out, f"no covariate {covariate!r} ({', '.join(COVARIATES)})")
-    levels = list(dict.fromkeys(s["levels"][factor] for s in settings))
+    levels = list(dict.fromkeys(s.levels[factor] for s in settings))
     reference = levels[0]
     frames = [
         run_values(out, s, endpoints).with_columns(
-            level=pl.lit(s["levels"][factor]),
-            stratum=pl.lit(json.dumps({k: v for k, v in s["levels"].items() if k != factor})),
+            level=pl.lit(s.levels[factor]),
+            stratum=pl.lit(json.dumps({k: v for k, v in s.levels.items() if k != factor})),
         )
         for s in settings
     ]
@@ -178,9 +175,9 @@ def experiment_effects(
         part = frame.filter(pl.col("stratum") == stratum)
         pairs = tuple(json.loads(stratum).items())
         for endpoint in endpoints:
-            primary = endpoint == order["primary_endpoint"]
+            primary = endpoint == order.primary_endpoint
             families.append(_family(part, endpoint, pairs, reference, primary, covariate, alpha))
     return ExperimentEffects(
-        order["plan"], factor, reference, aa, len(frame), len(order["runs"]),
-        order["primary_endpoint"], tuple(families),
+        order.plan, factor, reference, aa, len(frame), order.runs_planned,
+        order.primary_endpoint, tuple(families),
     )  # fmt: skip

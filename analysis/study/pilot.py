@@ -10,7 +10,6 @@ estimated sd and at the interval's upper end (the conservative design figure).
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,8 +17,8 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from analysis.errors import InputError
 from analysis.ingest import mmtests
+from analysis.ingest.capture_meta import read_order
 from analysis.metrics.endpoints import endpoint_value
 from analysis.stats.significance import design_runs
 
@@ -67,20 +66,17 @@ def pilot_spread(
 ) -> list[SettingSpread]:
     """Per setting of the executed plan in ``out``: ``endpoint`` (default the plan's
     primary) per boot, its spread and the boots a ±``effect_pct`` % change needs."""
-    order_path = out / "order.json"
-    if not order_path.is_file():
-        raise InputError(out, "no order.json: not the output of mmlab experiment run")
-    order = json.loads(order_path.read_text())
-    endpoint = endpoint or order["primary_endpoint"]
+    order = read_order(out)
+    endpoint = endpoint or order.primary_endpoint
     found = []
-    for setting in order["settings"]:
-        pressure = setting["params"].get("pressure", "cgroup")
-        if not (out / setting["name"]).is_dir():
-            found.append(_spread(setting["name"], pressure, endpoint, [], 0, effect_pct, level))
+    for setting in order.settings:
+        pressure = str(setting.params.get("pressure", "cgroup"))
+        if not (out / setting.name).is_dir():
+            found.append(_spread(setting.name, pressure, endpoint, [], 0, effect_pct, level))
             continue
-        (run,) = mmtests.find_runs(out / setting["name"])
+        (run,) = mmtests.find_runs(out / setting.name)
         values = [endpoint_value(it, endpoint, pressure) for it in run.iterations]
         kept = [v for v in values if v is not None]
-        found.append(_spread(setting["name"], pressure, endpoint, kept, len(values) - len(kept),
+        found.append(_spread(setting.name, pressure, endpoint, kept, len(values) - len(kept),
                              effect_pct, level))  # fmt: skip
     return found

@@ -11,6 +11,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from analysis.ingest.capture_meta import System
 from analysis.ingest.mmtests import Iteration, Machine, Run
 from analysis.ingest.textfile import read_text
 
@@ -39,44 +40,45 @@ class Provenance:
     tests: tuple[str, ...]
 
 
-def _system(machine: Machine) -> dict:
-    """``machine`` in the shape of mmlab.json's ``system``."""
-    return {
-        "kernel_release": machine.kernel_release,
-        "hostname": machine.hostname,
-        "cpu": {"model": machine.cpu_model, "logical_cpus": machine.logical_cpus},
-        "memory": {"mem_total_kib": machine.mem_total_kib},
-    }
+def _system(machine: Machine) -> System:
+    """``machine`` as mmlab.json's ``system`` says it (no boot id, CONFIG_HZ from kconfig)."""
+    return System(
+        kernel_release=machine.kernel_release,
+        hostname=machine.hostname,
+        cpu_model=machine.cpu_model,
+        logical_cpus=machine.logical_cpus,
+        mem_total_kib=machine.mem_total_kib,
+        config_hz=None,
+        boot_id=None,
+    )
 
 
 def iteration_provenance(run: Run, iteration: Iteration) -> Provenance:
     """Capture context of ``iteration`` of ``run`` (see :class:`Provenance`)."""
     meta = iteration.metadata
     # A plain mmtests tree has no mmlab.json: its kernel.version, lscpu and meminfo say it.
-    system = meta.get("system") or _system(iteration.machine)
-    cpu = system.get("cpu", {})
+    system = meta.system if meta and meta.system else _system(iteration.machine)
     machine = ", ".join(
         str(part)
         for part in (
-            system.get("hostname"),
-            cpu.get("model"),
-            f"{cpu['logical_cpus']} CPUs" if cpu.get("logical_cpus") else None,
+            system.hostname,
+            system.cpu_model,
+            f"{system.logical_cpus} CPUs" if system.logical_cpus else None,
             "TCG-emulated guest" if run.emulated else None,
         )
         if part
     )
-    cgroup = meta.get("cgroup", {})
-    limit = meta.get("config", {}).get("limit_mb")
-    cg = f"v{cgroup['version']}" if "version" in cgroup else ""
-    if cg and limit:
-        cg += f", limit {limit} MiB"
+    version = meta.cgroup_version if meta else None
+    cg = f"v{version}" if version is not None else ""
+    if cg and meta and meta.limit_mb:
+        cg += f", limit {meta.limit_mb} MiB"
     return Provenance(
         run=run.name,
         iteration=iteration.index,
-        kernel=system.get("kernel_release") or "",
-        config_hz=system.get("config_hz") or iteration.config_hz,
+        kernel=system.kernel_release or "",
+        config_hz=system.config_hz or iteration.config_hz,
         machine=machine,
-        memory_kib=system.get("memory", {}).get("mem_total_kib"),
+        memory_kib=system.mem_total_kib,
         cgroup=cg,
         tests=tuple(iteration.tests),
     )
@@ -107,24 +109,6 @@ def run_differences(rows: Sequence[Provenance]) -> tuple[str, ...]:
     return tuple(out)
 
 
-# mmlab.json keys that say where a capture went or what it measured, not what it ran under;
-# config.sets is left out because the sysctls it set are compared as they were in effect.
-_NOT_SETTINGS = frozenset(
-    {
-        "config.out",
-        "config.run",
-        "config.command_line",
-        "config.sets",
-        "config.iterations",
-        "system.hostname",
-        "system.cpu.model",
-        "system.cpu.logical_cpus",
-        "system.memory.mem_total_kib",
-        "system.memory.mem_available_kib",
-        "system.config_hz",
-        "system.kconfig_available",
-    }
-)
 # Sysctls the kernel sizes itself from free memory at boot (mm/util.c init_user_reserve,
 # init_admin_reserve): they differ by a few pages between boots, so they are settings only
 # when a capture set them.
@@ -135,16 +119,6 @@ _CGROUP_SETTING = re.compile(
     r"|max|high|low|min|swap\.max|oom\.group)"
 )
 _KCONFIG_LINE = re.compile(r"^(CONFIG_\w+)=(.*)$|^# (CONFIG_\w+) is not set$")
-
-
-def _flat(prefix: str, value: object) -> dict[str, str]:
-    if isinstance(value, dict):
-        return {
-            k: v for key, sub in value.items() for k, v in _flat(f"{prefix}.{key}", sub).items()
-        }
-    if isinstance(value, list):
-        return {prefix: " ".join(str(v) for v in value)}
-    return {prefix: str(value)}
 
 
 def _bytes(name: str, value: str) -> str:
@@ -174,20 +148,15 @@ def capture_settings(iteration: Iteration) -> dict[str, str]:
     limit are :class:`Provenance` fields (:func:`run_differences`), not repeated here.
     A plain mmtests tree (no mmlab.json) has its kconfig only."""
     meta = iteration.metadata
-    changes = meta.get("sysctl_changes", {})
-    sysctls = {k: v for k, v in meta.get("sysctls_vm_before", {}).items() if k not in _BOOT_SIZED}
-    sysctls |= {name: change["to"] for name, change in changes.items()}
-    settings = {**sysctls, **_flat("config", meta.get("config", {}))}
-    settings |= _flat("system", meta.get("system", {}))
-    cgroup = meta.get("cgroup", {})
-    settings |= {f"cgroup.{k}": str(v) for k, v in cgroup.items() if _CGROUP_SETTING.fullmatch(k)}
-    trace = meta.get("trace", {})
-    for key in ("clock", "events_enabled", "buffer_size_kb_per_cpu"):
-        if key in trace:
-            settings |= _flat(f"trace.{key}", trace[key])
-    for phase in meta.get("phases", []):
-        settings |= _flat(f"plan[{phase.get('workers', '')}]", phase.get("plan", {}))
-    settings = {k: _bytes(k, v) for k, v in settings.items() if k not in _NOT_SETTINGS}
+    if meta is None:
+        return _kconfig(iteration)
+    sysctls = {k: v for k, v in meta.sysctls_before.items() if k not in _BOOT_SIZED}
+    settings = sysctls | dict(meta.sysctls_set)
+    for name, value in meta.settings().items():
+        group, _, key = name.partition(".")
+        if group != "cgroup" or _CGROUP_SETTING.fullmatch(key):
+            settings[name] = value
+    settings = {k: _bytes(k, v) for k, v in settings.items()}
     return settings | _kconfig(iteration)
 
 

@@ -1171,17 +1171,37 @@ static int pieces_add(Pieces *P, const u8 *buf, i64 s, i64 e, u8 **data, i64 *p)
     return 0;
 }
 
-enum {
-    /* emit's array arguments, in order */
-    A_BUF, A_OUT, A_ENDS, A_ROWS, A_IDS, A_EV_START, A_MODE, A_PLAN_HASH, A_PLAN_COL, A_PLAN_OFF,
-    A_COL_OFF, A_KINDS, A_SLOTS, A_BASE_INT, A_BASE_STR, A_BASE_FLAG, A_FCOL_OFF, N_ARGS
-};
-enum {
-    /* emit's results, in order */
-    O_LINE, O_PID, O_TGID, O_CPU, O_TS, O_COMM, O_IRQ, O_INST, O_COMMON_VALID, O_COMMON_PRESENT,
-    O_VALS, O_IVALID, O_VIEWS, O_SVALID, O_LOFF, O_FVALID, O_PIECES, O_PIECE_OFF, O_PRESENT,
-    O_DATA, O_PLANNED, O_BAD, N_OUT
-};
+/* emit's interface, declared once: its array arguments (name, bytes per item) and its
+ * results (name, zero-filled or not), in order. The enums below and the module's
+ * EMIT_ARGS / EMIT_RESULTS (the names, in this order, which columns.py passes and reads
+ * by) are all made from these lists, so no side can reorder one alone. */
+#define EMIT_ARGS(X)                                                                        \
+    X(A_BUF, "buf", 1) X(A_OUT, "out", 8) X(A_ENDS, "ends", 8) X(A_ROWS, "rows", 8)         \
+    X(A_IDS, "ids", 8) X(A_EV_START, "ev_start", 8) X(A_MODE, "mode", 1)                    \
+    X(A_PLAN_HASH, "plan_hash", 8) X(A_PLAN_COL, "plan_col", 8) X(A_PLAN_OFF, "plan_off", 8) \
+    X(A_COL_OFF, "col_off", 8) X(A_KINDS, "kinds", 1) X(A_SLOTS, "slots", 8)               \
+    X(A_BASE_INT, "base_int", 8) X(A_BASE_STR, "base_str", 8)                              \
+    X(A_BASE_FLAG, "base_flag", 8) X(A_FCOL_OFF, "fcol_off", 8)
+/* Zero-filled (1): what the pass writes in part (validity bitmaps, counts, values of fields
+ * a line lacks, string views, whose unused bytes must be 0); not (0): the common columns
+ * every line writes, the string data (cut to its length after) and the pieces (made after). */
+#define EMIT_RESULTS(X)                                                                     \
+    X(O_LINE, "line", 0) X(O_PID, "pid", 0) X(O_TGID, "tgid", 0) X(O_CPU, "cpu", 0)         \
+    X(O_TS, "ts", 0) X(O_COMM, "comm", 1) X(O_IRQ, "irq", 1) X(O_INST, "inst", 1)           \
+    X(O_COMMON_VALID, "common_valid", 1) X(O_COMMON_PRESENT, "common_present", 1)           \
+    X(O_VALS, "vals", 1) X(O_IVALID, "ivalid", 1) X(O_VIEWS, "views", 1)                    \
+    X(O_SVALID, "svalid", 1) X(O_LOFF, "loff", 1) X(O_FVALID, "fvalid", 1)                  \
+    X(O_PIECES, "pieces", 0) X(O_PIECE_OFF, "piece_off", 1) X(O_PRESENT, "present", 1)      \
+    X(O_DATA, "data", 0) X(O_PLANNED, "planned", 1) X(O_BAD, "bad", 1)
+#define ENUM_NAME(id, name, value) id,
+#define NAME_OF(id, name, value) name,
+#define VALUE_OF(id, name, value) value,
+enum { EMIT_ARGS(ENUM_NAME) N_ARGS };
+enum { EMIT_RESULTS(ENUM_NAME) N_OUT };
+static const char *const emit_arg_names[N_ARGS] = {EMIT_ARGS(NAME_OF)};
+static const i64 emit_arg_items[N_ARGS] = {EMIT_ARGS(VALUE_OF)};
+static const char *const emit_result_names[N_OUT] = {EMIT_RESULTS(NAME_OF)};
+static const int emit_result_zeroed[N_OUT] = {EMIT_RESULTS(VALUE_OF)};
 #define N_COMMON_VALID 4 /* tgid, cpu, irq_flags, instance */
 
 /* emit(buf, out, ends, rows, ids, ev_start, mode, plan_hash, plan_col, plan_off, col_off,
@@ -1207,11 +1227,6 @@ static PyObject *py_emit(PyObject *self, PyObject *args)
     i64 line_base = PyLong_AsLongLong(PyTuple_GET_ITEM(args, N_ARGS));
     if (line_base == -1 && PyErr_Occurred())
         return NULL;
-    static const i64 item[N_ARGS] = {1, 8, 8, 8, 8, 8, 1, 8, 8, 8, 8, 1, 8, 8, 8, 8, 8};
-    static const char *names[N_ARGS] = {
-        "buf",     "out",   "ends",     "rows",     "ids",       "ev_start",
-        "mode",    "plan_hash", "plan_col", "plan_off", "col_off",   "kinds",
-        "slots",   "base_int",  "base_str", "base_flag", "fcol_off"};
     Py_buffer v[N_ARGS] = {{0}};
     PyObject *r[N_OUT] = {NULL};
     void *p[N_OUT];
@@ -1219,7 +1234,8 @@ static PyObject *py_emit(PyObject *self, PyObject *args)
     u8 *seen = NULL;
     i64 *filled = NULL, n_flags = 0;
     for (int i = 0; i < N_ARGS; i++)
-        if (get_array(PyTuple_GET_ITEM(args, i), &v[i], item[i], -1, names[i]) < 0)
+        if (get_array(PyTuple_GET_ITEM(args, i), &v[i], emit_arg_items[i], -1,
+                      emit_arg_names[i]) < 0)
             goto fail;
     const u8 *buf = v[A_BUF].buf, *mode = v[A_MODE].buf;
     const int8_t *kinds = v[A_KINDS].buf;
@@ -1262,14 +1278,19 @@ static PyObject *py_emit(PyObject *self, PyObject *args)
         total += payload > 0 ? payload : 0;
         widest = payload > widest ? payload : widest;
     }
+    /* Bytes of each result (the pieces are sized after the pass). */
     const i64 sizes[N_OUT] = {
-        8 * n, 4 * n, 4 * n, 4 * n, 8 * n, 16 * n, 16 * n, 16 * n,
-        N_COMMON_VALID * ((n + 7) / 8), 8 * N_COMMON_VALID * n_ev,
-        8 * base_int[n_ev], (base_int[n_ev] + 7) / 8, 16 * base_str[n_ev], (base_str[n_ev] + 7) / 8,
-        4 * base_flag[n_ev], (base_flag[n_ev] + 7) / 8, 0, 8 * (n_flags + 1), 8 * n_cols,
-        total, n_ev, n};
+        [O_LINE] = 8 * n, [O_PID] = 4 * n, [O_TGID] = 4 * n, [O_CPU] = 4 * n, [O_TS] = 8 * n,
+        [O_COMM] = 16 * n, [O_IRQ] = 16 * n, [O_INST] = 16 * n,
+        [O_COMMON_VALID] = N_COMMON_VALID * ((n + 7) / 8),
+        [O_COMMON_PRESENT] = 8 * N_COMMON_VALID * n_ev,
+        [O_VALS] = 8 * base_int[n_ev], [O_IVALID] = (base_int[n_ev] + 7) / 8,
+        [O_VIEWS] = 16 * base_str[n_ev], [O_SVALID] = (base_str[n_ev] + 7) / 8,
+        [O_LOFF] = 4 * base_flag[n_ev], [O_FVALID] = (base_flag[n_ev] + 7) / 8,
+        [O_PIECES] = 0, [O_PIECE_OFF] = 8 * (n_flags + 1), [O_PRESENT] = 8 * n_cols,
+        [O_DATA] = total, [O_PLANNED] = n_ev, [O_BAD] = n};
     for (int i = 0; i < N_OUT; i++)
-        if (i != O_PIECES && (r[i] = new_bytes(sizes[i], i >= O_COMM && i != O_DATA, &p[i])) == NULL)
+        if (i != O_PIECES && (r[i] = new_bytes(sizes[i], emit_result_zeroed[i], &p[i])) == NULL)
             goto fail;
     i64 scratch = (widest + 1) / 2 + 1;
     Tokens T;
@@ -1450,6 +1471,27 @@ static struct PyModuleDef module = {
     NULL, NULL, NULL, NULL,
 };
 
+/* m.NAME = the tuple of ``names`` (0 or -1 with an exception set). */
+static int add_names(PyObject *m, const char *name, const char *const *names, int n)
+{
+    PyObject *tuple = PyTuple_New(n);
+    if (tuple == NULL)
+        return -1;
+    for (int i = 0; i < n; i++) {
+        PyObject *s = PyUnicode_FromString(names[i]);
+        if (s == NULL) {
+            Py_DECREF(tuple);
+            return -1;
+        }
+        PyTuple_SET_ITEM(tuple, i, s);
+    }
+    if (PyModule_AddObject(m, name, tuple) < 0) {
+        Py_DECREF(tuple);
+        return -1;
+    }
+    return 0;
+}
+
 PyMODINIT_FUNC PyInit__parse(void)
 {
     PyObject *m = PyModule_Create(&module);
@@ -1491,5 +1533,10 @@ PyMODINIT_FUNC PyInit__parse(void)
             Py_DECREF(m);
             return NULL;
         }
+    if (add_names(m, "EMIT_ARGS", emit_arg_names, N_ARGS) < 0 ||
+        add_names(m, "EMIT_RESULTS", emit_result_names, N_OUT) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
     return m;
 }

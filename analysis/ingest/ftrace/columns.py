@@ -34,7 +34,7 @@ from analysis.ingest.ftrace.arrow import frame
 from analysis.ingest.ftrace.layout import PAYLOAD_START
 from analysis.ingest.ftrace.tokenizer import event_frame, field_plan, tokenize
 
-__all__ = ["COMMON_TYPES", "BlockColumns", "field_failures"]
+__all__ = ["COMMON_TYPES", "BlockColumns", "emit", "field_failures"]
 
 _INT, _STR, _FLAGS = _parse.K_INT, _parse.K_STR, _parse.K_FLAGS
 # The common columns' Arrow types (tokenizer.COMMON_SCHEMA as Polars reads them back).
@@ -53,31 +53,19 @@ _FIELD_TYPES = {
     _STR: pa.string_view(),
     _FLAGS: pa.list_(pa.string_view()),
 }
-# emit's results, in order (_parse.c's O_* names).
-_RESULTS = (
-    "line",
-    "pid",
-    "tgid",
-    "cpu",
-    "ts",
-    "comm",
-    "irq",
-    "inst",
-    "common_valid",
-    "common_present",
-    "vals",
-    "ivalid",
-    "views",
-    "svalid",
-    "loff",
-    "fvalid",
-    "pieces",
-    "piece_off",
-    "present",
-    "data",
-    "planned",
-    "bad",
-)
+
+
+def emit(arguments: dict[str, object], line_base: int) -> dict[str, bytearray]:
+    """``_parse.emit`` called by name: its arguments and results are declared once, in
+    _parse.c (``EMIT_ARGS``/``EMIT_RESULTS``, in the compiled order), so this side never
+    depends on their order; a name missing or unknown on either side is an error."""
+    if set(arguments) != set(_parse.EMIT_ARGS):
+        raise RuntimeError(
+            f"_parse.emit takes {', '.join(_parse.EMIT_ARGS)}; given {', '.join(arguments)} "
+            "(a stale build of _parse.c? make setup rebuilds it)"
+        )
+    results = _parse.emit(*(arguments[name] for name in _parse.EMIT_ARGS), line_base)
+    return dict(zip(_parse.EMIT_RESULTS, results, strict=True))
 
 
 class BlockColumns:
@@ -103,27 +91,28 @@ class BlockColumns:
         self.base_str = _offsets(of_kind[_STR] * sizes)
         self.base_flag = _offsets(of_kind[_FLAGS] * (sizes + 1))
         self.fcol_off = _offsets(of_kind[_FLAGS])
-        results = _parse.emit(
-            buf,
-            out,
-            ends,
-            rows,
-            ids,
-            self.ev_start,
-            self.mode,
-            _concat([p.hashes for p in plans], np.uint64),
-            _concat([p.columns for p in plans], np.int64),
-            _offsets([0 if p is None else len(p.hashes) for p in self.plans]),
-            self.col_off,
-            _concat([p.kinds for p in plans], np.int8),
-            _concat([p.slots for p in plans], np.int64),
-            self.base_int,
-            self.base_str,
-            self.base_flag,
-            self.fcol_off,
+        raw = emit(
+            {
+                "buf": buf,
+                "out": out,
+                "ends": ends,
+                "rows": rows,
+                "ids": ids,
+                "ev_start": self.ev_start,
+                "mode": self.mode,
+                "plan_hash": _concat([p.hashes for p in plans], np.uint64),
+                "plan_col": _concat([p.columns for p in plans], np.int64),
+                "plan_off": _offsets([0 if p is None else len(p.hashes) for p in self.plans]),
+                "col_off": self.col_off,
+                "kinds": _concat([p.kinds for p in plans], np.int8),
+                "slots": _concat([p.slots for p in plans], np.int64),
+                "base_int": self.base_int,
+                "base_str": self.base_str,
+                "base_flag": self.base_flag,
+                "fcol_off": self.fcol_off,
+            },
             line_base,
         )
-        raw = dict(zip(_RESULTS, results, strict=True))
         self._r = {name: pa.py_buffer(r) for name, r in raw.items()}
         self.common_present = np.frombuffer(raw["common_present"], np.int64).reshape(n_ev, -1)
         self.present = np.frombuffer(raw["present"], np.int64)

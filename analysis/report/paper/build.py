@@ -109,13 +109,13 @@ def _stall_cells(r: dict) -> dict[str, str]:
 def _run_values(role: str, run: Run, data: Study, cmp: Comparison) -> dict[str, str]:
     """Macros of one run (``role`` is ``base`` or ``new``)."""
     meta = run.iterations[0].metadata
-    config = meta.get("config", {})
+    dirty = meta.dirty_ratio_used if meta else None
     values = {
         f"{role} run": escape(run.name),
         f"{role} iterations": str(len(run.iterations)),
-        f"{role} dirty ratio": str(meta.get("dirty_ratio_used", "unknown")),
-        f"{role} duration s": f"{config.get('duration_s', 0):g}",
-        f"{role} workers": ", ".join(str(w) for w in config.get("workers", [])),
+        f"{role} dirty ratio": "unknown" if dirty is None else str(dirty),
+        f"{role} duration s": f"{(meta.duration_s if meta else None) or 0:g}",
+        f"{role} workers": ", ".join(str(w) for w in (meta.workers if meta else ())),
     }
     throttle = _throttle(data)
     throttle = throttle.filter(pl.col("run") == run.name) if throttle.height else throttle
