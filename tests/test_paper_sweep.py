@@ -11,17 +11,13 @@ from pathlib import Path
 import pytest
 
 from analysis.report.paper.sweep import (
-    CALIBRATION,
-    RESAMPLES,
     beyond_table,
     change_cells,
-    knob_q,
-    knob_sweep,
-    latency_comparisons,
     shrinker_table,
     sweep_values,
     throttle_table,
 )
+from analysis.study.sweep import CALIBRATION, RESAMPLES, knob_sweep, latency_comparisons
 from tests.conftest import DATA, REPO, throttled_lines
 
 SWEEP = DATA / "vm-6.12"
@@ -90,7 +86,7 @@ def test_knob_q_is_benjamini_hochberg_over_both_tables(sweep, values):
     # By hand: sorted 0.01 0.03 0.04 0.5 give 0.04 0.06 0.0533 0.5, then running minima.
     assert _bh([0.01, 0.04, 0.03, 0.5]) == pytest.approx([0.04, 0.16 / 3, 0.16 / 3, 0.5])
     tests = [(s.capture, s.quantity, s.change_p) for s in (*sweep.throttle, *sweep.shrinker)]
-    q = knob_q(sweep)
+    q = sweep.q
     assert len(q) == len(tests) == 24  # 3 captures x 4 quantities in each table
     expected = _bh([p for *_, p in tests])
     for (capture, quantity, _), e in zip(tests, expected, strict=True):
@@ -158,7 +154,7 @@ def test_the_prose_claims_follow_the_scores(sweep, values):
     assert backlog.model_error < backlog.depleted_error
     # the A/A drift in efficiency; the kept effects are all on the quantity a knob sets
     assert score("aa2", "efficiency").change_p < 0.05
-    kept = [k for k, v in knob_q(sweep).items() if v <= 0.05]
+    kept = sweep.kept
     assert all(c != "aa2" for c, _ in kept)
     assert {q for _, q in kept} <= {"p_timeout", "mean_stall_us", "scanned_objects"} | {
         "freed_objects",
