@@ -4,12 +4,15 @@ intervals stable to the printed digit across seeds."""
 
 from __future__ import annotations
 
+import json
 import re
 import statistics
 from pathlib import Path
 
 import pytest
 
+from analysis.cli import main
+from analysis.models.validation_sweep import shrinker_point, throttle_point
 from analysis.report.paper.sweep import (
     beyond_table,
     change_cells,
@@ -206,3 +209,26 @@ def test_identification_bounds_print_as_values_of_their_own(sweep, values):
     printed = re.findall(r"\d+(?:\.\d+)?", quoted)
     assert float(printed[0]) == low == 0
     assert printed[1] == f"{high:.3g}" and len(printed[1].replace("0.", "")) == 3
+
+
+def test_the_commands_and_the_sweep_points_score_as_the_sweep(sweep, capsys):
+    """One calibrate-then-score recipe per model: ``mmlab model throttle/shrinker
+    --validate`` and the validation sweep points give the sweep's numbers."""
+    cal, wb20, div1 = (str(SWEEP / c) for c in ("aa1", "wb20", "div1"))
+    assert main(["model", "throttle", cal, "--bootstrap", "0", "--json", "--validate", wb20]) == 0
+    command = json.loads(capsys.readouterr().out)["validation"]["scores"]
+    point = throttle_point({"calibration": cal, "target": wb20})
+    scores = [s for s in sweep.throttle if s.capture == "wb20"]
+    assert [r["quantity"] for r in command] == [s.quantity for s in scores]
+    for r, s in zip(command, scores, strict=True):
+        assert r["predicted"] == pytest.approx(s.predicted, rel=1e-12), s.quantity
+        assert r["model_error"] == pytest.approx(s.model_error, rel=1e-12), s.quantity
+        assert point[f"{s.quantity}_predicted"] == pytest.approx(s.predicted, rel=1e-12)
+    assert main(["model", "shrinker", cal, "--json", "--validate", div1]) == 0
+    command = json.loads(capsys.readouterr().out)["scores"]
+    point = shrinker_point({"calibration": cal, "target": div1})
+    scores = [s for s in sweep.shrinker if s.capture == "div1"]
+    assert [r["quantity"] for r in command] == [s.quantity for s in scores]
+    for r, s in zip(command, scores, strict=True):
+        assert r["replayed"] == pytest.approx(s.predicted, rel=1e-12), s.quantity
+        assert point[f"{s.quantity}_no_change"] == pytest.approx(s.no_change, rel=1e-12)
