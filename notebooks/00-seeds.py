@@ -32,11 +32,11 @@ from pathlib import Path
 import altair as alt
 import polars as pl
 
-from analysis.report import charts
+from analysis.report.charts import theme
 from analysis.report.seeds import format_checks
 from analysis.seeds.checks import all_checks
 
-charts.offline()  # static SVG charts: they show with no network and in any viewer
+theme.offline()  # static SVG charts: they show with no network and in any viewer
 
 checks = all_checks(Path(mail))
 Path(build_dir).mkdir(parents=True, exist_ok=True)

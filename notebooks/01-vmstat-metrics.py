@@ -34,12 +34,12 @@ from pathlib import Path
 import altair as alt
 
 from analysis.metrics.compare import monitor_series
-from analysis.report import charts
+from analysis.report.charts import theme
 from analysis.report.ops import format_comparison
 from analysis.study.runs import study_runs
 from analysis.study.study import Study
 
-charts.offline()  # static SVG charts: they show with no network and in any viewer
+theme.offline()  # static SVG charts: they show with no network and in any viewer
 
 figures = Path(build_dir) / "figures"
 figures.mkdir(parents=True, exist_ok=True)

@@ -37,16 +37,16 @@ import polars as pl
 
 from analysis.ingest import histogram
 from analysis.metrics.trace_analysis import analyse_trace, pooled, reclaim_series
-from analysis.report import charts
-from analysis.report.shrinker_charts import capture_backlog_chart
-from analysis.report.stall_charts import timeline_chart
-from analysis.report.throttle_charts import delay_chart
+from analysis.report.charts import theme
+from analysis.report.charts.shrinker import capture_backlog_chart
+from analysis.report.charts.stalls import timeline_chart
+from analysis.report.charts.throttle import delay_chart
 from analysis.report.trace_analysis import format_analysis, format_distributions
 from analysis.stats.describe import distribution_table
 from analysis.study.runs import study_runs
 from analysis.study.study import Study
 
-charts.offline()  # static SVG charts: they show with no network and in any viewer
+theme.offline()  # static SVG charts: they show with no network and in any viewer
 
 figures = Path(build_dir) / "figures"
 figures.mkdir(parents=True, exist_ok=True)

@@ -45,15 +45,15 @@ from analysis.metrics.trace_files import analyse_file
 from analysis.models.throttle import calibrate, observe
 from analysis.models.throttle_validation import run_values
 from analysis.models.throttle_waits import fit_reasons, woken_wait
-from analysis.report import charts
+from analysis.report.charts import theme
+from analysis.report.charts.fits import bins_chart, km_chart, survival_chart
 from analysis.report.fit import format_duration_fits, format_fits
-from analysis.report.fit_figures import bins_chart, km_chart, survival_chart
 from analysis.seeds.throttle import seed_groups
 from analysis.stats.durations import fit_duration_models
 from analysis.stats.fit import GroupFit
 from analysis.stats.survival import kaplan_meier, log_rank, stall_durations, turnbull_jiffies
 
-charts.offline()  # static SVG charts: they show with no network and in any viewer
+theme.offline()  # static SVG charts: they show with no network and in any viewer
 
 figures = Path(build_dir) / "figures"
 figures.mkdir(parents=True, exist_ok=True)

@@ -45,12 +45,12 @@ from analysis.ingest.benchmarks import load_runs
 from analysis.models.run_scoring import change_p
 from analysis.models.throttle import observe
 from analysis.models.throttle_validation import QUANTITIES, run_values
-from analysis.report import charts
+from analysis.report.charts import theme
 from analysis.report.compare import format_markdown
 from analysis.stats.significance import compare_table, runs_of, shift_function
 from analysis.stats.validation_compare import rates_frame
 
-charts.offline()  # static SVG charts: they show with no network and in any viewer
+theme.offline()  # static SVG charts: they show with no network and in any viewer
 figures = Path(build_dir) / "figures"
 figures.mkdir(parents=True, exist_ok=True)
 pairs = (("A/A", aa), ("A/B", ab))

@@ -50,13 +50,13 @@ from analysis.models.shrinker import (
     model_trace,
     outputs,
 )
-from analysis.models.shrinker_validation import capture_divisor, score_divisor
-from analysis.report import charts
-from analysis.report.shrinker_charts import replay_backlog_chart, tradeoff_chart
+from analysis.models.shrinker_validation import divisor_capture, validate
+from analysis.report.charts import theme
+from analysis.report.charts.shrinker import replay_backlog_chart, tradeoff_chart
+from analysis.report.charts.validation import scores_chart
 from analysis.report.shrinker_model import format_shrinker_validation
-from analysis.report.validation_charts import scores_chart
 
-charts.offline()  # static SVG charts: they show with no network and in any viewer
+theme.offline()  # static SVG charts: they show with no network and in any viewer
 figures = Path(build_dir) / "figures"
 figures.mkdir(parents=True, exist_ok=True)
 paths = {f"{t.parent.parent.name}/{t.parent.name}": t for t in traces_below(Path(capture))}
@@ -99,13 +99,7 @@ backlog
 # permutation over runs (did the divisor change the quantity?).
 
 # %%
-runs_of = {k: [load_invocations(t) for t in traces_below(Path(k))] for k in [calibration, *kernels]}
-divisor = {k: capture_divisor(Path(k)) for k in runs_of}
-scores = [
-    s
-    for k in kernels
-    for s in score_divisor(runs_of[calibration], divisor[calibration], runs_of[k], divisor[k], k)
-]
+scores = validate(divisor_capture(Path(calibration)), [divisor_capture(Path(k)) for k in kernels])
 print(format_shrinker_validation(scores, calibration))
 depletion = pl.DataFrame(
     {"capture": Path(s.capture).name, "quantity": s.quantity, "replay_error": s.model_error}

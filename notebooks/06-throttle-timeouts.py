@@ -48,14 +48,14 @@ from analysis.ingest import histogram
 from analysis.metrics.pairing import all_intervals
 from analysis.metrics.throttle import throttle_events
 from analysis.models import throttle
-from analysis.models.throttle_validation import score_capture
+from analysis.models import throttle_validation as tv
 from analysis.models.throttle_waits import fit_reasons, with_waits
-from analysis.report import charts
-from analysis.report.throttle_charts import curve_chart
+from analysis.report.charts import theme
+from analysis.report.charts.throttle import curve_chart
+from analysis.report.charts.validation import scores_chart
 from analysis.report.throttle_model import format_validation
-from analysis.report.validation_charts import scores_chart
 
-charts.offline()  # static SVG charts: they show with no network and in any viewer
+theme.offline()  # static SVG charts: they show with no network and in any viewer
 figures = Path(build_dir) / "figures"
 figures.mkdir(parents=True, exist_ok=True)
 WB = "VMSCAN_THROTTLE_WRITEBACK"
@@ -84,8 +84,9 @@ print(pl.DataFrame(mail))
 # cure fraction is not identified.
 
 # %%
-runs = throttle.observe(calibration)
-model = throttle.calibrate(runs, bootstrap=bootstrap)
+calibrated = tv.calibration(calibration, throttle.observe(calibration), wait="empirical",
+                            bootstrap=bootstrap)  # fmt: skip
+runs, model = calibrated.runs, calibrated.model
 fitted, choices = with_waits(model, fit_reasons(runs), "fit")
 print(*(f"{c.reason}: fit {c.model} ({c.why})" for c in choices), sep="\n")
 taus = np.geomspace(2_000, 5 * model.reason(WB).timeout_us, 20)
@@ -100,7 +101,7 @@ curves
 # aa2 is the A/A check. PI: run-level 95 % interval; p: permutation over runs (knob effect).
 
 # %%
-scores = [s for k in kernels for s in score_capture(model, runs, throttle.observe(k), WB, k)]
+scores = tv.validate(calibrated, {k: throttle.observe(k) for k in kernels}, [WB])
 print(format_validation(scores, calibration))
 chart = scores_chart(scores, f"calibrated on {Path(calibration).name}")
 chart.save(figures / "06-validation.svg")
@@ -112,12 +113,8 @@ chart
 # woken fit) with its error, and the bounds that hold whatever the tail.
 
 # %%
-wb20 = throttle.observe(short)
-beyond = [
-    s
-    for k in longer
-    for s in score_capture(throttle.calibrate(wb20), wb20, throttle.observe(k), WB, k)
-]
+wb20 = tv.calibration(short, throttle.observe(short), wait="empirical")
+beyond = tv.validate(wb20, {k: throttle.observe(k) for k in longer}, [WB])
 print(format_validation(beyond, short))
 pairs = ((calibration, scores), (short, beyond))
 tail = pl.DataFrame(

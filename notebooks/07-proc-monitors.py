@@ -32,10 +32,10 @@ from IPython.display import display
 
 from analysis.ingest.mmtests import find_runs
 from analysis.ingest.proc_monitors import runs_monitor
-from analysis.report import charts
-from analysis.report.monitor_charts import buddy_chart, slab_chart, vmstat8_chart
+from analysis.report.charts import theme
+from analysis.report.charts.monitors import buddy_chart, slab_chart, vmstat8_chart
 
-charts.offline()  # static SVG charts: they show with no network and in any viewer
+theme.offline()  # static SVG charts: they show with no network and in any viewer
 
 figures = Path(build_dir) / "figures"
 figures.mkdir(parents=True, exist_ok=True)

@@ -9,6 +9,11 @@ Layers, lowest first (docs/developing.md "Layers"): ``errors``, ``outputs``,
 through ingest; ingest never imports it) < ``metrics`` < ``models``, ``seeds`` <
 ``study``, ``notebooks`` < ``report`` < ``commands``, ``cli`` and the programs (``warm``, any
 ``__main__``: run, never imported).
+
+``analysis/report/`` only renders: it renders what a study computed, so none of its modules
+imports ``analysis/models/`` (a model's result reaches it through ``analysis/study/``) or
+reads the file system (no ``open``, ``read_text``, ``read_bytes``, ``json.load``, polars'
+``read_*``/``scan_*``, ``glob``, ``iterdir``, ...; writing its outputs is its job).
 """
 
 from __future__ import annotations
@@ -38,6 +43,15 @@ LAYERS = {
     "warm": 8,
 }
 PROGRAM = 8
+RENDERERS = "analysis.report"
+# What a renderer never imports: the models compute, a study holds their results.
+COMPUTES = ("analysis.models",)
+# Calls that read the file system, by the called name (a function or a method).
+READS = frozenset(
+    {"open", "read_text", "read_bytes", "load", "safe_load", "glob", "rglob", "iterdir",
+     "listdir", "scandir", "walk"}
+)  # fmt: skip
+READ_PREFIXES = ("read_", "scan_")  # polars' (and the package's) readers and lazy scans
 
 Graph = Mapping[str, set[str]]
 
@@ -162,6 +176,35 @@ def directory_graph(graph: Graph, packages: Set[str]) -> dict[str, set[str]]:
     return collapse(graph, unit)
 
 
+def _within(module: str, package: str) -> bool:
+    return module == package or module.startswith(f"{package}.")
+
+
+def renderer_imports(graph: Graph) -> list[str]:
+    """``a -> b`` for every module of :data:`RENDERERS` importing one of :data:`COMPUTES`."""
+    return sorted(
+        f"{a} -> {b}"
+        for a, targets in graph.items()
+        if _within(a, RENDERERS)
+        for b in targets
+        if any(_within(b, c) for c in COMPUTES)
+    )
+
+
+def file_reads(source: str, where: str) -> list[str]:
+    """``where:line name`` of every call in ``source`` that reads the file system, in
+    source order."""
+    found = []
+    for node in ast.walk(ast.parse(source, where)):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        if name in READS or name.startswith(READ_PREFIXES):
+            found.append((node.lineno, node.col_offset, name))
+    return [f"{where}:{line} {name}" for line, _, name in sorted(found)]
+
+
 def _packages() -> set[str]:
     return {_name(p) for p in PACKAGE.rglob("__init__.py")}
 
@@ -224,3 +267,51 @@ def test_the_checks_see_what_they_must():
     assert directory_graph({"analysis.errors": {"analysis.host"}}, packages) == {
         "analysis.errors": {"analysis.host"}
     }
+
+
+def test_the_report_imports_no_model():
+    assert renderer_imports(import_graph()) == []
+
+
+def test_the_report_reads_no_file():
+    renderers = PACKAGE / "report"
+    found = [
+        r
+        for path in sorted(renderers.rglob("*.py"))
+        for r in file_reads(path.read_text(), str(path.relative_to(REPO)))
+    ]
+    assert found == []
+
+
+def test_the_renderer_checks_see_a_violation():
+    # A renderer importing a model (directly or a submodule) is named; one importing a
+    # study, or a model importing anything below it, is not.
+    graph = {
+        "analysis.report.paper.sweep": {"analysis.models.throttle", "analysis.study.sweep"},
+        "analysis.report.charts": {"analysis.models"},
+        "analysis.report.units": {"analysis.stats.describe"},
+        "analysis.study.sweep": {"analysis.models.throttle"},
+        "analysis.reporting": {"analysis.models.x"},
+    }
+    assert renderer_imports(graph) == [
+        "analysis.report.charts -> analysis.models",
+        "analysis.report.paper.sweep -> analysis.models.throttle",
+    ]
+    source = "\n".join(
+        [
+            "vm = json.loads(Path(p).read_text())",  # 1
+            "raw = path.read_bytes()",  # 2
+            "with open(p) as f: json.load(f)",  # 3: open and json.load
+            "frame = pl.read_parquet(p)",  # 4
+            "lazy = pl.scan_csv(p)",  # 5
+            "found = sorted(root.rglob('vm.json'))",  # 6
+            "text = read_text(p)",  # 7: a reader imported by name
+            "out.write_text(tex)",  # writing an output is rendering
+            "chart.save(str(path), format='pdf')",
+            "rows = table.text(indent=2)",
+        ]
+    )
+    assert [r.split(":")[1] for r in file_reads(source, "x.py")] == [
+        "1 read_text", "2 read_bytes", "3 open", "3 load", "4 read_parquet",
+        "5 scan_csv", "6 rglob", "7 read_text",
+    ]  # fmt: skip

@@ -15,8 +15,8 @@ import pytest
 from analysis.ingest.mmtests import find_runs
 from analysis.report.paper.build import SECTION_HOOKS, build_inputs
 from analysis.report.paper.latex import defined_macros, macro_name, macros_tex, pm
-from analysis.report.paper.sweep import knob_sweep
 from analysis.study.study import Study
+from analysis.study.sweep import knob_sweep
 from tests.conftest import DATA, REPO, throttled_lines
 from tests.test_bad_input_matrix import PROGRESS
 

@@ -5,7 +5,6 @@ committed validation results."""
 from __future__ import annotations
 
 import itertools
-import json
 import math
 import re
 
@@ -17,6 +16,7 @@ from scipy.stats.mstats import hdquantiles
 from analysis.ingest.mmtests import find_runs
 from analysis.report.paper import comparison
 from analysis.report.paper.latex import defined_macros, pm
+from analysis.stats import validation_compare
 from analysis.study.latency import LEVEL
 from analysis.study.study import Study
 from tests.conftest import DATA
@@ -91,7 +91,7 @@ def test_table_q_is_bh_over_every_line(cmp):
 
 
 def test_validation_table_holds_the_committed_results():
-    results = json.loads(comparison.VALIDATION.read_text())
+    results = validation_compare.results()
     table = comparison.validation_table(results)
     rows = {line.split(" & ")[0]: line.split(" & ") for line in table.splitlines() if " & " in line}
     cells_of_grid = comparison.grid(results)
@@ -151,7 +151,7 @@ def test_section_writes_the_macros_its_checked_in_prose_quotes(cmp, tmp_path):
 
 
 def test_validation_claims_follow_the_results():
-    results = json.loads(comparison.VALIDATION.read_text())
+    results = validation_compare.results()
     values = comparison.validation_values(results)
     aa = [c for c in comparison.grid(results) if c["effect"] == 0]
     mmlab = max((c["methods"]["mmlab verdict"]["null_row"] for c in aa), key=lambda r: r["rate"])

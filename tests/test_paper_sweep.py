@@ -4,24 +4,23 @@ intervals stable to the printed digit across seeds."""
 
 from __future__ import annotations
 
+import json
 import re
 import statistics
 from pathlib import Path
 
 import pytest
 
+from analysis.cli import main
+from analysis.models.validation_sweep import shrinker_point, throttle_point
 from analysis.report.paper.sweep import (
-    CALIBRATION,
-    RESAMPLES,
     beyond_table,
     change_cells,
-    knob_q,
-    knob_sweep,
-    latency_comparisons,
     shrinker_table,
     sweep_values,
     throttle_table,
 )
+from analysis.study.sweep import CALIBRATION, RESAMPLES, knob_sweep, latency_comparisons
 from tests.conftest import DATA, REPO, throttled_lines
 
 SWEEP = DATA / "vm-6.12"
@@ -90,7 +89,7 @@ def test_knob_q_is_benjamini_hochberg_over_both_tables(sweep, values):
     # By hand: sorted 0.01 0.03 0.04 0.5 give 0.04 0.06 0.0533 0.5, then running minima.
     assert _bh([0.01, 0.04, 0.03, 0.5]) == pytest.approx([0.04, 0.16 / 3, 0.16 / 3, 0.5])
     tests = [(s.capture, s.quantity, s.change_p) for s in (*sweep.throttle, *sweep.shrinker)]
-    q = knob_q(sweep)
+    q = sweep.q
     assert len(q) == len(tests) == 24  # 3 captures x 4 quantities in each table
     expected = _bh([p for *_, p in tests])
     for (capture, quantity, _), e in zip(tests, expected, strict=True):
@@ -158,7 +157,7 @@ def test_the_prose_claims_follow_the_scores(sweep, values):
     assert backlog.model_error < backlog.depleted_error
     # the A/A drift in efficiency; the kept effects are all on the quantity a knob sets
     assert score("aa2", "efficiency").change_p < 0.05
-    kept = [k for k, v in knob_q(sweep).items() if v <= 0.05]
+    kept = sweep.kept
     assert all(c != "aa2" for c, _ in kept)
     assert {q for _, q in kept} <= {"p_timeout", "mean_stall_us", "scanned_objects"} | {
         "freed_objects",
@@ -210,3 +209,26 @@ def test_identification_bounds_print_as_values_of_their_own(sweep, values):
     printed = re.findall(r"\d+(?:\.\d+)?", quoted)
     assert float(printed[0]) == low == 0
     assert printed[1] == f"{high:.3g}" and len(printed[1].replace("0.", "")) == 3
+
+
+def test_the_commands_and_the_sweep_points_score_as_the_sweep(sweep, capsys):
+    """One calibrate-then-score recipe per model: ``mmlab model throttle/shrinker
+    --validate`` and the validation sweep points give the sweep's numbers."""
+    cal, wb20, div1 = (str(SWEEP / c) for c in ("aa1", "wb20", "div1"))
+    assert main(["model", "throttle", cal, "--bootstrap", "0", "--json", "--validate", wb20]) == 0
+    command = json.loads(capsys.readouterr().out)["validation"]["scores"]
+    point = throttle_point({"calibration": cal, "target": wb20})
+    scores = [s for s in sweep.throttle if s.capture == "wb20"]
+    assert [r["quantity"] for r in command] == [s.quantity for s in scores]
+    for r, s in zip(command, scores, strict=True):
+        assert r["predicted"] == pytest.approx(s.predicted, rel=1e-12), s.quantity
+        assert r["model_error"] == pytest.approx(s.model_error, rel=1e-12), s.quantity
+        assert point[f"{s.quantity}_predicted"] == pytest.approx(s.predicted, rel=1e-12)
+    assert main(["model", "shrinker", cal, "--json", "--validate", div1]) == 0
+    command = json.loads(capsys.readouterr().out)["scores"]
+    point = shrinker_point({"calibration": cal, "target": div1})
+    scores = [s for s in sweep.shrinker if s.capture == "div1"]
+    assert [r["quantity"] for r in command] == [s.quantity for s in scores]
+    for r, s in zip(command, scores, strict=True):
+        assert r["replayed"] == pytest.approx(s.predicted, rel=1e-12), s.quantity
+        assert point[f"{s.quantity}_no_change"] == pytest.approx(s.no_change, rel=1e-12)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import polars as pl
@@ -22,6 +23,7 @@ from analysis.metrics import pairing
 from analysis.metrics import throttle as throttle_metrics
 from analysis.models import throttle as m
 from analysis.stats.latent import LatentWait
+from analysis.study.throttle_model import designs
 from tests.conftest import DATA
 
 RATE = 1 / 20_000  # per µs: mean latent wait 20 ms
@@ -280,11 +282,38 @@ def test_cycle_model_by_hand():
     assert doubled.velocity_pps.value == pytest.approx(1 / (0.976 / 400 + 0.02 * 0.003))
 
 
-def test_runs_needed_matches_the_power_tables():
-    # Cohen's tables, two-sided 5%, power 80%: d = 1 → 17 per group, d = 0.5 → 64.
-    assert m.runs_needed(10.0, 10.0) == 17
-    assert m.runs_needed(-5.0, 10.0) == 64
-    assert m.runs_needed(0.0, 10.0) is None
+def test_designs_size_the_largest_change_on_the_log_scale():
+    # Runs whose logs are -s, 0, s around 1000 pages/s and 0.5: sd of the logs s = 0.2. The
+    # cycle at 10 ms predicts +20 % velocity (1200, the larger change; 5 ms: +10 %) and
+    # efficiency +10 %; the normal approximation 2(z_0.975 + z_0.8)² s² / log(1 + c)² is
+    # what Welch's t needs, give or take its few extra runs.
+    s = 0.2
+    runs = [
+        SimpleNamespace(velocity_pps=1000 * math.exp(x), efficiency=0.5 * math.exp(x))
+        for x in (-s, 0.0, s)
+    ]
+
+    def cycle(taus, velocity, efficiency):
+        return m.CyclePrediction(taus, m.Estimate(velocity), m.Estimate(efficiency), False)
+
+    base = cycle((), 1000.0, 0.5)
+    cycles = [
+        base,
+        cycle((("WB", 5_000.0),), 1100.0, 0.5),
+        cycle((("WB", 10_000.0),), 1200.0, 0.55),
+    ]
+    velocity, efficiency = designs(runs, cycles)
+    assert velocity.quantity == "velocity_pps" and velocity.taus_us == (10_000.0,)
+    assert velocity.change == pytest.approx(0.2) and efficiency.change == pytest.approx(0.1)
+    assert velocity.log_sd == pytest.approx(s) and velocity.per_run is None
+    z = stats.norm.ppf(0.975) + stats.norm.ppf(0.8)
+    for d, c in ((velocity, 0.2), (efficiency, 0.1)):
+        approx = 2 * z**2 * s**2 / math.log1p(c) ** 2
+        assert approx <= d.runs_needed <= approx + 3
+    # One run: no spread to size a design on; no prediction at another timeout: no design.
+    (one,) = designs(runs[:1], cycles)[:1]
+    assert one.log_sd is None and one.runs_needed is None
+    assert designs(runs, [base]) == ()
 
 
 def test_efficiency_glm_recovers_a_known_slope():
@@ -330,23 +359,6 @@ def test_real_capture_counts_match_its_readme(bundled):
     assert m.predict_cycle(model).velocity_pps.value == pytest.approx(obs.velocity_pps)
     shorter = m.predict_cycle(model, {"VMSCAN_THROTTLE_WRITEBACK": 10_000})
     assert shorter.velocity_pps.value > obs.velocity_pps
-
-
-def test_validation_scores_against_the_naive_baseline(bundled):
-    first, second = bundled
-    result = m.validate(m.calibrate(first), second)
-    row = result.rows.row(0, named=True)
-    assert row["baseline_velocity_pps"] == pytest.approx(first[0].velocity_pps)
-    assert result.velocity_error == pytest.approx(
-        abs(row["predicted_velocity_pps"] - row["velocity_pps"]) / row["velocity_pps"]
-    )
-    assert result.velocity_error_sd is None  # one target run: no spread
-    # Given the target's own throttle frequency, only the scan rate is carried over.
-    target = m.calibrate(second)
-    rate = second[0].cycles.height / second[0].scanned
-    mean_sleep_s = target.reasons[0].wait.restricted_mean_us(100_000) / 1e6
-    expected = 1 / (m.calibrate(first).scan_s_per_page + rate * mean_sleep_s)
-    assert row["predicted_velocity_given_rate_pps"] == pytest.approx(expected)
 
 
 def test_per_run_models_give_the_run_spread(bundled):

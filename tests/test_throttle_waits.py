@@ -14,12 +14,13 @@ import polars as pl
 import pytest
 
 from analysis.models import throttle as m
-from analysis.models.throttle_predictions import build_report
+from analysis.models.throttle_validation import Calibration
 from analysis.models.throttle_waits import fit_reasons, with_waits
 from analysis.report.throttle_model import as_json, format_report
 from analysis.stats.families import FAMILIES
 from analysis.stats.fit import FittedWait, JiffyData, fit_group
 from analysis.stats.validation.simulate import simulate_counts
+from analysis.study.throttle_model import build_report
 
 HZ = 250
 JIFFY_US = 1e6 / HZ
@@ -142,12 +143,16 @@ def test_report_says_which_wait_and_why():
     runs = [_observation(np.repeat(np.arange(counts.size) * JIFFY_US, counts))]
     model = m.calibrate(runs, bootstrap=5)
     fitted, choices = with_waits(model, fit_reasons(runs, families=["exponential"]), "fit")
-    report = build_report("synthetic", runs, fitted, {"WB": [TIMEOUT_US]}, waits=choices)
+    report = build_report(
+        Calibration("synthetic", tuple(runs), fitted, choices), {"WB": [TIMEOUT_US]}
+    )
     text = format_report(report)
     assert f"latent wait: fit {choices[0].model} (asked for (--wait fit)" in text
     assert max(len(line) for line in text.splitlines()) <= 80
     (reason,) = as_json(report)["reasons"]
     assert reason["wait"]["source"] == "fit" and not reason["cure_fraction_is_upper_bound"]
     # Without a recorded choice the cycle model's own Kaplan–Meier wait is reported.
-    plain = as_json(build_report("synthetic", runs, model, {"WB": [TIMEOUT_US]}))
+    plain = as_json(
+        build_report(Calibration("synthetic", tuple(runs), model, ()), {"WB": [TIMEOUT_US]})
+    )
     assert plain["reasons"][0]["wait"]["source"] == "empirical"

@@ -64,7 +64,7 @@ def test_shrinker_validation_rows(tmp_path, capsys):
 
 def test_scores_frame_has_the_model_no_change_and_every_run():
     from analysis.models.shrinker_validation import ShrinkerScore
-    from analysis.report.validation_charts import scores_frame
+    from analysis.report.charts.validation import scores_frame
 
     score = ShrinkerScore(
         "data/vm-6.12/div1", "scanned_objects", "1", "2^priority", 100.0, (10.0, 190.0),

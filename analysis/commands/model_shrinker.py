@@ -63,16 +63,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from analysis.ingest.captures import traces_below
-    from analysis.models.shrinker import Variant, load_invocations, model_trace
+    from analysis.models.shrinker import Variant
     from analysis.report.json_output import dumps
     from analysis.report.shrinker_model import format_model_run, model_run_json
+    from analysis.study.shrinker_model import model_runs
 
     if args.validate:
         return _validate(args)
     variant = Variant(args.generation, args.divisor, args.kswapd_only, not args.fixed)
-    traces = [t for path in args.paths for t in (traces_below(path) if path.is_dir() else [path])]
-    runs = [model_trace(load_invocations(trace), variant, trace=trace) for trace in traces]
+    runs = model_runs(args.paths, variant)
     if args.json:
         print(dumps([model_run_json(r) for r in runs]))
     else:
@@ -83,9 +82,7 @@ def run(args: argparse.Namespace) -> int:
 def _validate(args: argparse.Namespace) -> int:
     from analysis.errors import InputError
     from analysis.ingest.boots import shared_boot_notes
-    from analysis.ingest.captures import traces_below
-    from analysis.models.shrinker import load_invocations
-    from analysis.models.shrinker_validation import capture_divisor, score_divisor
+    from analysis.models.shrinker_validation import divisor_capture, validate
     from analysis.report.json_output import dumps
     from analysis.report.levels import level_notes
     from analysis.report.shrinker_model import (
@@ -96,18 +93,7 @@ def _validate(args: argparse.Namespace) -> int:
     if len(args.paths) != 1 or not args.paths[0].is_dir():
         raise InputError(args.paths[0], "--validate needs one calibration capture directory")
     capture = args.paths[0]
-
-    def runs(path: Path) -> list:
-        return [load_invocations(t) for t in traces_below(path)]
-
-    calibration = runs(capture)
-    scores = [
-        score
-        for other in args.validate
-        for score in score_divisor(
-            calibration, capture_divisor(capture), runs(other), capture_divisor(other), str(other)
-        )
-    ]
+    scores = validate(divisor_capture(capture), [divisor_capture(o) for o in args.validate])
     notes = [n for path in (capture, *args.validate) for n in shared_boot_notes(path)]
     if args.json:
         print(dumps(shrinker_validation_json(scores, str(capture)) | {"replication_notes": notes}))

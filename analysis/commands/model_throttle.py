@@ -22,8 +22,6 @@ from pathlib import Path
 
 __all__ = ["register"]
 
-LADDER = (0.1, 0.25, 0.5, 1.0, 2.0)
-
 
 def _timeout(text: str) -> tuple[str, float]:
     reason, sep, usec = text.partition("=")
@@ -95,62 +93,38 @@ def _label(path: Path | None, workers: int | None) -> str:
 def run(args: argparse.Namespace) -> int:
     from analysis.errors import InputError
     from analysis.ingest.boots import shared_boot_notes
-    from analysis.models import throttle as model
-    from analysis.models.throttle_predictions import build_report
-    from analysis.models.throttle_validation import score_capture
-    from analysis.models.throttle_waits import calibrate_with_waits
+    from analysis.models.throttle import observe
+    from analysis.models.throttle_validation import calibration
     from analysis.outputs import Stages
     from analysis.report.json_output import dumps
     from analysis.report.levels import level_notes
-    from analysis.report.throttle_model import (
-        as_json,
-        format_report,
-        format_validation,
-        validation_json,
-    )
+    from analysis.report.throttle_model import as_json, format_report, format_validation
+    from analysis.study.throttle_model import build_report, timeouts_asked
 
     if args.bootstrap < 0:
         raise InputError(args.capture, f"--bootstrap must be ≥ 0, got {args.bootstrap}")
-    targets = args.validate or ()
-    stages = Stages("model throttle", 3 + len(targets))
-    runs = model.observe(args.capture, workers=args.phase)
+    others = args.validate or ()
+    stages = Stages("model throttle", 3 + len(others))
+    runs = observe(args.capture, workers=args.phase)
     stages.done(f"{args.capture} read")
-    calibrated, waits = calibrate_with_waits(runs, args.bootstrap, args.seed, args.wait)
-    stages.done("latent waits calibrated")
-    if not calibrated.reasons:
-        raise InputError(args.capture, "no throttle event with a delay: no timeout to model")
-    asked = dict(args.timeout)
-    for reason in asked:
-        try:
-            calibrated.reason(reason)
-        except ValueError as exc:
-            raise InputError(args.capture, str(exc)) from exc
-    taus = {
-        r.reason: [asked[r.reason]] if r.reason in asked else [f * r.timeout_us for f in LADDER]
-        for r in calibrated.reasons
-    }
-    other = args.phase if args.validate_phase is None else args.validate_phase
     label = _label(args.capture, args.phase)
-    scores = []
-    for target in targets:
-        observed = model.observe(target, workers=other)
-        for r in calibrated.reasons:
-            scores += score_capture(
-                calibrated, runs, observed, r.reason, _label(target, other), seed=args.seed
-            )
-        stages.done(f"validated on {target}")
-    report = build_report(label, runs, calibrated, taus, waits=waits, seed=args.seed)
-    stages.done("predictions")
-    notes = [n for path in (args.capture, *(args.validate or ())) for n in shared_boot_notes(path)]
+    calibrated = calibration(label, runs, wait=args.wait, bootstrap=args.bootstrap, seed=args.seed)
+    stages.done("latent waits calibrated")
+    taus = timeouts_asked(calibrated, dict(args.timeout))
+    phase = args.phase if args.validate_phase is None else args.validate_phase
+    targets = {}
+    for other in others:
+        targets[_label(other, phase)] = observe(other, workers=phase)
+        stages.done(f"{other} read")
+    report = build_report(calibrated, taus, targets, seed=args.seed)
+    stages.done("predictions and validation")
+    notes = [n for path in (args.capture, *others) for n in shared_boot_notes(path)]
     if args.json:
-        out = as_json(report) | {"replication_notes": notes}
-        if args.validate:
-            out["validation"] = validation_json(scores, label)
-        print(dumps(out))
+        print(dumps(as_json(report) | {"replication_notes": notes}))
     else:
         print(level_notes(tuple(notes), []), end="")
         print(format_report(report))
-        if args.validate:
+        if report.validation:
             print()
-            print(format_validation(scores, label))
+            print(format_validation(report.validation, report.capture))
     return 0

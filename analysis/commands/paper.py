@@ -36,9 +36,9 @@ def run(args: argparse.Namespace) -> int:
     from analysis.report.json_output import dumps
     from analysis.report.paper.build import NEEDS_TRACES, build_inputs
     from analysis.report.paper.fits import BOOTSTRAP
-    from analysis.report.paper.sweep import knob_sweep
     from analysis.study.runs import study_runs
     from analysis.study.study import Study
+    from analysis.study.sweep import knob_sweep
 
     stages = Stages("paper", 1 + (args.sweep is not None))
     sweep = knob_sweep(args.sweep) if args.sweep is not None else None

@@ -19,7 +19,7 @@ from scipy import stats
 
 from analysis.stats.significance import permutation_p
 
-__all__ = ["LEVEL", "change_p", "inside", "prediction_interval"]
+__all__ = ["LEVEL", "change_p", "half_width", "inside", "prediction_interval"]
 
 LEVEL = 0.95
 
@@ -31,11 +31,19 @@ def prediction_interval(
     two runs: no spread to size it)."""
     values = np.asarray(per_run, dtype=float)
     centre = float(values.mean())
-    n = values.size
-    if n < 2:
+    if values.size < 2:
         return centre, None
-    half = stats.t.ppf(0.5 + LEVEL / 2, n - 1) * np.std(values, ddof=1) * math.sqrt(1 + 1 / n)
+    half = half_width(values)
     return centre, (float(max(centre - half, 0.0)), float(min(centre + half, upper)))
+
+
+def half_width(per_run: Sequence[float]) -> float:
+    """Half-width t(n−1, 0.975)·sd·√(1 + 1/n) of the interval for one new run (n ≥ 2)."""
+    values = np.asarray(per_run, dtype=float)
+    n = values.size
+    return float(
+        stats.t.ppf(0.5 + LEVEL / 2, n - 1) * np.std(values, ddof=1) * math.sqrt(1 + 1 / n)
+    )
 
 
 def inside(observed: Sequence[float], interval: tuple[float, float] | None) -> int:

@@ -446,6 +446,11 @@ class ModelRun:
     own_scanned_objects: int
     result: Replay
 
+    @property
+    def outputs(self) -> dict[str, float]:
+        """The scalar outputs of the replay (:func:`outputs`)."""
+        return outputs(self.result)
+
 
 def load_invocations(trace: Path) -> pl.DataFrame:
     """The shrinker calls of a trace file (ingested through the cache), context-labelled."""

@@ -26,6 +26,10 @@ the shrinker. Beside it, a replay with depletion (``replay(..., depletion=ratio)
 objects the replay frees beyond what each traced call freed are taken off the instance's
 later ``cache items`` (nothing grows them back), scored the same way as ``depleted_*``.
 See ``docs/model-validation.md`` "Shrinker deferral".
+
+The recipe, one for every caller (``mmlab model shrinker --validate``, the
+``shrinker-validation`` sweep point, the paper's sweep in :mod:`analysis.study.sweep`):
+:func:`divisor_capture` of the calibration and of each target, then :func:`validate`.
 """
 
 from __future__ import annotations
@@ -40,11 +44,21 @@ import numpy as np
 import polars as pl
 
 from analysis.errors import InputError
+from analysis.ingest.captures import traces_below
 from analysis.ingest.textfile import read_text
 from analysis.models.run_scoring import change_p, inside, prediction_interval
-from analysis.models.shrinker import Variant, replay
+from analysis.models.shrinker import Variant, load_invocations, replay
 
-__all__ = ["SHRINKER_QUANTITIES", "ShrinkerScore", "capture_divisor", "observed", "score_divisor"]
+__all__ = [
+    "SHRINKER_QUANTITIES",
+    "DivisorCapture",
+    "ShrinkerScore",
+    "capture_divisor",
+    "divisor_capture",
+    "observed",
+    "score_divisor",
+    "validate",
+]
 
 SHRINKER_QUANTITIES = ("scanned_objects", "freed_objects", "backlog_objects", "kswapd_share")
 
@@ -63,6 +77,23 @@ def capture_divisor(capture: Path) -> str:
     if len(divisors) != 1:
         raise InputError(found[0], f"iterations ran different divisors {sorted(divisors)}")
     return divisors.pop()
+
+
+@dataclass(frozen=True)
+class DivisorCapture:
+    """One ``mmlab capture --kernel`` capture as the replay sees it: its name, the shrinker
+    calls of each of its runs (traces, invocation frames) and the divisor it ran."""
+
+    name: str
+    runs: tuple[pl.DataFrame, ...]
+    divisor: str
+
+
+def divisor_capture(capture: Path, name: str | None = None) -> DivisorCapture:
+    """The calls of every trace below ``capture`` and its divisor (:func:`capture_divisor`),
+    named ``name`` (default: the path as given)."""
+    runs = tuple(load_invocations(t) for t in traces_below(capture))
+    return DivisorCapture(str(capture) if name is None else name, runs, capture_divisor(capture))
 
 
 def observed(calls: pl.DataFrame) -> dict[str, float]:
@@ -171,3 +202,17 @@ def _replayed(
         "backlog_objects": [float(r.calls["nr_objects"].mean()) for r in replays],
         "kswapd_share": [float((c["context"] == "kswapd").mean()) for c in calibration],
     }
+
+
+def validate(
+    calibration: DivisorCapture, targets: Sequence[DivisorCapture], *, seed: int = 0
+) -> tuple[ShrinkerScore, ...]:
+    """:func:`score_divisor` of ``calibration``'s runs against every target, target by
+    target."""
+    return tuple(
+        s
+        for t in targets
+        for s in score_divisor(
+            calibration.runs, calibration.divisor, t.runs, t.divisor, t.name, seed=seed
+        )
+    )

@@ -9,7 +9,7 @@ a throttle group's recorded ``usect_delayed``). :func:`predict_timeout` answers,
 timeout τ: P(timeout) = S(τ), the mean stall E[min(T, τ)] and stall quantiles, with
 percentile-bootstrap intervals from replicates of the wait.
 
-The reclaim-cycle model (:func:`calibrate`, :func:`predict_cycle`, :func:`validate`) turns a
+The reclaim-cycle model (:func:`calibrate`, :func:`predict_cycle`) turns a
 capture into velocity (pages scanned per second of reclaim) and efficiency (reclaimed /
 scanned, both from ``mm_vmscan_lru_shrink_inactive``) as functions of each reason's τ.
 Assumptions, each a way it can be wrong:
@@ -54,7 +54,6 @@ import statsmodels.api as sm
 from scipy import integrate
 from scipy.special import expit
 from statsmodels.duration.survfunc import SurvfuncRight
-from statsmodels.stats.power import TTestIndPower
 
 from analysis.errors import InputError
 from analysis.ingest import mmtests, vmstat
@@ -72,7 +71,6 @@ __all__ = [
     "ParametricWait",
     "ReasonCycle",
     "TimeoutPrediction",
-    "Validation",
     "Window",
     "calibrate",
     "cycles_of",
@@ -83,9 +81,7 @@ __all__ = [
     "phase_windows",
     "predict_cycle",
     "predict_timeout",
-    "runs_needed",
     "timeout_curve",
-    "validate",
 ]
 
 PAGE_BYTES = 4096
@@ -760,94 +756,6 @@ def per_run(
         _cycle_values(m, taus, m.writeback_pps / m.dirty_pool_pages / 1e6, seed) for m in models
     )
     return replace(prediction, runs=values)
-
-
-def runs_needed(change: float, sd: float, *, alpha: float = 0.05, power: float = 0.8) -> int | None:
-    """Runs per arm for a two-sided two-sample t-test (statsmodels ``TTestIndPower``) to
-    detect a difference ``change`` between two timeouts when runs vary with sd ``sd``
-    (None when there is no change to detect)."""
-    if change == 0:
-        return None
-    effect = abs(change) / sd
-    n = TTestIndPower().solve_power(effect_size=effect, alpha=alpha, power=power)
-    return max(2, math.ceil(float(n)))
-
-
-@dataclass(frozen=True)
-class Validation:
-    """Predictions for each trace of another capture against what it measured.
-
-    ``rows``: per target trace ``source``, observed and predicted velocity (pages/s) and
-    efficiency, and the naive baseline (the calibration capture's observed values). The
-    ``*_error`` fields are mean absolute relative errors over the target traces (each an
-    independent run); ``*_error_sd`` their sample standard deviations (None below 2 runs).
-    ``velocity_error_given_rate``: the model also given the target's throttles per scanned
-    page, which separates the error of the throttle frequency from that of the scan rate.
-    """
-
-    rows: pl.DataFrame
-    velocity_error: float
-    velocity_error_sd: float | None
-    baseline_velocity_error: float
-    velocity_error_given_rate: float
-    efficiency_error: float
-    efficiency_error_sd: float | None
-    baseline_efficiency_error: float
-
-
-def validate(model: CycleModel, targets: Sequence[Observation], *, seed: int = 0) -> Validation:
-    """Predict each target trace at its own timeouts from its writeback rate, dirty pool and
-    latent waits (its environment) with the calibration's structure, and score it."""
-    rows = []
-    for obs in targets:
-        calib = calibrate([obs])
-        taus = {
-            r.reason: r.timeout_us
-            for r in calib.reasons
-            if r.reason in {m.reason for m in model.reasons}
-        }
-        environment = {
-            "writeback_pps": obs.writeback_pps,
-            "dirty_pool_pages": obs.dirty_pool_pages,
-            "waits": {r.reason: r.wait for r in calib.reasons},
-            "seed": seed,
-        }
-        pred = predict_cycle(model, taus, **environment)
-        rate = {r.reason: r.throttles_per_page for r in calib.reasons}
-        given_rate = predict_cycle(model, taus, throttles_per_page=rate, **environment)
-        rows.append(
-            {
-                "source": obs.source,
-                "velocity_pps": obs.velocity_pps,
-                "predicted_velocity_pps": pred.velocity_pps.value,
-                "baseline_velocity_pps": model.observed_velocity_pps,
-                "predicted_velocity_given_rate_pps": given_rate.velocity_pps.value,
-                "efficiency": obs.efficiency,
-                "predicted_efficiency": pred.efficiency.value,
-                "baseline_efficiency": model.observed_efficiency,
-            }
-        )
-    frame = pl.DataFrame(rows)
-
-    def rel(pred: str, obs: str) -> pl.Series:
-        return ((frame[pred] - frame[obs]) / frame[obs]).abs()
-
-    def sd(s: pl.Series) -> float | None:
-        return float(s.std()) if s.len() >= 2 else None
-
-    v, e = rel("predicted_velocity_pps", "velocity_pps"), rel("predicted_efficiency", "efficiency")
-    return Validation(
-        rows=frame,
-        velocity_error=float(v.mean()),
-        velocity_error_sd=sd(v),
-        baseline_velocity_error=float(rel("baseline_velocity_pps", "velocity_pps").mean()),
-        velocity_error_given_rate=float(
-            rel("predicted_velocity_given_rate_pps", "velocity_pps").mean()
-        ),
-        efficiency_error=float(e.mean()),
-        efficiency_error_sd=sd(e),
-        baseline_efficiency_error=float(rel("baseline_efficiency", "efficiency").mean()),
-    )
 
 
 def timeout_curve(model: CycleModel, reason: str, taus_us: Sequence[float]) -> pl.DataFrame:

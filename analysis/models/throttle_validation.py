@@ -51,12 +51,17 @@ is a permutation test over runs (:func:`analysis.stats.significance.permutation_
 calibration runs against validation runs. Captures at the calibration's own timeout are an
 A/A check: the prediction must agree within the run-to-run noise. See
 ``docs/model-validation.md`` "Throttle timeout".
+
+The recipe, one for every caller (``mmlab model throttle --validate``, the
+``throttle-validation`` sweep point, the paper's sweep in :mod:`analysis.study.sweep`):
+:func:`calibration` (the calibration capture's runs and the model calibrated on them, its
+latent waits as ``--wait`` picks them), then :func:`validate` against each target's runs.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -74,18 +79,21 @@ from analysis.models.throttle import (
     predict_cycle,
     predict_timeout,
 )
-from analysis.models.throttle_waits import woken_wait
+from analysis.models.throttle_waits import WaitChoice, calibrate_with_waits, woken_wait
 from analysis.stats.latent import LatentWait
 
 __all__ = [
     "QUANTITIES",
     "SHARES",
+    "Calibration",
     "QuantityScore",
     "RunValues",
+    "calibration",
     "identification_bounds",
     "linear_velocity",
     "run_values",
     "score_capture",
+    "validate",
     "writeback_conditioned",
 ]
 
@@ -154,7 +162,7 @@ class QuantityScore:
     bound for P(timeout) and the stall), ``bounds`` what holds whatever the tail
     (P(timeout) and stall only). For velocity and efficiency, ``given_writeback`` holds
     the per-run predictions from each validation run's writeback rate, their 95 %
-    intervals, how many runs fall inside and the mean error."""
+    intervals, how many runs fall inside and the mean error (and its sd over runs)."""
 
     capture: str
     quantity: str
@@ -181,6 +189,7 @@ class QuantityScore:
     given_writeback_intervals: tuple[tuple[float, float], ...] | None = None
     given_writeback_inside: int | None = None
     given_writeback_error: float | None = None
+    given_writeback_error_sd: float | None = None
 
 
 def identification_bounds(wait: LatentWait, tau0_us: float, tau_us: float) -> dict:
@@ -212,6 +221,11 @@ def writeback_conditioned(
     if log:
         return np.exp(centre), np.exp(bounds)
     return np.clip(centre, 0, 1), np.clip(bounds, 0, 1)
+
+
+def _sd(errors: np.ndarray) -> float | None:
+    """Sample sd of per-run errors (None below two runs)."""
+    return float(np.std(errors, ddof=1)) if errors.size >= 2 else None
 
 
 def _errors(predicted: float | np.ndarray, observed: np.ndarray, quantity: str) -> np.ndarray:
@@ -280,13 +294,15 @@ def score_capture(
             extra["bounds"] = bounds.get(q)
         if q in ("velocity_pps", "efficiency") and len(calibration) >= 3:
             given, intervals = writeback_conditioned(calibration, targets, q)
+            given_err = _errors(given, obs, q)
             extra |= {
                 "given_writeback": tuple(float(v) for v in given),
                 "given_writeback_intervals": tuple((float(a), float(b)) for a, b in intervals),
                 "given_writeback_inside": int(
                     np.sum((intervals[:, 0] <= obs) & (obs <= intervals[:, 1]))
                 ),
-                "given_writeback_error": float(_errors(given, obs, q).mean()),
+                "given_writeback_error": float(given_err.mean()),
+                "given_writeback_error_sd": _sd(given_err),
             }
         out.append(
             QuantityScore(
@@ -301,7 +317,7 @@ def score_capture(
                 inside=inside(list(obs), interval),
                 error_unit="pp" if q in SHARES else "relative",
                 model_error=float(model_err.mean()),
-                model_error_sd=float(np.std(model_err, ddof=1)) if len(obs) >= 2 else None,
+                model_error_sd=_sd(model_err),
                 no_change=no_change,
                 no_change_error=float(_errors(no_change, obs, q).mean()),
                 linear=linear,
@@ -333,3 +349,49 @@ def _one_run_predictions(
         "velocity_pps": [v for v, _ in flow.runs],
         "efficiency": [e for _, e in flow.runs],
     }
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """The calibration side of a validation: the runs of the capture ``name``, the cycle
+    model calibrated on them and the latent wait each of its reasons uses."""
+
+    name: str
+    runs: tuple[Observation, ...]
+    model: CycleModel
+    waits: tuple[WaitChoice, ...]
+
+
+def calibration(
+    name: str,
+    runs: Sequence[Observation],
+    *,
+    wait: str = "auto",
+    bootstrap: int = 0,
+    seed: int = 0,
+) -> Calibration:
+    """The model of ``runs`` with each reason's latent wait as ``wait`` picks it
+    (:func:`~analysis.models.throttle_waits.calibrate_with_waits`, as ``mmlab model throttle
+    --wait``); refuses runs with no throttle that has a delay (nothing to model)."""
+    model, waits = calibrate_with_waits(list(runs), bootstrap, seed, wait)
+    if not model.reasons:
+        raise InputError(name, "no throttle event with a delay: no timeout to model")
+    return Calibration(name, tuple(runs), model, waits)
+
+
+def validate(
+    calibrated: Calibration,
+    targets: Mapping[str, Sequence[Observation]],
+    reasons: Sequence[str] | None = None,
+    *,
+    seed: int = 0,
+) -> tuple[QuantityScore, ...]:
+    """:func:`score_capture` of ``calibrated`` against every target (name → its runs),
+    target by target, for each of ``reasons`` (default: every reason of the model)."""
+    chosen = [r.reason for r in calibrated.model.reasons] if reasons is None else reasons
+    return tuple(
+        s
+        for name, runs in targets.items()
+        for reason in chosen
+        for s in score_capture(calibrated.model, calibrated.runs, runs, reason, name, seed=seed)
+    )

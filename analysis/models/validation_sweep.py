@@ -6,11 +6,11 @@ prediction (``docs/model-validation.md`` "Throttle timeout", "Shrinker deferral"
 (capture directories), ``reason`` (default the calibration's only throttle reason),
 ``wait`` (the pooled model's latent wait, as ``mmlab model throttle --wait``; default
 auto), ``bootstrap`` (replicates of the pooled model, default 0) and ``seed``: the rows of
-:func:`analysis.models.throttle_validation.score_capture`, as ``mmlab model throttle
+the recipe of :mod:`analysis.models.throttle_validation`, as ``mmlab model throttle
 CALIBRATION --validate TARGET`` prints them.
 
 ``shrinker-validation`` (:func:`shrinker_point`): ``calibration``, ``target``, ``seed``: the
-rows of :func:`analysis.models.shrinker_validation.score_divisor`, each capture's divisor
+rows of the recipe of :mod:`analysis.models.shrinker_validation`, each capture's divisor
 read from its ``vm.json`` knob check, as ``mmlab model shrinker CALIBRATION --validate
 TARGET``.
 
@@ -32,12 +32,10 @@ from pathlib import Path
 
 import numpy as np
 
-from analysis.ingest.captures import traces_below
-from analysis.models.shrinker import load_invocations
-from analysis.models.shrinker_validation import ShrinkerScore, capture_divisor, score_divisor
+from analysis.models import shrinker_validation, throttle_validation
+from analysis.models.shrinker_validation import DivisorCapture, ShrinkerScore
 from analysis.models.throttle import Observation, observe
-from analysis.models.throttle_validation import SHARES, QuantityScore, score_capture
-from analysis.models.throttle_waits import calibrate_with_waits
+from analysis.models.throttle_validation import SHARES, Calibration, QuantityScore
 
 __all__ = [
     "SHRINKER_PARAMETERS",
@@ -65,8 +63,10 @@ def _observed(capture: str) -> tuple[Observation, ...]:
 
 
 @lru_cache(maxsize=8)
-def _calibrated(capture: str, bootstrap: int, seed: int, wait: str):
-    return calibrate_with_waits(list(_observed(capture)), bootstrap, seed, wait)[0]
+def _calibration(capture: str, bootstrap: int, seed: int, wait: str) -> Calibration:
+    return throttle_validation.calibration(
+        capture, _observed(capture), wait=wait, bootstrap=bootstrap, seed=seed
+    )
 
 
 def _interval(interval: tuple[float, float] | None) -> tuple[float, float]:
@@ -106,21 +106,23 @@ def throttle_point(params: Mapping[str, object]) -> dict[str, float]:
     """One (calibration, target) pair of the throttle-timeout validation, flattened."""
     _check(params, THROTTLE_PARAMETERS, "throttle-validation")
     seed = int(params.get("seed", 0))
-    model = _calibrated(
+    calibrated = _calibration(
         str(params["calibration"]),
         int(params.get("bootstrap", 0)),
         seed,
         str(params.get("wait", "auto")),
     )
+    reasons = calibrated.model.reasons
     if "reason" in params:
         reason = str(params["reason"])
-    elif len(model.reasons) == 1:
-        reason = model.reasons[0].reason
+    elif len(reasons) == 1:
+        reason = reasons[0].reason
     else:
         raise ValueError("the calibration has several throttle reasons: name one with 'reason'")
-    calibration = list(_observed(str(params["calibration"])))
-    targets = list(_observed(str(params["target"])))
-    scores = score_capture(model, calibration, targets, reason, str(params["target"]), seed=seed)
+    target = str(params["target"])
+    scores = throttle_validation.validate(
+        calibrated, {target: _observed(target)}, [reason], seed=seed
+    )
     first = scores[0]
     row = {
         "tau_us": first.tau_us,
@@ -150,20 +152,16 @@ throttle_point.path_parameters = ("calibration", "target")
 
 
 @lru_cache(maxsize=16)
-def _calls(capture: str) -> tuple:
-    return tuple(load_invocations(t) for t in traces_below(Path(capture)))
+def _divisor_capture(capture: str) -> DivisorCapture:
+    return shrinker_validation.divisor_capture(Path(capture))
 
 
 def shrinker_point(params: Mapping[str, object]) -> dict[str, float]:
     """One (calibration, target) pair of the shrinker-deferral validation, flattened."""
     _check(params, SHRINKER_PARAMETERS, "shrinker-validation")
-    calibration, target = Path(str(params["calibration"])), Path(str(params["target"]))
-    scores = score_divisor(
-        list(_calls(str(calibration))),
-        capture_divisor(calibration),
-        list(_calls(str(target))),
-        capture_divisor(target),
-        str(target),
+    scores = shrinker_validation.validate(
+        _divisor_capture(str(params["calibration"])),
+        [_divisor_capture(str(params["target"]))],
         seed=int(params.get("seed", 0)),
     )
     row: dict[str, float] = {}

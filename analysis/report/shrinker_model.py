@@ -1,4 +1,5 @@
-"""Text, JSON and Altair views of the shrinker deferral model (:mod:`analysis.models.shrinker`).
+"""Text and JSON of the shrinker deferral model: what :mod:`analysis.study.shrinker_model`
+computed for ``mmlab model shrinker``.
 
 The text says what a replay cannot tell: an unknown freed-per-scanned ratio, a capture
 without kswapd calls (then nothing is known about the kswapd-only rules' backlog drain),
@@ -10,13 +11,12 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Sequence
 
-from analysis.models.shrinker import ContextWork, ModelRun, Variant, outputs
-from analysis.models.shrinker_validation import ShrinkerScore
 from analysis.report.json_output import undefined_as_null
 from analysis.report.table import Column, Table
 from analysis.report.text import fit, path_lines
 from analysis.report.units import PLAIN, interval, plus_minus, sig
 from analysis.stats.describe import mean_sd
+from analysis.study.shrinker_model import ContextWork, ModelRun, ShrinkerScore, Variant
 
 __all__ = [
     "caveats",
@@ -95,7 +95,7 @@ def format_model_run(run: ModelRun) -> str:
     """One capture's check and replay, at most 80 columns."""
     result, ratio = run.result, run.freed_per_scanned
     shown = "-" if ratio.estimate is None else interval(ratio.estimate, ratio.low, ratio.high)
-    values = outputs(result)
+    values = run.outputs
     lines = [
         "Shrinker deferral model of",
         *path_lines(str(run.source), "  "),
@@ -153,7 +153,7 @@ def model_run_json(run: ModelRun) -> dict:
         },
         "variant": _variant_json(run.result.variant),
         "work": [vars(w) for w in run.result.work],
-        "outputs": {k: undefined_as_null(v) for k, v in outputs(run.result).items()},
+        "outputs": {k: undefined_as_null(v) for k, v in run.outputs.items()},
         "notes": caveats(run),
     }
 
@@ -177,8 +177,8 @@ SHRINKER_LABELS = {
 
 
 def format_shrinker_validation(scores: Sequence[ShrinkerScore], calibration: str) -> str:
-    """The replay-vs-kernel table of
-    :func:`analysis.models.shrinker_validation.score_divisor`, at most 80 columns."""
+    """The replay-vs-kernel table of the shrinker validation's scores
+    (:mod:`analysis.models.shrinker_validation`), at most 80 columns."""
     lines = [
         f"shrinker deferral replay of {calibration} against kernels that ran the divisor",
         "  replayed: mean of one replay per calibration run; PI: run-level 95% interval",

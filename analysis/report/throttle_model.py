@@ -1,20 +1,22 @@
-"""Text (80 columns) and JSON of the throttle-timeout model (:mod:`analysis.models.throttle`)."""
+"""Text (80 columns) and JSON of the throttle-timeout model: what
+:mod:`analysis.study.throttle_model` computed for ``mmlab model throttle``."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from analysis.models.throttle import (
-    Estimate,
-    runs_needed,
-)
-from analysis.models.throttle_predictions import ThrottleReport
-from analysis.models.throttle_validation import QuantityScore
-from analysis.models.throttle_waits import WaitChoice
 from analysis.report.table import Column, Table
 from analysis.report.text import fit
 from analysis.report.units import PLAIN, fixed, interval, plus_minus, sig
 from analysis.stats.describe import mean_sd
+from analysis.study.throttle_model import (
+    DESIGN_LEVEL,
+    Design,
+    Estimate,
+    QuantityScore,
+    ThrottleReport,
+    WaitChoice,
+)
 
 __all__ = [
     "as_json",
@@ -114,35 +116,7 @@ def format_report(report: ThrottleReport) -> str:
             )
         )
     lines += Table(_CYCLE_COLUMNS, rows).text(indent=2)
-    lines += _verdicts(report)
-    if report.validation is not None:
-        v = report.validation
-        errors = Table(
-            (
-                Column("mean |relative error|", left=True),
-                Column("model"),
-                Column("naive (calibration's observed)"),
-            ),
-            (
-                (
-                    "velocity",
-                    _err(v.velocity_error, v.velocity_error_sd),
-                    _err(v.baseline_velocity_error, None),
-                ),
-                (
-                    "efficiency",
-                    _err(v.efficiency_error, v.efficiency_error_sd),
-                    _err(v.baseline_efficiency_error, None),
-                ),
-            ),
-        )
-        lines += [
-            "",
-            f"validation on {report.validation_capture} ({v.rows.height} runs):",
-            *errors.text(indent=2),
-            "  velocity given the other capture's throttles per page: "
-            + _err(v.velocity_error_given_rate, None),
-        ]
+    lines += [_design_line(d) for d in report.designs]
     lines += ["", "assumptions:"] + [f"  - {a}" for a in ASSUMPTIONS]
     lines.append(
         "  run sd: the same prediction by models calibrated on one run each; intervals "
@@ -151,57 +125,40 @@ def format_report(report: ThrottleReport) -> str:
     return fit("\n".join(lines))
 
 
-def _verdicts(report: ThrottleReport) -> list[str]:
+# Label and format of the observed run sd in each design line.
+_DESIGN_LABELS = {"velocity_pps": ("velocity", ".0f"), "efficiency": ("efficiency", ".4f")}
+
+
+def _design_line(d: Design) -> str:
     """The largest predicted change from the observed timeout, how each run's own model
     sees it, and how many runs per timeout an experiment would need to see it."""
-    base = next((c for c in report.cycles if not c.taus_us), None)
-    others = [c for c in report.cycles if c.taus_us]
-    if base is None or not others:
-        return []
-    out = []
-    for label, pick, observed, fmt in (
-        ("velocity", lambda c: c.velocity_pps.value, [r.velocity_pps for r in report.runs], ".0f"),
-        ("efficiency", lambda c: c.efficiency.value, [r.efficiency for r in report.runs], ".4f"),
-    ):
-        index = 0 if label == "velocity" else 1
-        far = max(others, key=lambda c: abs(pick(c) - pick(base)))
-        change = pick(far) - pick(base)
-        taus = ", ".join(f"{t:.0f}" for _, t in far.taus_us)
-        line = f"  {label}: largest change {change / pick(base):+.2%} at tau {taus} us"
-        if far.runs and base.runs:
-            per_run = [
-                (f[index] - b[index]) / b[index] for f, b in zip(far.runs, base.runs, strict=True)
-            ]
-            line += f" (each run's model: {min(per_run):+.2%} to {max(per_run):+.2%})"
-        _, sd = mean_sd(observed)
-        if sd is None:
-            line += "; run-to-run sd unknown with one run: need ≥ 2 runs to size a test"
-        else:
-            n = runs_needed(change, sd)
-            line += (
-                "; no change to see"
-                if n is None
-                else f"; to see it, an experiment needs ≥ {n} runs per timeout "
-                f"(run sd {format(sd, fmt)}, 5% level, 80% power)"
-            )
-        out.append(line)
-    return out
+    label, fmt = _DESIGN_LABELS[d.quantity]
+    taus = ", ".join(f"{t:.0f}" for t in d.taus_us)
+    line = f"  {label}: largest change {d.change:+.2%} at tau {taus} us"
+    if d.per_run is not None:
+        line += f" (each run's model: {d.per_run[0]:+.2%} to {d.per_run[1]:+.2%})"
+    if d.log_sd is None:
+        return line + "; run-to-run sd unknown with one run: need ≥ 2 runs to size a test"
+    if d.change == 0:
+        return line + "; no change to see"
+    if d.runs_needed is None:
+        return line + "; no feasible number of runs per timeout sees it (far below the run noise)"
+    return line + (
+        f"; to see it, an experiment needs ≥ {d.runs_needed} runs per timeout (run sd "
+        f"{format(d.run_sd, fmt)}, of the log {d.log_sd:.3f}; Welch t, "
+        f"{DESIGN_LEVEL:.0%} level, 80% power)"
+    )
 
 
 def _wait_label(choice: WaitChoice) -> str:
     return f"fit {choice.model}" if choice.source == "fit" else "Kaplan-Meier"
 
 
-def _err(value: float, sd: float | None) -> str:
-    """A mean relative error in %, rounded at its run-to-run sd."""
-    return plus_minus(100 * value, None if sd is None else 100 * sd) + "%"
-
-
 def as_json(report: ThrottleReport) -> dict:
     """The report for ``json_output.dumps`` (units in the key names): estimates as
-    their dataclass (``value``, ``low``, ``high``), the validation rows as their frame."""
+    their dataclass (``value``, ``low``, ``high``), the validation as
+    :func:`validation_json` (null without one)."""
     m = report.model
-    v = report.validation
     return {
         "capture": report.capture,
         "runs": [
@@ -256,19 +213,22 @@ def as_json(report: ThrottleReport) -> dict:
             }
             for c in report.cycles
         ],
-        "validation": None
-        if v is None
-        else {
-            "capture": report.validation_capture,
-            "runs": v.rows,
-            "velocity_error": v.velocity_error,
-            "velocity_error_sd": v.velocity_error_sd,
-            "baseline_velocity_error": v.baseline_velocity_error,
-            "velocity_error_given_rate": v.velocity_error_given_rate,
-            "efficiency_error": v.efficiency_error,
-            "efficiency_error_sd": v.efficiency_error_sd,
-            "baseline_efficiency_error": v.baseline_efficiency_error,
-        },
+        "design": [
+            {
+                "quantity": d.quantity,
+                "taus_us": d.taus_us,
+                "change": d.change,
+                "per_run_change": d.per_run,
+                "run_sd": d.run_sd,
+                "run_sd_log": d.log_sd,
+                "level": DESIGN_LEVEL,
+                "runs_needed": d.runs_needed,
+            }
+            for d in report.designs
+        ],
+        "validation": validation_json(report.validation, report.capture)
+        if report.validation
+        else None,
         "assumptions": list(ASSUMPTIONS),
     }
 

@@ -7,4 +7,10 @@ as a cached property, so that the mail report, the paper and
 ``--json`` render one computation (``analysis.report`` only renders). ``runs`` finds the
 runs of a study under a data folder; ``latency``, ``fits``, ``shrinker`` and ``provenance``
 compute the results of their subject.
+
+Beside it, the results the other outputs render, each computed once: ``sweep`` (the
+patched-kernel sweep scored by each model's validation recipe: the paper's results),
+``throttle_model`` and ``shrinker_model`` (what ``mmlab model throttle``/``shrinker``
+print), ``pilot`` (a pilot's spread and the runs a design needs). The report takes the
+models' result types it prints from these modules: it never imports ``analysis.models``.
 """

@@ -2,7 +2,8 @@
 (``papers/reclaim-throttling/sections/*.tex``), built from the captures.
 
 ``macros.tex`` (every number the prose quotes: the A/B runs' and, given a patched-kernel
-sweep, :mod:`analysis.report.paper.sweep`'s ``\\Sw...``), ``tables/*.tex``,
+sweep, :mod:`analysis.report.paper.sweep`'s ``\\Sw...`` of the
+:class:`~analysis.study.sweep.KnobSweep`), ``tables/*.tex``,
 ``figures/*.pdf`` and ``generated/*.tex``, one per ``SECTION_HOOKS`` entry of the A/B
 appendix. The first run is the *base*, the second the *new* one (macros
 ``\\Base...``/``\\New...``), as in ``mmlab report BASE NEW``. papers/README.md maps
@@ -37,10 +38,11 @@ from analysis.outputs import staged_dir
 from analysis.report.ops import display_label, row_scale
 from analysis.report.paper import comparison, figures, fits, shrinker
 from analysis.report.paper.latex import defined_macros, escape, macros_tex, pm, table_tex
-from analysis.report.paper.sweep import KnobSweep, write_sweep
+from analysis.report.paper.sweep import write_sweep
 from analysis.report.throttle import STALL_DIGITS, THROTTLE_DIGITS
 from analysis.report.units import Scale
 from analysis.study.study import Study
+from analysis.study.sweep import KnobSweep
 
 __all__ = ["NEEDS_TRACES", "SECTION_HOOKS", "PaperInputs", "build_inputs", "paper_values"]
 

@@ -16,7 +16,6 @@ line, the flagged line).
 from __future__ import annotations
 
 import inspect
-import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -48,7 +47,6 @@ from analysis.study.latency import LEVEL, LatencyComparison, row_metrics
 from analysis.study.study import Study
 
 __all__ = [
-    "VALIDATION",
     "compact",
     "comparison_values",
     "grid",
@@ -60,7 +58,6 @@ __all__ = [
     "validation_values",
 ]
 
-VALIDATION = Path(validation_compare.__file__).resolve().parent / "results.json"
 # Quantiles drawn per iteration in the figure: the deciles and the tail the table tests.
 _FIGURE_P = (*(d / 10 for d in range(1, 10)), 0.95, 0.99)
 # Ticks of the symmetric-log shift axis (% of the base decile).
@@ -451,7 +448,7 @@ def section(data: Study, out: Path) -> str:
     if isinstance(cmp, str):
         # Captures without workload logs: say so rather than fail the whole paper.
         return f"\\emph{{{escape(cmp.strip())}}}\n"
-    results = json.loads(VALIDATION.read_text())
+    results = validation_compare.results()
     values = validation_values(results)
     del values["val sims"]  # in the validation table's caption, not the prose
     (out / "tables").mkdir(parents=True, exist_ok=True)

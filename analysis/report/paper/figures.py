@@ -9,7 +9,7 @@ import altair as alt
 import numpy as np
 import polars as pl
 
-from analysis.report import charts
+from analysis.report.charts import theme
 
 __all__ = ["reclaim_rate_figure", "save_pdf", "stall_ecdf_figure", "throttle_delay_figure"]
 
@@ -19,8 +19,8 @@ _ECDF_P = np.linspace(0.005, 0.995, 100)
 
 
 def save_pdf(chart: alt.TopLevelMixin, path: Path) -> Path:
-    """Write ``chart`` as a vector PDF (vl-convert) in the house theme (``charts.save``)."""
-    return charts.save(chart, path, "pdf")
+    """Write ``chart`` as a vector PDF (vl-convert) in the house theme (``charts.theme.save``)."""
+    return theme.save(chart, path, "pdf")
 
 
 def throttle_delay_figure(delays: pl.DataFrame) -> alt.FacetChart:

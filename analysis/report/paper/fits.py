@@ -20,7 +20,7 @@ import altair as alt
 
 from analysis.ingest.events import THROTTLED
 from analysis.metrics.throttle import short_reason
-from analysis.report.fit_figures import survival_chart
+from analysis.report.charts.fits import survival_chart
 from analysis.report.paper.figures import save_pdf
 from analysis.report.paper.latex import escape, macros_tex, number, table_tex
 from analysis.report.throttle_fits import MS

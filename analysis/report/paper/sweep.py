@@ -1,68 +1,40 @@
-"""The paper's results on the patched-kernel sweep: each model scored against the kernel
-that ran the setting, and the significance of each knob's effect.
+"""The paper's results on the patched-kernel sweep as LaTeX: the tables, the figure and the
+macros of a :class:`~analysis.study.sweep.KnobSweep` (scored once by
+:func:`analysis.study.sweep.knob_sweep`; nothing is computed or read here).
 
-The sweep is a folder of ``mmlab capture --kernel`` captures of one patched kernel
-(``data/vm-6.12``: ``docs/patched-kernels.md``), each with its ``vm.json`` provenance. The
-calibration capture ran the defaults. Captures whose read-back knobs touch only
-``vm.reclaim_throttle_*`` (or none) validate the timeout model
-(:func:`analysis.models.throttle_validation.score_capture`), those touching only
-``vm.shrinker_deferred_divisor`` (or none) the shrinker replay
-(:func:`analysis.models.shrinker_validation.score_divisor`); a capture at the defaults is
-the A/A check of both (``docs/model-validation.md`` "Throttle timeout", "Shrinker
-deferral"). The probe latency of every capture is compared with the calibration's by
-``mmlab compare``'s run-level machinery (:func:`analysis.stats.significance.compare_table`).
-
-Writes ``tables/sweep-throttle.tex``, ``tables/sweep-shrinker.tex``,
-``tables/sweep-latency.tex`` and ``figures/sweep-timeout.pdf``; returns the macros the
-checked-in prose (``papers/reclaim-throttling/sections/*.tex``) quotes, prefix ``Sw``.
+Writes ``tables/sweep-throttle.tex``, ``tables/sweep-beyond.tex``,
+``tables/sweep-shrinker.tex``, ``tables/sweep-latency.tex`` and
+``figures/sweep-timeout.pdf``; returns the macros the checked-in prose
+(``papers/reclaim-throttling/sections/*.tex``) quotes, prefix ``Sw``.
 """
 
 from __future__ import annotations
 
-import json
 import math
-from dataclasses import dataclass
 from pathlib import Path
 
 import altair as alt
 import numpy as np
 import polars as pl
-from scipy import stats
-from statsmodels.stats.multitest import multipletests
 
-from analysis.errors import InputError
-from analysis.ingest import benchmarks
-from analysis.ingest.captures import traces_below
-from analysis.ingest.textfile import read_text
-from analysis.metrics.throttle import short_reason
-from analysis.models import throttle
-from analysis.models.run_scoring import LEVEL as PI_LEVEL
-from analysis.models.shrinker import load_invocations
-from analysis.models.shrinker_validation import ShrinkerScore, capture_divisor, score_divisor
-from analysis.models.throttle_validation import (
-    QuantityScore,
-    RunValues,
-    run_values,
-    score_capture,
-)
-from analysis.models.throttle_waits import calibrate_with_waits
 from analysis.report.paper.figures import save_pdf
 from analysis.report.paper.latex import escape, fixed, number, table_tex
 from analysis.report.throttle_fits import MS
 from analysis.report.units import MISSING, PLAIN, Scale, interval_texts, mean_sd_texts, sig
-from analysis.stats.significance import CI_LEVEL, RowComparison, compare_table, min_attainable_p
+from analysis.stats.significance import CI_LEVEL, RowComparison
+from analysis.study.sweep import (
+    LEVEL,
+    RESAMPLES,
+    KnobSweep,
+    QuantityScore,
+    ShrinkerScore,
+    SweepCapture,
+)
 
 __all__ = [
-    "CALIBRATION",
     "CHANGE_DIGITS",
-    "RESAMPLES",
-    "KnobSweep",
-    "SweepCapture",
     "beyond_table",
     "change_cells",
-    "knob_q",
-    "knob_sweep",
-    "latency_comparisons",
     "latency_table",
     "shrinker_table",
     "sweep_figure",
@@ -71,18 +43,9 @@ __all__ = [
     "write_sweep",
 ]
 
-CALIBRATION = "aa1"
-# Two-stage bootstrap resamples of the latency change CI. Measured on the bundled sweep:
-# seeds 0 and 1 print the same ten intervals at CHANGE_DIGITS (and at one decimal) already
-# at 2 000 resamples (1 s); 20 000 (7 s) cuts the Monte-Carlo error of a bound by another
-# factor of about three, a margin for other data (tests/test_paper_sweep.py checks two seeds).
-RESAMPLES = 20_000
 # Decimals of a printed latency change and its CI bounds (%): with five runs a side the
 # intervals span tens of per cent, so digits below whole per cent would only be noise.
 CHANGE_DIGITS = 0
-LEVEL = 0.05
-_THROTTLE_KNOB = "vm.reclaim_throttle_"
-_DIVISOR_KNOB = "vm.shrinker_deferred_divisor"
 _QUANTITY = {
     "p_timeout": ("P(timeout)", "pp"),
     "mean_stall_us": ("stall", "\\%"),
@@ -93,175 +56,6 @@ _QUANTITY = {
     "backlog_objects": ("backlog per call", "objects"),
     "kswapd_share": ("kswapd share", "pp"),
 }
-
-
-@dataclass(frozen=True)
-class SweepCapture:
-    """One capture of the sweep: its name, folder, the knobs it read back (sysctl →
-    value), its iterations, the kernel it ran (``uname -r``, Debian source package), the
-    guest, and the workload of its first iteration's ``mmlab.json``."""
-
-    name: str
-    path: Path
-    knobs: dict[str, str]
-    iterations: int
-    kernel: str
-    source_package: str
-    config_hz: int
-    accel: str
-    guest_cpus: int
-    guest_memory_mb: int
-    workers: int
-    duration_s: float
-    limit_mb: int
-    slab_files: int
-
-
-@dataclass(frozen=True)
-class KnobSweep:
-    """The sweep scored: ``throttle`` and ``shrinker`` validation scores of the
-    calibration capture's model against each capture that ran a setting, ``latency`` the
-    probe rows of each capture against the calibration (one per capture and row), and
-    ``velocity_rho``/``velocity_rho_p``: Spearman's rank correlation of velocity with the
-    writeback rate over every run of the timeout captures. ``beyond``: the model calibrated
-    on the shortest-timeout capture (``beyond_calibration``) scored against every capture
-    that ran a longer timeout (the calibration included), where its one-run models use the
-    woken fit; ``calibration_runs``: the calibration's per-run quantities (its P(timeout)
-    are the one-run models' predictions at its own timeout)."""
-
-    calibration: SweepCapture
-    captures: tuple[SweepCapture, ...]
-    reason: str
-    throttle: tuple[QuantityScore, ...]
-    shrinker: tuple[ShrinkerScore, ...]
-    latency: tuple[RowComparison, ...]
-    velocity_rho: float
-    velocity_rho_p: float
-    velocity_runs: int
-    beyond_calibration: SweepCapture
-    beyond: tuple[QuantityScore, ...]
-    calibration_runs: tuple[RunValues, ...]
-
-
-def _capture(path: Path) -> SweepCapture:
-    found = sorted(path.rglob("vm.json"))
-    if len(found) != 1:
-        raise InputError(path, f"expected one vm.json below this capture, found {len(found)}")
-    try:
-        vm = json.loads(read_text(found[0]))
-        build, guest = vm["kernel_build"], vm["guest"]
-        first = sorted(found[0].parent.glob("iter-*/mmlab.json"))[0]
-        config = json.loads(read_text(first))["config"]
-        knobs = {k: str(v["read_back"]) for k, v in vm["sysctls_read_back"].items()}
-        return SweepCapture(
-            name=path.name,
-            path=path,
-            knobs=knobs,
-            iterations=len(traces_below(path)),
-            kernel=str(build["kernel_release"]),
-            source_package=str(build["source_package"]),
-            config_hz=int(build["config_hz"]),
-            accel=str(vm["accelerator"]),
-            guest_cpus=int(guest["cpus"]),
-            guest_memory_mb=int(guest["memory_mb"]),
-            workers=int(config["workers"][0]),
-            duration_s=float(config["duration_s"]),
-            limit_mb=int(config["limit_mb"]),
-            slab_files=int(config["slab_files"]),
-        )
-    except (ValueError, KeyError, TypeError, IndexError) as exc:
-        raise InputError(found[0], f"not an mmlab capture --kernel capture ({exc})") from None
-
-
-def _runs_of(path: Path) -> Path:
-    """The run folder of a capture (``aa1/aa1``), as ``mmlab compare`` takes it."""
-    return next(iter(sorted(path.rglob("vm.json")))).parent
-
-
-def latency_comparisons(
-    captures: tuple[SweepCapture, ...], resamples: int = RESAMPLES, seed: int = 0
-) -> tuple[RowComparison, ...]:
-    """Workload rows of every capture after the first against the first (the
-    calibration), decided by the run-level HD-50 as ``mmlab compare`` decides them."""
-    calibration, *others = captures
-    out = []
-    for capture in others:
-        paths = [_runs_of(calibration.path), _runs_of(capture.path)]
-        table = benchmarks.load_runs(paths).table
-        out += compare_table(
-            table, calibration.name, [capture.name], "p50", LEVEL, None, resamples, seed
-        )
-    return tuple(out)
-
-
-def knob_sweep(
-    root: Path,
-    calibration: str = CALIBRATION,
-    *,
-    resamples: int = RESAMPLES,
-    seed: int = 0,
-) -> KnobSweep:
-    """Score the models of ``root/calibration`` against every other capture under ``root``
-    that ran a timeout or a divisor (or nothing: A/A), and compare their probe latency."""
-    folders = sorted(p for p in Path(root).iterdir() if p.is_dir())
-    captures = {p.name: _capture(p) for p in folders}
-    if calibration not in captures:
-        raise InputError(root, f"no calibration capture {calibration!r} in the sweep")
-    cal = captures.pop(calibration)
-    if cal.knobs:
-        raise InputError(cal.path, f"the calibration capture changed knobs {sorted(cal.knobs)}")
-    timeout = [c for c in captures.values() if all(k.startswith(_THROTTLE_KNOB) for k in c.knobs)]
-    divisor = [c for c in captures.values() if set(c.knobs) <= {_DIVISOR_KNOB}]
-    runs = throttle.observe(cal.path)
-    model, _ = calibrate_with_waits(runs, 0, seed, "auto")
-    reason = next(r.reason for r in model.reasons if short_reason(r.reason) == "WRITEBACK")
-    targets = {c.name: throttle.observe(c.path) for c in timeout}
-    scores = tuple(
-        s
-        for c in timeout
-        for s in score_capture(model, runs, targets[c.name], reason, c.name, seed=seed)
-    )
-    calls = [load_invocations(t) for t in traces_below(cal.path)]
-    shrinker = tuple(
-        s
-        for c in divisor
-        for s in score_divisor(
-            calls,
-            capture_divisor(cal.path),
-            [load_invocations(t) for t in traces_below(c.path)],
-            capture_divisor(c.path),
-            c.name,
-            seed=seed,
-        )
-    )
-    latency = latency_comparisons((cal, *captures.values()), resamples, seed)
-    observed = {cal.name: runs, **targets}
-    tau = {c: next(s.tau_us for s in scores if s.capture == c) for c in targets}
-    tau[cal.name] = next(s.calibration_tau_us for s in scores)
-    short = min(tau, key=tau.__getitem__)
-    short_model, _ = calibrate_with_waits(observed[short], 0, seed, "auto")
-    named = {cal.name: cal, **captures}
-    beyond = tuple(
-        s
-        for c in sorted(c for c in tau if tau[c] > tau[short])
-        for s in score_capture(short_model, observed[short], observed[c], reason, c, seed=seed)
-    )
-    every = [*runs, *(o for obs in targets.values() for o in obs)]
-    rho = stats.spearmanr([o.writeback_pps for o in every], [o.velocity_pps for o in every])
-    return KnobSweep(
-        calibration=cal,
-        captures=tuple(captures.values()),
-        reason=reason,
-        throttle=scores,
-        shrinker=shrinker,
-        latency=latency,
-        velocity_rho=float(rho.statistic),
-        velocity_rho_p=float(rho.pvalue),
-        velocity_runs=len(every),
-        beyond_calibration=named[short],
-        beyond=beyond,
-        calibration_runs=tuple(run_values(o, reason) for o in runs),
-    )
 
 
 def _scale(quantity: str) -> Scale:
@@ -321,15 +115,15 @@ def _p(value: float | None) -> str:
 
 
 def _tau(sweep: KnobSweep, capture: str) -> str:
-    return f"{next(s.tau_us for s in sweep.throttle if s.capture == capture) / 1000:g}"
+    return f"{sweep.tau_us(capture) / 1000:g}"
 
 
 def throttle_table(sweep: KnobSweep) -> str:
     """Per timeout capture and quantity: the model's prediction with its run-level 95 %
     prediction interval, the observed runs, each predictor's mean error (``wb``: velocity
     and efficiency given each run's writeback rate), the knob's permutation p and its
-    Benjamini–Hochberg q (:func:`knob_q`)."""
-    q = knob_q(sweep)
+    Benjamini–Hochberg q (:attr:`~analysis.study.sweep.KnobSweep.q`)."""
+    q = sweep.q
     rows = []
     for s in sweep.throttle:
         name, unit = _QUANTITY[s.quantity]
@@ -458,21 +252,10 @@ def beyond_table(sweep: KnobSweep) -> str:
     )
 
 
-def knob_q(sweep: KnobSweep) -> dict[tuple[str, str], float]:
-    """Benjamini–Hochberg q of every knob-effect permutation p of the throttle and
-    shrinker tables, keyed by (capture, quantity). The family is all of them: each asks
-    whether a capture's setting moved a quantity from the calibration's runs, and they
-    are read together to say which knob did anything."""
-    tests = [(s.capture, s.quantity, s.change_p) for s in (*sweep.throttle, *sweep.shrinker)]
-    tests = [t for t in tests if t[2] is not None]
-    _, q, _, _ = multipletests([p for *_, p in tests], method="fdr_bh")
-    return {(c, quantity): float(v) for (c, quantity, _), v in zip(tests, q, strict=True)}
-
-
 def shrinker_table(sweep: KnobSweep) -> str:
     """Per divisor capture and quantity: replayed (plain and depleted), observed, errors,
     the knob's permutation p and its q."""
-    q = knob_q(sweep)
+    q = sweep.q
     rows = [
         [
             f"{escape(s.capture)} ({escape(s.divisor)})",
@@ -703,18 +486,6 @@ _SHRINKER_QUOTED = {
 }
 
 
-def _run_errors(quantity: str, predicted, observed) -> np.ndarray:
-    """Per-run absolute error of a throttle quantity in its unit of error (``_QUANTITY``):
-    pp of a share or relative (a fraction); ``predicted`` one value or one per run."""
-    observed = np.asarray(observed, dtype=float)
-    diff = np.abs(np.asarray(predicted, dtype=float) - observed)
-    return diff * 100 if _QUANTITY[quantity][1] == "pp" else diff / observed
-
-
-def _sd(values: np.ndarray) -> float:
-    return float(np.std(values, ddof=1)) if values.size > 1 else math.nan
-
-
 def _score(scores, capture: str, quantity: str):
     return next(s for s in scores if s.capture == capture and s.quantity == quantity)
 
@@ -729,20 +500,12 @@ def _verdict(quantity: str, model: float, *baselines: float) -> str:
     return "smaller than" if printed(model) < min(map(printed, baselines)) else "no smaller than"
 
 
-def _role(sweep: KnobSweep, knob: str, pick) -> SweepCapture | None:
-    """The capture whose knob ``knob`` read back a value ``pick`` chooses among them."""
-    found = [c for c in sweep.captures if knob in c.knobs]
-    return pick(found, key=lambda c: float(c.knobs[knob])) if found else None
-
-
 def _throttle_fields(s: QuantityScore, q: dict[tuple[str, str], float]) -> dict[str, str]:
     """Every field of a throttle score the prose may quote, as printed."""
     quantity = s.quantity
     baselines = [s.no_change_error, s.linear_error]
     if s.kaplan_meier_error is not None:
         baselines.append(s.kaplan_meier_error)
-    wb = s.given_writeback
-    wb_errors = _run_errors(quantity, wb, s.observed) if wb is not None else np.array([])
     return {
         "model": _predicted(quantity, s.predicted, s.interval),
         "interval": _interval(quantity, s.predicted, s.interval),
@@ -751,7 +514,7 @@ def _throttle_fields(s: QuantityScore, q: dict[tuple[str, str], float]) -> dict[
         "observed": _observed(quantity, s.observed),
         "inside": f"{s.inside} of {len(s.observed)}",
         "error": _error(quantity, s.model_error),
-        "error sd": _error(quantity, _sd(_run_errors(quantity, s.predicted, s.observed))),
+        "error sd": _error(quantity, _nan(s.model_error_sd)),
         "none": _error(quantity, s.no_change_error),
         "linear": _error(quantity, s.linear_error),
         "km error": _error(quantity, s.kaplan_meier_error or math.nan),
@@ -759,7 +522,7 @@ def _throttle_fields(s: QuantityScore, q: dict[tuple[str, str], float]) -> dict[
         "q": _p(q.get((s.capture, quantity))),
         "verdict": _verdict(quantity, s.model_error, *baselines),
         "wb error": _error(quantity, s.given_writeback_error or math.nan),
-        "wb error sd": _error(quantity, _sd(wb_errors)),
+        "wb error sd": _error(quantity, _nan(s.given_writeback_error_sd)),
         "wb inside": f"{s.given_writeback_inside} of {len(s.observed)}",
     }
 
@@ -777,26 +540,29 @@ def _shrinker_fields(s: ShrinkerScore, q: dict[tuple[str, str], float]) -> dict[
     }
 
 
-def _family_values(q: dict[tuple[str, str], float]) -> dict[str, str]:
+def _nan(value: float | None) -> float:
+    return math.nan if value is None else value
+
+
+def _family_values(sweep: KnobSweep) -> dict[str, str]:
     """The multiple-testing family: its size, the level and the effects it keeps."""
-    kept = [f"{escape(c)} {_QUANTITY[quantity][0]}" for (c, quantity), v in q.items() if v <= LEVEL]
+    kept = [f"{escape(c)} {_QUANTITY[quantity][0]}" for c, quantity in sweep.kept]
     listed = ", ".join(kept[:-1]) + " and " + kept[-1] if len(kept) > 1 else "".join(kept)
     return {
-        "tests": str(len(q)),
+        "tests": str(len(sweep.q)),
         "fdr": f"{LEVEL:g}",
         "kept": str(len(kept)),
         "kept list": listed or "none",
     }
 
 
-def _drift_values(sweep: KnobSweep, aa: SweepCapture) -> dict[str, str]:
-    """The A/A drift: the calibration's efficiency against the A/A capture's, same kernel
-    and settings, as the floor a knob effect between two captures must exceed."""
-    cal = np.array([r.efficiency for r in sweep.calibration_runs])
-    other = _score(sweep.throttle, aa.name, "efficiency").observed
+def _drift_values(sweep: KnobSweep) -> dict[str, str]:
+    """The A/A drift (:attr:`~analysis.study.sweep.KnobSweep.efficiency_drift`) and the
+    calibration's efficiency it is measured from."""
+    cal = tuple(r.efficiency for r in sweep.calibration_runs)
     return {
-        "calibration efficiency": _observed("efficiency", tuple(cal)),
-        "drift efficiency pp": fixed(100 * (float(np.mean(other)) - float(cal.mean())), 1),
+        "calibration efficiency": _observed("efficiency", cal),
+        "drift efficiency pp": fixed(100 * sweep.efficiency_drift, 1),
     }
 
 
@@ -804,28 +570,24 @@ def _interval_values(sweep: KnobSweep) -> dict[str, str]:
     """Why the calibration's P(timeout) intervals span [0, 1]: the spread of its one-run
     predictions (its runs' own shares), the half-width mean ± t·sd·√(1 + 1/n) gives
     them, and the most a distribution-free interval from n runs (their range) covers."""
-    shares = np.array([r.p_timeout for r in sweep.calibration_runs])
-    n = shares.size
-    half = stats.t.ppf(0.5 + PI_LEVEL / 2, n - 1) * _sd(shares) * math.sqrt(1 + 1 / n)
+    spread = sweep.shares_spread
+    n = spread.runs
     return {
         "pi runs": str(n),
         "pi formula": f"mean $\\pm$ $t_{{{n - 1}}}\\cdot$sd$\\cdot\\sqrt{{1 + 1/{n}}}$",
-        "pi share min": fixed(float(shares.min()), 3),
-        "pi share max": fixed(float(shares.max()), 3),
-        "pi share sd": fixed(_sd(shares), 3),
-        "pi half width": fixed(half, 2),
-        "pi range coverage": fixed(100 * (n - 1) / (n + 1), 0),
+        "pi share min": fixed(spread.low, 3),
+        "pi share max": fixed(spread.high, 3),
+        "pi share sd": fixed(spread.sd, 3),
+        "pi half width": fixed(spread.half_width, 2),
+        "pi range coverage": fixed(100 * spread.range_coverage, 0),
     }
 
 
 def sweep_values(sweep: KnobSweep) -> dict[str, str]:
     """Every number and name the prose quotes about the sweep (keys ``sw ...``)."""
-    cal = sweep.calibration
-    knob = f"{_THROTTLE_KNOB}writeback_ms"
-    short, long = _role(sweep, knob, min), _role(sweep, knob, max)
-    aa = next(c for c in sweep.captures if not c.knobs)
-    div1 = next(c for c in sweep.captures if c.knobs.get(_DIVISOR_KNOB) == "1")
-    divprio = next(c for c in sweep.captures if c.knobs.get(_DIVISOR_KNOB) == "priority")
+    cal, roles = sweep.calibration, sweep.roles
+    short, long, aa = roles.short, roles.long, roles.aa
+    div1, divprio = roles.div_one, roles.div_prio
     values = {
         "kernel": escape(cal.kernel),
         "source package": escape(cal.source_package),
@@ -849,14 +611,14 @@ def sweep_values(sweep: KnobSweep) -> dict[str, str]:
         "default tau ms": f"{_score(sweep.throttle, aa.name, 'p_timeout').tau_us / 1000:g}",
         "short tau ms": _tau(sweep, short.name),
         "long tau ms": _tau(sweep, long.name),
-        "min p": _p(min_attainable_p(cal.iterations, min(c.iterations for c in sweep.captures))),
+        "min p": _p(sweep.min_p),
         "ci level": f"{100 * CI_LEVEL:g}",
         "rho": f"{sweep.velocity_rho:.2f}",
         "rho p": number(sig(sweep.velocity_rho_p, 1)),
         "rho runs": str(sweep.velocity_runs),
     }
-    q = knob_q(sweep)
-    roles = {
+    q = sweep.q
+    quoted = {
         "short": (sweep.throttle, short),
         "long": (sweep.throttle, long),
         "aa": (sweep.throttle, aa),
@@ -865,7 +627,7 @@ def sweep_values(sweep: KnobSweep) -> dict[str, str]:
         "beyond aa": (sweep.beyond, aa),
     }
     for (role, quantity), fields in _QUOTED.items():
-        scores, capture = roles[role]
+        scores, capture = quoted[role]
         every = _throttle_fields(_score(scores, capture.name, quantity), q)
         values |= {f"{role} {_QUANTITY[quantity][0]} {f}": every[f] for f in fields}
     for role, c in (("div one", div1), ("div prio", divprio), ("aa", aa)):
@@ -881,17 +643,15 @@ def sweep_values(sweep: KnobSweep) -> dict[str, str]:
             }
             every = _shrinker_fields(s, q)
             values |= {f"{key} {f}": every[f] for f in _SHRINKER_QUOTED.get((role, quantity), ())}
-    values |= _family_values(q) | _drift_values(sweep, aa) | _interval_values(sweep)
-    kswapd = [max(s.observed) for s in sweep.shrinker if s.quantity == "kswapd_share"]
-    values["kswapd share"] = fixed(max(kswapd), 0)
-    probe = [r for r in sweep.latency if r.unit == "us"]
-    values["probe flags"] = str(sum(r.verdict in ("improved", "regressed") for r in probe))
-    values["probe comparisons"] = str(len(probe))
-    values["probe min p"] = _p(min(r.p for r in probe if r.p is not None))
-    widest = max(probe, key=lambda r: r.change_ci[1] - r.change_ci[0] if r.change_ci else 0)
-    _, low, high = change_cells(widest)
-    values |= {"probe widest capture": escape(widest.kernel), "probe widest low": f"${low}$"}
-    values["probe widest high"] = f"${high}$"
+    values |= _family_values(sweep) | _drift_values(sweep) | _interval_values(sweep)
+    values["kswapd share"] = fixed(sweep.max_kswapd_share, 0)
+    probe = sweep.probe
+    values["probe flags"] = str(probe.flags)
+    values["probe comparisons"] = str(probe.comparisons)
+    values["probe min p"] = _p(probe.min_p)
+    _, low, high = change_cells(probe.widest)
+    values["probe widest capture"] = escape(probe.widest.kernel)
+    values |= {"probe widest low": f"${low}$", "probe widest high": f"${high}$"}
     values["resamples"] = fixed(RESAMPLES, 0)
     return {f"sw {k}": v for k, v in values.items()}
 

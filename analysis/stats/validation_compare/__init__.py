@@ -8,9 +8,20 @@ writes results.md / results.json beside this file.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import polars as pl
 
-__all__ = ["rates_frame"]
+__all__ = ["RESULTS", "rates_frame", "results"]
+
+# Written by ``make validation``, shipped with the package (the paper quotes it).
+RESULTS = Path(__file__).resolve().parent / "results.json"
+
+
+def results() -> dict:
+    """The last ``make validation``'s results (:data:`RESULTS`), as written."""
+    return json.loads(RESULTS.read_text())
 
 
 def rates_frame(results: dict) -> pl.DataFrame:

@@ -10,8 +10,7 @@ from pathlib import Path
 import altair as alt
 import polars as pl
 
-from analysis.models.shrinker_validation import ShrinkerScore
-from analysis.models.throttle_validation import QuantityScore
+from analysis.study.sweep import QuantityScore, ShrinkerScore
 
 __all__ = ["scores_chart", "scores_frame"]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import altair as alt
 import polars as pl
 
-__all__ = ["curve_chart", "delay_chart", "validation_chart"]
+__all__ = ["curve_chart", "delay_chart"]
 
 PANELS = (
     ("p_timeout", "P(timeout)"),
@@ -36,38 +36,6 @@ def curve_chart(curve: pl.DataFrame, observed_tau_us: float, title: str) -> alt.
         )
         panels.append((band + line + rule.encode(x="tau_ms:Q")).properties(width=260, height=120))
     return alt.vconcat(alt.hconcat(*panels[:2]), alt.hconcat(*panels[2:]), title=title)
-
-
-def validation_chart(rows: pl.DataFrame, title: str) -> alt.HConcatChart:
-    """Observed against predicted and naive-baseline values per validation run
-    (:class:`analysis.models.throttle.Validation` ``rows``)."""
-    charts = []
-    for key, label in (("velocity_pps", "velocity (pages/s)"), ("efficiency", "efficiency")):
-        long = rows.select(
-            "source",
-            pl.col(key).alias("observed"),
-            pl.col(f"predicted_{key}").alias("model"),
-            pl.col(f"baseline_{key}").alias("naive"),
-        ).unpivot(index=["source", "observed"], variable_name="predictor", value_name="predicted")
-        points = (
-            alt.Chart(long)
-            .mark_point(size=60)
-            .encode(
-                x=alt.X("observed:Q", title=f"observed {label}", scale=alt.Scale(zero=False)),
-                y=alt.Y("predicted:Q", title=f"predicted {label}", scale=alt.Scale(zero=False)),
-                color="predictor:N",
-                tooltip=["source", "observed", "predicted", "predictor"],
-            )
-        )
-        lo = float(min(long["observed"].min(), long["predicted"].min()))
-        hi = float(max(long["observed"].max(), long["predicted"].max()))
-        diagonal = (
-            alt.Chart(pl.DataFrame({"a": [lo, hi], "b": [lo, hi]}))
-            .mark_line(color="gray", strokeDash=[4, 3])
-            .encode(x="a:Q", y="b:Q")
-        )
-        charts.append((points + diagonal).properties(width=240, height=200))
-    return alt.hconcat(*charts, title=title)
 
 
 def delay_chart(delays: pl.DataFrame, title: str) -> alt.FacetChart:

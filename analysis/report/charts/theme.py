@@ -1,9 +1,6 @@
 """The one chart theme (``mmlab``) and how charts leave the package: :func:`offline`, the
-setup every notebook calls first, and :func:`save` for the paper's figures.
-
-Charts live in one module per subject, all drawn in this theme: throttling
-(``throttle_charts``), reclaim stalls (``stall_charts``), shrinkers (``shrinker_charts``),
-fitted waits (``fit_figures``)."""
+setup every notebook calls first, and :func:`save` for the paper's figures. The charts
+themselves are in one module per subject beside this one (:mod:`analysis.report.charts`)."""
 
 from __future__ import annotations
 

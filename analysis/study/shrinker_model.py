@@ -1,0 +1,23 @@
+"""What ``mmlab model shrinker TRACE`` computes: each trace's check and replay under one
+deferral rule (:func:`analysis.models.shrinker.model_trace`). Rendered by
+:mod:`analysis.report.shrinker_model`, which takes the types it prints from here (with
+``--validate``, the scores of :mod:`analysis.models.shrinker_validation`'s recipe).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from analysis.ingest.captures import traces_below
+from analysis.models.shrinker import ContextWork, ModelRun, Variant, load_invocations, model_trace
+from analysis.models.shrinker_validation import ShrinkerScore
+
+__all__ = ["ContextWork", "ModelRun", "ShrinkerScore", "Variant", "model_runs"]
+
+
+def model_runs(paths: Sequence[Path], variant: Variant) -> tuple[ModelRun, ...]:
+    """The check and replay under ``variant`` of every trace: each path a trace file or a
+    directory whose ``ftrace-*`` traces are taken in order."""
+    traces = [t for path in paths for t in (traces_below(path) if path.is_dir() else [path])]
+    return tuple(model_trace(load_invocations(t), variant, trace=t) for t in traces)
