@@ -17,7 +17,7 @@ import zstandard
 from analysis.ingest import mmtests
 from analysis.ingest.capture_meta import ExperimentSetting, read_order
 from analysis.metrics.endpoints import endpoint_value
-from analysis.study.effects import _same_as_reference, experiment_effects, run_values
+from analysis.study.effects import same_as_reference, experiment_effects, run_values
 from tests.conftest import REPO
 
 PILOT = REPO / "data" / "vm-6.12-lab" / "pilot"
@@ -90,8 +90,8 @@ def test_a_level_running_what_the_reference_runs_is_an_aa_control():
         setting("global", "default2", {"limit_mb": 0}),
         setting("global", "wb20", {"limit_mb": 0, "sysctl": {"w": 20}}),
     ]
-    assert _same_as_reference(settings, "knob", "default2", "default")
-    assert not _same_as_reference(settings, "knob", "wb20", "default")
+    assert same_as_reference(settings, "knob", "default2", "default")
+    assert not same_as_reference(settings, "knob", "wb20", "default")
 
 
 def test_the_command_prints_the_primary_endpoint_first_and_what_a_verdict_needs():

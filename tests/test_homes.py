@@ -37,10 +37,7 @@ GENERIC_KEYS = frozenset({"block", "cgroup", "iteration", "params", "pressure", 
 # that branch routes them through capture_meta (the_vm_below, read_iteration,
 # VmRecord.knobs and deferral_divisors, IterationMeta.workers ...). Each must still break a
 # rule here, so that one fixed is taken off the list.
-PENDING_METADATA = {
-    "analysis/report/paper/sweep.py": "vm.json, kernel build, guest and config by key",
-    "analysis/models/shrinker_validation.py": "vm.json's knob_check by key",
-}
+PENDING_METADATA: dict[str, str] = {}
 PENDING_COMMANDS = {
     "analysis/commands/model_throttle.py": "calibrate-then-score recipe in the command",
     "analysis/commands/model_shrinker.py": "reads boot notes and traces through ingest",

@@ -69,7 +69,9 @@ def test_divisor_comes_from_the_knob_check(tmp_path):
     assert capture_divisor(SWEEP / "divprio") == "priority"
     assert capture_divisor(SWEEP / "aa1") == "2^priority"
     checks = [{"deferral": {"divisor": d}} for d in ("1", "priority")]
-    (tmp_path / "vm.json").write_text(json.dumps({"knob_check": checks}))
+    (tmp_path / "vm.json").write_text(
+        json.dumps({"tool": "mmlab capture --kernel", "knob_check": checks})
+    )
     with pytest.raises(InputError, match="different divisors"):
         capture_divisor(tmp_path)
 

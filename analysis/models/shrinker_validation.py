@@ -34,7 +34,6 @@ The recipe, one for every caller (``mmlab model shrinker --validate``, the
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -44,8 +43,8 @@ import numpy as np
 import polars as pl
 
 from analysis.errors import InputError
+from analysis.ingest.capture_meta import the_vm_below
 from analysis.ingest.captures import traces_below
-from analysis.ingest.textfile import read_text
 from analysis.models.run_scoring import change_p, inside, prediction_interval
 from analysis.models.shrinker import Variant, load_invocations, replay
 
@@ -66,16 +65,10 @@ SHRINKER_QUANTITIES = ("scanned_objects", "freed_objects", "backlog_objects", "k
 def capture_divisor(capture: Path) -> str:
     """The deferral divisor every iteration of ``capture`` was checked to run (its
     ``vm.json`` ``knob_check``)."""
-    found = sorted(Path(capture).rglob("vm.json"))
-    if len(found) != 1:
-        raise InputError(capture, f"expected one vm.json below it, found {len(found)}")
-    try:
-        checks = json.loads(read_text(found[0]))["knob_check"]
-        divisors = {c["deferral"]["divisor"] for c in checks}
-    except (ValueError, KeyError, TypeError) as exc:
-        raise InputError(found[0], f"no knob_check deferral divisor ({exc})") from None
+    vm = the_vm_below(capture)
+    divisors = set(vm.deferral_divisors())
     if len(divisors) != 1:
-        raise InputError(found[0], f"iterations ran different divisors {sorted(divisors)}")
+        raise InputError(vm.path, f"iterations ran different divisors {sorted(divisors)}")
     return divisors.pop()
 
 

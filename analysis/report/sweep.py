@@ -5,16 +5,27 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Protocol
 
 import polars as pl
 
-from analysis.models.sweep import SweepResult
 from analysis.report.table import Column, Table
 
-__all__ = ["format_index", "format_sweep", "sweep_json"]
+__all__ = ["SweepSummary", "format_index", "format_sweep", "sweep_json"]
 
 
-def format_sweep(result: SweepResult) -> str:
+class SweepSummary(Protocol):
+    """What a model sweep says of itself (``analysis.models.sweep.SweepResult``): the
+    renderer needs no more, and imports no model."""
+
+    model: str
+    table: Path
+    points: int
+    computed: int
+    resumed: int
+
+
+def format_sweep(result: SweepSummary) -> str:
     """How many points were evaluated now or found done, and where the table is."""
     return (
         f"sweep {result.model}: {result.points} points "
@@ -23,7 +34,7 @@ def format_sweep(result: SweepResult) -> str:
     )
 
 
-def sweep_json(result: SweepResult, rows: Sequence[dict[str, object]]) -> dict[str, object]:
+def sweep_json(result: SweepSummary, rows: Sequence[dict[str, object]]) -> dict[str, object]:
     """The summary with the table's ``rows`` (a field a row does not have is null)."""
     return {
         "model": result.model,

@@ -29,7 +29,13 @@ from analysis.ingest.capture_meta import ExperimentSetting, read_boot, read_orde
 from analysis.metrics.endpoints import COVARIATES, ENDPOINT_UNITS, endpoint_value
 from analysis.stats.blocked import BlockedEffects, blocked_effects
 
-__all__ = ["EndpointFamily", "ExperimentEffects", "experiment_effects", "run_values"]
+__all__ = [
+    "EndpointFamily",
+    "ExperimentEffects",
+    "experiment_effects",
+    "run_values",
+    "same_as_reference",
+]
 
 
 @dataclass(frozen=True)
@@ -71,7 +77,7 @@ def _studied_factor(settings: tuple[ExperimentSetting, ...], factor: str | None,
     return with_sysctl[-1] if with_sysctl else factors[-1]
 
 
-def _same_as_reference(
+def same_as_reference(
     settings: tuple[ExperimentSetting, ...], factor: str, level: str, reference: str
 ) -> bool:
     """Whether every setting of ``level`` runs what its stratum's reference setting runs."""
@@ -169,7 +175,7 @@ def experiment_effects(
         for s in settings
     ]
     frame = pl.concat(frames)
-    aa = tuple(x for x in levels[1:] if _same_as_reference(settings, factor, x, reference))
+    aa = tuple(x for x in levels[1:] if same_as_reference(settings, factor, x, reference))
     families = []
     for stratum in frame["stratum"].unique(maintain_order=True):
         part = frame.filter(pl.col("stratum") == stratum)

@@ -21,7 +21,6 @@ calibration's P(timeout) spread, the probe rows' summary) are cached properties 
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -32,8 +31,8 @@ from statsmodels.stats.multitest import multipletests
 
 from analysis.errors import InputError
 from analysis.ingest import benchmarks
+from analysis.ingest.capture_meta import read_iteration, the_vm_below
 from analysis.ingest.captures import traces_below
-from analysis.ingest.textfile import read_text
 from analysis.metrics.throttle import short_reason
 from analysis.models import shrinker_validation, throttle_validation
 from analysis.models.run_scoring import half_width
@@ -250,38 +249,33 @@ class KnobSweep:
 
 def sweep_capture(path: Path) -> SweepCapture:
     """The :class:`SweepCapture` of the capture folder ``path`` (one ``vm.json`` below it)."""
-    found = sorted(path.rglob("vm.json"))
-    if len(found) != 1:
-        raise InputError(path, f"expected one vm.json below this capture, found {len(found)}")
-    try:
-        vm = json.loads(read_text(found[0]))
-        build, guest = vm["kernel_build"], vm["guest"]
-        first = sorted(found[0].parent.glob("iter-*/mmlab.json"))[0]
-        config = json.loads(read_text(first))["config"]
-        knobs = {k: str(v["read_back"]) for k, v in vm["sysctls_read_back"].items()}
-        return SweepCapture(
-            name=path.name,
-            path=path,
-            knobs=knobs,
-            iterations=len(traces_below(path)),
-            kernel=str(build["kernel_release"]),
-            source_package=str(build["source_package"]),
-            config_hz=int(build["config_hz"]),
-            accel=str(vm["accelerator"]),
-            guest_cpus=int(guest["cpus"]),
-            guest_memory_mb=int(guest["memory_mb"]),
-            workers=int(config["workers"][0]),
-            duration_s=float(config["duration_s"]),
-            limit_mb=int(config["limit_mb"]),
-            slab_files=int(config["slab_files"]),
-        )
-    except (ValueError, KeyError, TypeError, IndexError) as exc:
-        raise InputError(found[0], f"not an mmlab capture --kernel capture ({exc})") from None
+    vm = the_vm_below(path)
+    first = sorted(vm.path.parent.glob("iter-*"))
+    meta = read_iteration(first[0]) if first else None
+    build, guest = vm.kernel_build, vm.guest
+    needed = {
+        "kernel_release": build.kernel_release, "source_package": build.source_package,
+        "config_hz": build.config_hz, "accelerator": vm.accelerator, "guest cpus": guest.cpus,
+        "guest memory_mb": guest.memory_mb, "an iteration's mmlab.json": meta,
+    }  # fmt: skip
+    if meta is not None:
+        needed |= {"workers": meta.workers or None, "duration_s": meta.duration_s,
+                   "limit_mb": meta.limit_mb, "slab_files": meta.slab_files}  # fmt: skip
+    if missing := [k for k, v in needed.items() if v is None]:
+        raise InputError(vm.path, f"not an mmlab capture --kernel capture: no {', '.join(missing)}")
+    return SweepCapture(
+        name=path.name, path=path, knobs=vm.knobs(), iterations=len(traces_below(path)),
+        kernel=str(build.kernel_release), source_package=str(build.source_package),
+        config_hz=int(build.config_hz), accel=str(vm.accelerator), guest_cpus=int(guest.cpus),
+        guest_memory_mb=int(guest.memory_mb), workers=int(meta.workers[0]),
+        duration_s=float(meta.duration_s), limit_mb=int(meta.limit_mb),
+        slab_files=int(meta.slab_files),
+    )  # fmt: skip
 
 
 def _runs_of(path: Path) -> Path:
     """The run folder of a capture (``aa1/aa1``), as ``mmlab compare`` takes it."""
-    return next(iter(sorted(path.rglob("vm.json")))).parent
+    return the_vm_below(path).path.parent
 
 
 def latency_comparisons(
