@@ -17,7 +17,7 @@ import zstandard
 from analysis.ingest import mmtests
 from analysis.ingest.capture_meta import ExperimentSetting, read_order
 from analysis.metrics.endpoints import endpoint_value
-from analysis.study.effects import same_as_reference, experiment_effects, run_values
+from analysis.study.effects import experiment_effects, run_values, same_as_reference
 from tests.conftest import REPO
 
 PILOT = REPO / "data" / "vm-6.12-lab" / "pilot"
