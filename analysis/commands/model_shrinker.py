@@ -81,23 +81,25 @@ def run(args: argparse.Namespace) -> int:
 
 def _validate(args: argparse.Namespace) -> int:
     from analysis.errors import InputError
-    from analysis.ingest.boots import shared_boot_notes
-    from analysis.models.shrinker_validation import divisor_capture, validate
     from analysis.report.json_output import dumps
     from analysis.report.levels import level_notes
     from analysis.report.shrinker_model import (
         format_shrinker_validation,
         shrinker_validation_json,
     )
+    from analysis.study.shrinker_model import shrinker_validation
 
     if len(args.paths) != 1 or not args.paths[0].is_dir():
         raise InputError(args.paths[0], "--validate needs one calibration capture directory")
     capture = args.paths[0]
-    scores = validate(divisor_capture(capture), [divisor_capture(o) for o in args.validate])
-    notes = [n for path in (capture, *args.validate) for n in shared_boot_notes(path)]
+    scores, notes = shrinker_validation(capture, args.validate)
     if args.json:
-        print(dumps(shrinker_validation_json(scores, str(capture)) | {"replication_notes": notes}))
+        print(
+            dumps(
+                shrinker_validation_json(scores, str(capture)) | {"replication_notes": list(notes)}
+            )
+        )
     else:
-        print(level_notes(tuple(notes), []), end="")
+        print(level_notes(notes, []), end="")
         print(format_shrinker_validation(scores, str(capture)), end="")
     return 0

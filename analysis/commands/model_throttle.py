@@ -86,43 +86,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _label(path: Path | None, workers: int | None) -> str:
-    return f"{path}" if workers is None else f"{path} ({workers} workers)"
-
-
 def run(args: argparse.Namespace) -> int:
     from analysis.errors import InputError
-    from analysis.ingest.boots import shared_boot_notes
-    from analysis.models.throttle import observe
-    from analysis.models.throttle_validation import calibration
     from analysis.outputs import Stages
     from analysis.report.json_output import dumps
     from analysis.report.levels import level_notes
     from analysis.report.throttle_model import as_json, format_report, format_validation
-    from analysis.study.throttle_model import build_report, timeouts_asked
+    from analysis.study.throttle_model import ModelRequest, model_throttle
 
     if args.bootstrap < 0:
         raise InputError(args.capture, f"--bootstrap must be ≥ 0, got {args.bootstrap}")
-    others = args.validate or ()
-    stages = Stages("model throttle", 3 + len(others))
-    runs = observe(args.capture, workers=args.phase)
-    stages.done(f"{args.capture} read")
-    label = _label(args.capture, args.phase)
-    calibrated = calibration(label, runs, wait=args.wait, bootstrap=args.bootstrap, seed=args.seed)
-    stages.done("latent waits calibrated")
-    taus = timeouts_asked(calibrated, dict(args.timeout))
-    phase = args.phase if args.validate_phase is None else args.validate_phase
-    targets = {}
-    for other in others:
-        targets[_label(other, phase)] = observe(other, workers=phase)
-        stages.done(f"{other} read")
-    report = build_report(calibrated, taus, targets, seed=args.seed)
-    stages.done("predictions and validation")
-    notes = [n for path in (args.capture, *others) for n in shared_boot_notes(path)]
+    request = ModelRequest(
+        args.capture, args.phase, args.wait, args.bootstrap, args.seed, dict(args.timeout),
+        tuple(args.validate or ()), args.validate_phase,
+    )  # fmt: skip
+    stages = Stages("model throttle", 3 + len(request.validate))
+    report, notes = model_throttle(request, stages)
     if args.json:
-        print(dumps(as_json(report) | {"replication_notes": notes}))
+        print(dumps(as_json(report) | {"replication_notes": list(notes)}))
     else:
-        print(level_notes(tuple(notes), []), end="")
+        print(level_notes(notes, []), end="")
         print(format_report(report))
         if report.validation:
             print()

@@ -11,9 +11,16 @@ from pathlib import Path
 
 from analysis.ingest.captures import traces_below
 from analysis.models.shrinker import ContextWork, ModelRun, Variant, load_invocations, model_trace
-from analysis.models.shrinker_validation import ShrinkerScore
+from analysis.models.shrinker_validation import ShrinkerScore, divisor_capture, validate
 
-__all__ = ["ContextWork", "ModelRun", "ShrinkerScore", "Variant", "model_runs"]
+__all__ = [
+    "ContextWork",
+    "ModelRun",
+    "ShrinkerScore",
+    "Variant",
+    "model_runs",
+    "shrinker_validation",
+]
 
 
 def model_runs(paths: Sequence[Path], variant: Variant) -> tuple[ModelRun, ...]:
@@ -21,3 +28,15 @@ def model_runs(paths: Sequence[Path], variant: Variant) -> tuple[ModelRun, ...]:
     directory whose ``ftrace-*`` traces are taken in order."""
     traces = [t for path in paths for t in (traces_below(path) if path.is_dir() else [path])]
     return tuple(model_trace(load_invocations(t), variant, trace=t) for t in traces)
+
+
+def shrinker_validation(
+    capture: Path, others: Sequence[Path]
+) -> tuple[tuple[ShrinkerScore, ...], tuple[str, ...]]:
+    """The replay calibrated on ``capture``'s divisor scored on each of ``others``, and
+    each capture's note on iterations sharing a boot."""
+    from analysis.ingest.boots import shared_boot_notes
+
+    scores = validate(divisor_capture(capture), [divisor_capture(o) for o in others])
+    notes = tuple(n for path in (capture, *others) for n in shared_boot_notes(path))
+    return tuple(scores), notes

@@ -9,7 +9,8 @@ largest predicted change, and the out-of-sample validation on other captures
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -21,12 +22,14 @@ from analysis.models.throttle import (
     Observation,
     TimeoutPrediction,
     calibrate,
+    observe,
     per_run,
     predict_cycle,
     predict_timeout,
 )
-from analysis.models.throttle_validation import Calibration, QuantityScore, validate
+from analysis.models.throttle_validation import Calibration, QuantityScore, calibration, validate
 from analysis.models.throttle_waits import WaitChoice
+from analysis.outputs import Stages
 from analysis.stats.describe import mean_sd
 from analysis.stats.significance import design_runs
 
@@ -35,11 +38,13 @@ __all__ = [
     "LADDER",
     "Design",
     "Estimate",
+    "ModelRequest",
     "QuantityScore",
     "ThrottleReport",
     "WaitChoice",
     "build_report",
     "designs",
+    "model_throttle",
     "timeouts_asked",
 ]
 
@@ -174,3 +179,54 @@ def build_report(
         designs=designs(runs, predicted),
         validation=validate(calibration, targets, seed=seed) if targets else (),
     )
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    """What ``mmlab model throttle`` asks: the capture (and its workers' phase), the
+    latent-wait choice, the bootstrap, the timeouts per reason, and captures to validate on
+    (in their own phase)."""
+
+    capture: Path
+    phase: int | None = None
+    wait: str = "auto"
+    bootstrap: int = 0
+    seed: int = 0
+    timeouts: Mapping[str, float] = field(default_factory=dict)
+    validate: Sequence[Path] = ()
+    validate_phase: int | None = None
+
+
+def _label(path: Path, workers: int | None) -> str:
+    return f"{path}" if workers is None else f"{path} ({workers} workers)"
+
+
+def model_throttle(
+    request: ModelRequest, progress: Stages | None = None
+) -> tuple[ThrottleReport, tuple[str, ...]]:
+    """The report of ``request`` (calibrated on its capture, predicted at its timeouts,
+    scored on its validation captures), and each capture's note on iterations sharing a
+    boot."""
+    from analysis.ingest.boots import shared_boot_notes
+
+    runs = observe(request.capture, workers=request.phase)
+    if progress:
+        progress.done(f"{request.capture} read")
+    calibrated = calibration(_label(request.capture, request.phase), runs, wait=request.wait,
+                             bootstrap=request.bootstrap, seed=request.seed)  # fmt: skip
+    if progress:
+        progress.done("latent waits calibrated")
+    taus = timeouts_asked(calibrated, dict(request.timeouts))
+    phase = request.phase if request.validate_phase is None else request.validate_phase
+    targets = {}
+    for other in request.validate:
+        targets[_label(other, phase)] = observe(other, workers=phase)
+        if progress:
+            progress.done(f"{other} read")
+    report = build_report(calibrated, taus, targets, seed=request.seed)
+    if progress:
+        progress.done("predictions and validation")
+    notes = tuple(
+        n for path in (request.capture, *request.validate) for n in shared_boot_notes(path)
+    )
+    return report, notes
