@@ -137,7 +137,7 @@ def test_pilot_spread_sizes_a_design_from_boot_to_boot_sd(tmp_path):
     (run,) = mmtests.find_runs(DATA / "vm-6.12" / "wb20")
     for it in run.iterations:
         shutil.copytree(it.path, tmp_path / "wb20" / f"iter-{it.index}")
-    order = {"primary_endpoint": "reclaim_velocity",
+    order = {"plan": "pilot", "primary_endpoint": "reclaim_velocity",
              "settings": [{"name": "wb20", "params": {"pressure": "cgroup"}},
                           {"name": "never-ran", "params": {}}]}  # fmt: skip
     (tmp_path / "order.json").write_text(json.dumps(order))
