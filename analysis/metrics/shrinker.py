@@ -101,7 +101,7 @@ def invocation_rows(
     closed = paired.filter(pl.col("status") == "closed")
     if closed.is_empty():
         return _empty_invocations()
-    labelled = label(closed.rename({"begin_ts_ns": "ts_ns"}))
+    labelled = label(closed.rename({"begin_ts_ns": "ts_ns"}).sort("begin_line"))
     return labelled.select(
         "shrinker",
         "shrinker_ptr",

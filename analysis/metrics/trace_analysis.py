@@ -19,9 +19,19 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from analysis.metrics import attribution, compaction, daemons, lru, pairing, shrinker, throttle
+from analysis.metrics import (
+    attribution,
+    compaction,
+    daemons,
+    every_event,
+    lru,
+    pairing,
+    shrinker,
+    throttle,
+)
 from analysis.metrics.deferred import Deferred
-from analysis.metrics.duplicates import Duplicates, duplicate_lines
+from analysis.metrics.duplicates import Duplicates, RepeatScreen, duplicate_lines
+from analysis.metrics.every_event import EveryEvent
 from analysis.metrics.pairing import KEY_COLUMNS, event_columns, event_scan
 from analysis.metrics.rows import RowStore, sum_parts
 from analysis.stats.describe import distribution_table
@@ -32,8 +42,6 @@ __all__ = [
     "UNPARSED_LINES_SHOWN",
     "TraceAnalysis",
     "analyse_trace",
-    "capture_span",
-    "daemon_activity",
     "not_traced",
     "pooled",
     "reclaim_series",
@@ -92,44 +100,13 @@ class TraceAnalysis(Deferred):
     histogram_groups: tuple | None
 
 
-def capture_span(trace) -> tuple[int | None, int | None]:
-    """First and last ``ts_ns`` over every event of the trace (None, None without any),
-    aggregated per event without holding the events."""
-    scans = [
-        event_scan(trace, name).select(pl.col("ts_ns").cast(pl.Int64)) for name in trace.event_names
-    ]
-    if not scans:
-        return None, None
-    span = pl.concat(scans).select(
-        pl.col("ts_ns").min().alias("lo"), pl.col("ts_ns").max().alias("hi")
-    )
-    lo, hi = span.collect().row(0)
-    return lo, hi
-
-
-def daemon_activity(trace, daemon: str) -> pl.DataFrame:
-    """``pid``, ``comm``, ``ts_ns`` of every event of ``daemon``'s threads, in file order:
-    rows whose comm names it (e.g. ``kswapd0``) or whose pid emitted its wake/sleep events
-    (a comm the kernel printed as ``<...>``), which is all :func:`daemons.daemon_awake`
-    reads of the capture's activity."""
-    wake, sleep, pattern = daemons.DAEMONS[daemon]
-    pids = (
-        pl.concat(
-            [event_columns(trace, name, ("pid",)) for name in (wake, sleep)], how="vertical_relaxed"
-        )["pid"]
-        .drop_nulls()
-        .unique()
-    )
-    own = pl.col("comm").str.contains(pattern) | pl.col("pid").is_in(pids.cast(pl.Int32).implode())
-    scans = [
-        event_scan(trace, name)
-        .select(pl.col("pid").cast(pl.Int32), "comm", pl.col("ts_ns").cast(pl.Int64))
-        .filter(own & pl.col("ts_ns").is_not_null())
-        for name in trace.event_names
-    ]
-    if not scans:
-        return pl.DataFrame(schema={"pid": pl.Int32(), "comm": pl.String(), "ts_ns": pl.Int64()})
-    return pl.concat(scans, how="vertical").collect()
+def _daemon_pids(trace) -> dict[str, pl.Series]:
+    """Per daemon, the pids of its wake and sleep events (its threads, whatever their comm)."""
+    pids = {}
+    for daemon, (wake, sleep, _) in daemons.DAEMONS.items():
+        frames = [event_columns(trace, name, ("pid",)) for name in (wake, sleep)]
+        pids[daemon] = pl.concat(frames, how="vertical_relaxed")["pid"].drop_nulls().unique()
+    return pids
 
 
 def _lost_lines(trace) -> list[int]:
@@ -189,10 +166,11 @@ class _Paired:
 
 
 def _pair_reclaim(
-    trace, contexts: list[str], lost_lines: list[int], store: RowStore
+    trace, contexts: list[str], lost_lines: list[int], store: RowStore, every: EveryEvent
 ) -> tuple[_Paired, pl.DataFrame]:
     """Pair every reclaim context and compaction block by block into ``store``; also the
-    compact interval frame (kind, pid, begin, end) every later event is labelled with."""
+    compact interval frame (kind, pid, begin, end) every later event is labelled with.
+    The events read are fed to ``every``."""
     pairs = {
         context: pairing.Pairing(
             context,
@@ -222,6 +200,8 @@ def _pair_reclaim(
         stalls.append(attribution.stall_sums(rows, context))
 
     for frames in pairing.event_blocks(trace, columns):
+        for name, frame in frames.items():
+            every.add(name, frame)
         for context, paired in pairs.items():
             begin, end = pairing.RECLAIM_EVENTS[context]
             keep(context, paired.add(frames[begin], frames[end]))
@@ -256,10 +236,11 @@ class _Labelled:
 
 
 def _label_events(
-    trace, intervals: pl.DataFrame, lost_lines: list[int], store: RowStore
+    trace, intervals: pl.DataFrame, lost_lines: list[int], store: RowStore, every: EveryEvent
 ) -> _Labelled:
     """Label throttle, LRU, write and shrinker events block by block; keep the throttle
-    events, the LRU and write sums and the shrinker calls (rows in ``store``)."""
+    events, the LRU and write sums and the shrinker calls (rows in ``store``). Every
+    event, these and those pass 1 did not read, is fed to ``every``."""
     throttled = throttle.throttle_events_of(trace)
     write = _write_event(trace)
     calls = shrinker.shrinker_pairing(lost_lines)
@@ -268,10 +249,16 @@ def _label_events(
     columns[write] = (*KEY_COLUMNS, "flags")
     columns[shrinker.START] = (*KEY_COLUMNS, *shrinker.START_FIELDS)
     columns[shrinker.END] = (*KEY_COLUMNS, *shrinker.END_FIELDS)
+    fed = every.events
+    unread = [n for n in trace.event_names if n not in columns and n not in fed]
+    columns.update(dict.fromkeys(unread, every_event.COLUMNS))
     label = pairing.Labeller(intervals)
     events: dict[str, list[pl.DataFrame]] = {name: [] for name, _ in throttled}
     lru_parts, by_process, write_parts, sums = [], [], [], []
     for frames in pairing.event_blocks(trace, columns):
+        for name, frame in frames.items():
+            if name not in fed:
+                every.add(name, frame)
         for name, delay in throttled:
             labelled = label(frames[name])
             throttle.check_fields(trace, name, labelled, delay)
@@ -336,18 +323,29 @@ def _closed_ms(rows: pl.LazyFrame) -> np.ndarray:
     return closed.collect().to_series().to_numpy()
 
 
+def _duplicates(trace, start: int | None, end: int | None, screen: RepeatScreen) -> Duplicates:
+    """:func:`duplicate_lines` of ``trace``, counted only when ``screen`` (fed every event)
+    could not rule repeats out."""
+    if screen.clear:
+        return Duplicates(0, None)
+    rows = sum(event_scan(trace, n).select(pl.len()).collect().item() for n in trace.event_names)
+    return duplicate_lines(trace, start, end, rows)
+
+
 def _compute(trace, store: RowStore) -> TraceAnalysis:
     """Every statistic of ``trace`` in two passes over its blocks (see :func:`analyse_trace`),
     without the checks against CONFIG_HZ and vmstat."""
     lost = int(trace.lost_events_total)
     lost_lines = _lost_lines(trace)
     is_histogram = hasattr(trace, "groups")
-    start, end = capture_span(trace)
-    rows = sum(event_scan(trace, n).select(pl.len()).collect().item() for n in trace.event_names)
-    dups = Duplicates(0, None) if is_histogram else duplicate_lines(trace, start, end, rows)
-    paired, intervals = _pair_reclaim(trace, _contexts(trace, is_histogram), lost_lines, store)
-    labelled = _label_events(trace, intervals, lost_lines, store)
+    every = EveryEvent(_daemon_pids(trace))
+    paired, intervals = _pair_reclaim(
+        trace, _contexts(trace, is_histogram), lost_lines, store, every
+    )
+    labelled = _label_events(trace, intervals, lost_lines, store, every)
     del intervals  # only for labelling: the rest reads sums and stored rows
+    start, end = every.span
+    dups = Duplicates(0, None) if is_histogram else _duplicates(trace, start, end, every.repeats)
     reclaim = {
         context: pairing.StallIntervals.deferred(
             {"intervals": store.loader(context, INTERVAL_ORDER)}, report=report
@@ -365,7 +363,7 @@ def _compute(trace, store: RowStore) -> TraceAnalysis:
             daemons.daemon_awake(
                 event_columns(trace, wake, _DAEMON_COLUMNS),
                 event_columns(trace, sleep, _DAEMON_COLUMNS),
-                daemon_activity(trace, daemon),
+                every.activity(daemon),
                 daemon=daemon,
                 capture_start_ns=int(start or 0),
                 capture_end_ns=int(end or 0),
