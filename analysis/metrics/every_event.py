@@ -35,7 +35,12 @@ class EveryEvent:
 
     def __init__(self, daemon_pids: Mapping[str, pl.Series]) -> None:
         self._own = {d: _own(d, pids.cast(pl.Int32)) for d, pids in daemon_pids.items()}
-        self._kept = pl.any_horizontal(*self._own.values())
+        # What may be a daemon's row, cheaper than its pattern on every row: its comm
+        # starts with the daemon's name, or its pid is one of the daemon's.
+        pids = pl.concat(list(daemon_pids.values())).cast(pl.Int32)
+        self._kept = pl.col("pid").is_in(pids.implode()) | pl.any_horizontal(
+            pl.col("comm").str.starts_with(daemon) for daemon in daemon_pids
+        )
         # Per event fed so far, its daemon rows block by block.
         self._daemon_rows: dict[str, list[pl.DataFrame]] = {}
         self._lo: int | None = None

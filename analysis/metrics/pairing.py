@@ -472,11 +472,10 @@ def label_context(events: pl.DataFrame, intervals: pl.DataFrame) -> pl.DataFrame
     event's ``ts_ns`` (open intervals extend to the end of the capture); otherwise ``other``.
     Histogram rows (null ``pid``) keep their user-given ``context`` or get ``group N``.
     """
-    indexed = events.with_row_index("_row")
     if "group" in events.columns and events["pid"].null_count() == events.height:
         given = pl.col("context") if "context" in events.columns else pl.lit(None, pl.String)
         return events.with_columns(context=given.fill_null(pl.format("group {}", pl.col("group"))))
-    left = indexed.select("_row", "pid", "ts_ns").sort("ts_ns")
+    left = events.select("pid", "ts_ns").with_row_index("_row").sort("ts_ns")
     right = intervals.with_columns(pl.col("pid").cast(left.schema["pid"])).sort("begin_ts_ns")
     # Both sides are sorted on the asof keys just above; polars cannot verify it per group.
     joined = left.join_asof(
@@ -485,19 +484,14 @@ def label_context(events: pl.DataFrame, intervals: pl.DataFrame) -> pl.DataFrame
     inside = pl.col("kind").is_not_null() & (
         pl.col("end_ts_ns").is_null() | (pl.col("ts_ns") <= pl.col("end_ts_ns"))
     )
-    found = joined.select(
-        "_row",
-        _ctx=pl.when(inside).then(pl.col("kind").cast(pl.String)).otherwise(pl.lit("other")),
+    # One row per event (an as-of join keeps every left row once), back in their order.
+    found = joined.sort("_row").select(
+        pl.when(inside).then(pl.col("kind").cast(pl.String)).otherwise(pl.lit("other"))
     )
-    return (
-        indexed.join(found, on="_row", how="left")
-        .with_columns(
-            context=pl.when(pl.col("comm").str.starts_with("kswapd"))
-            .then(pl.lit("kswapd"))
-            .otherwise(pl.col("_ctx"))
-        )
-        .sort("_row")
-        .drop("_row", "_ctx")
+    return events.with_columns(
+        context=pl.when(pl.col("comm").str.starts_with("kswapd"))
+        .then(pl.lit("kswapd"))
+        .otherwise(found.to_series())
     )
 
 

@@ -232,6 +232,7 @@ class _Labelled:
     lru_by_process: pl.DataFrame
     writes: pl.DataFrame
     shrinker: pl.DataFrame
+    shrinker_work: pl.DataFrame
     shrinker_report: pairing.PairingReport
 
 
@@ -254,7 +255,7 @@ def _label_events(
     columns.update(dict.fromkeys(unread, every_event.COLUMNS))
     label = pairing.Labeller(intervals)
     events: dict[str, list[pl.DataFrame]] = {name: [] for name, _ in throttled}
-    lru_parts, by_process, write_parts, sums = [], [], [], []
+    lru_parts, by_process, write_parts, sums, work = [], [], [], [], []
     for frames in pairing.event_blocks(trace, columns):
         for name, frame in frames.items():
             if name not in fed:
@@ -271,6 +272,7 @@ def _label_events(
         invocations = shrinker.invocation_rows(paired, label)
         store.add("shrinker_invocations", invocations)
         sums.append(shrinker.shrinker_sums(invocations))
+        work.append(shrinker.work_sums(invocations))
     calls.finish()
     return _Labelled(
         # Each event's rows in file order, the events in reporting order.
@@ -279,6 +281,7 @@ def _label_events(
         lru_by_process=sum_parts(by_process, attribution.PROCESS),
         writes=sum_parts(write_parts, ("context", "kind", "mode")),
         shrinker=shrinker.shrinker_shares(sum_parts(sums, ("shrinker", "context"))),
+        shrinker_work=shrinker.work_distribution(work),
         shrinker_report=calls.report,
     )
 
@@ -387,9 +390,6 @@ def _compute(trace, store: RowStore) -> TraceAnalysis:
     wakeups = event_scan(trace, "mm_vmscan_wakeup_kswapd")
     weight = pl.col("count").sum() if "count" in wakeups.collect_schema().names() else pl.len()
     wakeups = wakeups.group_by(attribution.PROCESS).agg(wakeup_kswapd=weight).collect()
-    work = store.scan("shrinker_invocations").select(
-        "context", "deferred_in_objects", "scanned_objects"
-    )
     # Every table carries its source's lost-event count: any sum may be short by lost events.
     lost_col = pl.lit(lost, dtype=pl.Int64)
     unparsed = unparsed_of(trace)
@@ -434,7 +434,7 @@ def _compute(trace, store: RowStore) -> TraceAnalysis:
             )
         ),
         shrinker=labelled.shrinker.with_columns(lost_events=lost_col),
-        shrinker_work=shrinker.work_distribution(work.collect()),
+        shrinker_work=labelled.shrinker_work,
         lru=labelled.lru.with_columns(lost_events=lost_col),
         lru_check=None,
         distributions=distribution_table(dict(sorted(series.items()))),
