@@ -100,13 +100,16 @@ class TraceAnalysis(Deferred):
     histogram_groups: tuple | None
 
 
-def _daemon_pids(trace) -> dict[str, pl.Series]:
-    """Per daemon, the pids of its wake and sleep events (its threads, whatever their comm)."""
-    pids = {}
-    for daemon, (wake, sleep, _) in daemons.DAEMONS.items():
-        frames = [event_columns(trace, name, ("pid",)) for name in (wake, sleep)]
-        pids[daemon] = pl.concat(frames, how="vertical_relaxed")["pid"].drop_nulls().unique()
-    return pids
+# What the daemons' wake/sleep accounting reads of their events.
+_DAEMON_COLUMNS = ("nid", "pid", "ts_ns", "line")
+
+
+def _daemon_marks(trace) -> dict[str, tuple[pl.DataFrame, pl.DataFrame]]:
+    """Each daemon's wake and sleep events (``nid``, ``pid``, ``ts_ns``, ``line``)."""
+    return {
+        daemon: tuple(event_columns(trace, name, _DAEMON_COLUMNS) for name in (wake, sleep))
+        for daemon, (wake, sleep, _) in daemons.DAEMONS.items()
+    }
 
 
 def _lost_lines(trace) -> list[int]:
@@ -126,8 +129,6 @@ def unparsed_of(trace) -> tuple[int, tuple[int, ...]]:
     return int(accounting.unparsed), tuple(lines[:UNPARSED_LINES_SHOWN])
 
 
-# What the daemons' wake/sleep accounting reads of their events.
-_DAEMON_COLUMNS = ("nid", "pid", "ts_ns", "line")
 _COMPACTION = ("mm_compaction_begin", "mm_compaction_end")
 _SHRINK_INACTIVE = "mm_vmscan_lru_shrink_inactive"
 # Interval and shrinker-call rows in the order the whole-trace pairing gives them.
@@ -341,7 +342,8 @@ def _compute(trace, store: RowStore) -> TraceAnalysis:
     lost = int(trace.lost_events_total)
     lost_lines = _lost_lines(trace)
     is_histogram = hasattr(trace, "groups")
-    every = EveryEvent(_daemon_pids(trace))
+    marks = _daemon_marks(trace)
+    every = EveryEvent(marks)
     paired, intervals = _pair_reclaim(
         trace, _contexts(trace, is_histogram), lost_lines, store, every
     )
@@ -361,11 +363,11 @@ def _compute(trace, store: RowStore) -> TraceAnalysis:
     comp_closed = comp_rows.select(c for c in wanted if c in present).collect()
     t_events = labelled.throttle_events
     awake: dict[str, tuple[daemons.AwakeReport, ...]] = {}
-    for daemon, (wake, sleep, _) in daemons.DAEMONS.items():
+    for daemon, (wake, sleep) in marks.items():
         awake[daemon] = tuple(
             daemons.daemon_awake(
-                event_columns(trace, wake, _DAEMON_COLUMNS),
-                event_columns(trace, sleep, _DAEMON_COLUMNS),
+                wake,
+                sleep,
                 every.activity(daemon),
                 daemon=daemon,
                 capture_start_ns=int(start or 0),
