@@ -87,11 +87,14 @@ class EveryEvent:
 
     def add(self, name: str, rows: pl.DataFrame) -> None:
         """One block of event ``name``'s rows (at least :data:`COLUMNS`), in file order."""
+        self._daemon_rows.setdefault(name, [])
+        if rows.is_empty():  # most events are absent from most blocks
+            return
         timed = rows.select(
             pl.col("pid").cast(pl.Int32), "comm", pl.col("ts_ns").cast(pl.Int64), "line"
         ).filter(pl.col("ts_ns").is_not_null())
         daemon_rows = timed.filter(self._kept).drop("line")
-        self._daemon_rows.setdefault(name, []).append(activity_points(daemon_rows, self._wakes))
+        self._daemon_rows[name].append(activity_points(daemon_rows, self._wakes))
         if timed.is_empty():
             return
         lo, hi = timed.select(lo=pl.col("ts_ns").min(), hi=pl.col("ts_ns").max()).row(0)
