@@ -168,10 +168,10 @@ class _Paired:
 
 def _pair_reclaim(
     trace, contexts: list[str], lost_lines: list[int], store: RowStore, every: EveryEvent
-) -> tuple[_Paired, pl.DataFrame]:
+) -> tuple[_Paired, pairing.Labeller]:
     """Pair every reclaim context and compaction block by block into ``store``; also the
-    compact interval frame (kind, pid, begin, end) every later event is labelled with.
-    The events read are fed to ``every``."""
+    labeller of every later event, which holds the compact interval frame (kind, pid,
+    begin, end). The events read are fed to ``every``."""
     pairs = {
         context: pairing.Pairing(
             context,
@@ -221,7 +221,7 @@ def _pair_reclaim(
         sum_parts(stalls, attribution.STALL_KEYS),
         sum_parts(begins, ("context", *attribution.PROCESS)),
     )
-    return paired, intervals
+    return paired, pairing.Labeller(intervals)
 
 
 @dataclass(frozen=True)
@@ -238,7 +238,7 @@ class _Labelled:
 
 
 def _label_events(
-    trace, intervals: pl.DataFrame, lost_lines: list[int], store: RowStore, every: EveryEvent
+    trace, label: pairing.Labeller, lost_lines: list[int], store: RowStore, every: EveryEvent
 ) -> _Labelled:
     """Label throttle, LRU, write and shrinker events block by block; keep the throttle
     events, the LRU and write sums and the shrinker calls (rows in ``store``). Every
@@ -254,7 +254,6 @@ def _label_events(
     fed = every.events
     unread = [n for n in trace.event_names if n not in columns and n not in fed]
     columns.update(dict.fromkeys(unread, every_event.COLUMNS))
-    label = pairing.Labeller(intervals)
     events: dict[str, list[pl.DataFrame]] = {name: [] for name, _ in throttled}
     lru_parts, by_process, write_parts, sums, work = [], [], [], [], []
     for frames in pairing.event_blocks(trace, columns):
@@ -344,11 +343,9 @@ def _compute(trace, store: RowStore) -> TraceAnalysis:
     is_histogram = hasattr(trace, "groups")
     marks = _daemon_marks(trace)
     every = EveryEvent(marks)
-    paired, intervals = _pair_reclaim(
-        trace, _contexts(trace, is_histogram), lost_lines, store, every
-    )
-    labelled = _label_events(trace, intervals, lost_lines, store, every)
-    del intervals  # only for labelling: the rest reads sums and stored rows
+    paired, label = _pair_reclaim(trace, _contexts(trace, is_histogram), lost_lines, store, every)
+    labelled = _label_events(trace, label, lost_lines, store, every)
+    del label  # its intervals are only for labelling: the rest reads sums and stored rows
     start, end = every.span
     dups = Duplicates(0, None) if is_histogram else _duplicates(trace, start, end, every.repeats)
     reclaim = {
