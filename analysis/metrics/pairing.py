@@ -194,7 +194,7 @@ class Pairing:
         # The held events' keys (``_b``: the row of a held begin in ``_held_begins``).
         self._held: pl.DataFrame | None = None
         self._held_begins: pl.DataFrame | None = None
-        self._ends: pl.DataFrame | None = None
+        self._end_template: pl.DataFrame | None = None
         self._counts = dict.fromkeys(
             ("closed", "total_ns", "overwritten", "open", "unpaired_end", "clock_backwards"), 0
         )
@@ -212,15 +212,15 @@ class Pairing:
         """The intervals of the events still held back (open at the end of the capture);
         after at least one :meth:`add`."""
         assert self._held is not None, "finish() before any add()"
-        return self._step(self._held_begins.clear(), self._ends.clear(), True)
+        return self._step(self._held_begins.clear(), self._end_template.clear(), True)
 
     def _sides(self, begin: pl.DataFrame, end: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-        """The key columns and carried fields of each side; the held state of the first
-        block."""
+        """The key columns and carried fields of each side; at the first block, the empty
+        held state and the end frame's shape (for :meth:`finish`)."""
         begin = begin.select(*KEY_COLUMNS, *(f for f in self.begin_fields if f in begin.columns))
         end = end.select(*KEY_COLUMNS, *(f for f in self.end_fields if f in end.columns))
         if self._held is None:
-            self._held_begins, self._ends = begin.clear(), end.clear()
+            self._held_begins, self._end_template = begin.clear(), end.clear()
             self._held = _keys(begin.clear(), True, 0).with_columns(_held=pl.lit(True))
         return begin, end
 
@@ -295,7 +295,7 @@ class Pairing:
             return None
         back = pl.col("pid").is_in(pids.implode())
         self._held = held.filter(back)
-        closed = self._step(self._held_begins.clear(), self._ends.clear(), True)
+        closed = self._step(self._held_begins.clear(), self._end_template.clear(), True)
         self._held = held.filter(~back)
         self._counts["clock_backwards"] += pids.len()
         return closed

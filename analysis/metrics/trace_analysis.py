@@ -31,7 +31,6 @@ from analysis.metrics import (
 )
 from analysis.metrics.deferred import Deferred
 from analysis.metrics.duplicates import Duplicates, RepeatScreen, duplicate_lines
-from analysis.metrics.every_event import EveryEvent
 from analysis.metrics.pairing import KEY_COLUMNS, event_columns, event_scan
 from analysis.metrics.rows import RowStore, sum_parts
 from analysis.stats.describe import distribution_table
@@ -167,7 +166,11 @@ class _Paired:
 
 
 def _pair_reclaim(
-    trace, contexts: list[str], lost_lines: list[int], store: RowStore, every: EveryEvent
+    trace,
+    contexts: list[str],
+    lost_lines: list[int],
+    store: RowStore,
+    every: every_event.EveryEvent,
 ) -> tuple[_Paired, pairing.Labeller]:
     """Pair every reclaim context and compaction block by block into ``store``; also the
     labeller of every later event, which holds the compact interval frame (kind, pid,
@@ -238,7 +241,11 @@ class _Labelled:
 
 
 def _label_events(
-    trace, label: pairing.Labeller, lost_lines: list[int], store: RowStore, every: EveryEvent
+    trace,
+    label: pairing.Labeller,
+    lost_lines: list[int],
+    store: RowStore,
+    every: every_event.EveryEvent,
 ) -> _Labelled:
     """Label throttle, LRU, write and shrinker events block by block; keep the throttle
     events, the LRU and write sums and the shrinker calls (rows in ``store``). Every
@@ -342,7 +349,7 @@ def _compute(trace, store: RowStore) -> TraceAnalysis:
     lost_lines = _lost_lines(trace)
     is_histogram = hasattr(trace, "groups")
     marks = _daemon_marks(trace)
-    every = EveryEvent(marks)
+    every = every_event.EveryEvent(marks)
     paired, label = _pair_reclaim(trace, _contexts(trace, is_histogram), lost_lines, store, every)
     labelled = _label_events(trace, label, lost_lines, store, every)
     del label  # its intervals are only for labelling: the rest reads sums and stored rows
@@ -468,12 +475,14 @@ def analyse_trace(
 
     An ingested trace is read one 32 MB block at a time (its Parquet parts), twice: first
     pairing reclaim and compaction begin/end events per pid, then labelling throttle, LRU,
-    write and shrinker events with the reclaim interval around them. Only the sums, the
-    compact interval frame and the per-row results go on; the per-row results go to
-    ``store`` (memory by default; the analysis cache for
-    :func:`analysis.metrics.trace_files.analyse_file`), so memory
-    stays that of a block and the intervals, not of the trace. A pid going back in time
-    across a block boundary starts pairing again there (:class:`pairing.Pairing`).
+    write and shrinker events with the reclaim interval around them; every other event is
+    read once, in either pass, for what is read of all (:mod:`.every_event`: the span, the
+    daemons' activity, the repeat screen that spares the duplicate count a capture in time
+    order). Only the sums, the compact interval frame and the per-row results go on; the
+    per-row results go to ``store`` (memory by default; the analysis cache for
+    :func:`analysis.metrics.trace_files.analyse_file`), so memory stays that of a block
+    and the intervals, not of the trace. A pid going back in time across a block boundary
+    starts pairing again there (:class:`pairing.Pairing`).
     """
     return with_checks(_compute(trace, store or RowStore()), config_hz, vmstat_deltas)
 
