@@ -18,6 +18,12 @@ counting, every line repeated, each pid going back in time at each seam), cold a
 analysis-only, peak RSS of each. Every measured process runs inside a memory cgroup limited
 to ``LIMIT_MB`` (this machine is shared). The 1/5/15-minute load averages are recorded
 beside each figure.
+
+Environment: ``MMLAB_BENCH_CAPTURE`` names another capture to use (e.g. the stand-in of
+:mod:`benchmarks.standin_capture` where no capture can be recorded); ``MMLAB_BENCH_BEFORE``
+names an ``mmlab`` executable of earlier code (``MMLAB_BENCH_BEFORE_COMMIT``: its commit),
+measured in every round beside this one (cold, cached, analysis only), so that before and
+after compare under the same load.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from pathlib import Path
 from analysis.capture.cgroup import MemCgroup
 from analysis.capture.run import preflight_machine
 from benchmarks.bench_ftrace import HERE, REPO, WORK, _cpu_model, ensure_capture, timed
+from benchmarks.standin_capture import STANDIN
 
 PAIRS = 3
 LIMIT_MB = 3072
@@ -103,12 +110,12 @@ def _drop_results(cwd: Path) -> None:
         shutil.rmtree(results)
 
 
-def stalls_runs(trace: Path, join: list[str], *, cached: bool = True) -> dict:
+def stalls_runs(trace: Path, join: list[str], *, cached: bool = True, mmlab: Path = MMLAB) -> dict:
     """``mmlab stalls`` of ``trace`` (run through ``join``): cold in an empty directory,
     then cached, then with only the ingest cached."""
     with tempfile.TemporaryDirectory(dir=WORK) as tmp:
         cwd = Path(tmp)
-        argv = [*join, str(MMLAB), "stalls", str(trace)]
+        argv = [*join, str(mmlab), "stalls", str(trace)]
         runs = {"cold": timed(argv, cwd)}
         if cached:
             runs["cached"] = timed(argv, cwd)
@@ -120,17 +127,21 @@ def stalls_runs(trace: Path, join: list[str], *, cached: bool = True) -> dict:
 def run(out_dir: Path) -> dict:
     """Run the benchmark; write ``stalls.json`` and ``stalls.md`` into ``out_dir``."""
     WORK.mkdir(exist_ok=True)
-    capture = ensure_capture()
+    chosen = os.environ.get("MMLAB_BENCH_CAPTURE")
+    capture = Path(chosen).resolve() if chosen else ensure_capture()
+    before = os.environ.get("MMLAB_BENCH_BEFORE")
     script = perl_script()
     pairs = []
     with memory_limited() as join:
         for _ in range(PAIRS):
             perl = timed([*join, "perl", str(script)], stdin=capture)
             mmlab = stalls_runs(capture, join)
+            earlier = {"before": stalls_runs(capture, join, mmlab=Path(before))} if before else {}
             pairs.append(
                 {
                     "perl": perl,
                     **mmlab,
+                    **earlier,
                     "cold_wall_ratio": mmlab["cold"]["wall_s"] / perl["wall_s"],
                     "cold_cpu_ratio": mmlab["cold"]["cpu_s"] / perl["cpu_s"],
                 }
@@ -146,7 +157,11 @@ def run(out_dir: Path) -> dict:
         "commit": subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True
         ).stdout.strip(),
-        "capture": {"path": str(capture.relative_to(HERE.parent)), "bytes": capture.stat().st_size},
+        "capture": {
+            "path": str(capture.relative_to(HERE.parent)),
+            "bytes": capture.stat().st_size,
+            "standin": capture == STANDIN,
+        },
         "pairs": pairs,
         "median": {
             "cold_wall_ratio": statistics.median(p["cold_wall_ratio"] for p in pairs),
@@ -158,7 +173,9 @@ def run(out_dir: Path) -> dict:
         },
         "scaling": scaling,
         "memory_limit_mb": LIMIT_MB,
-        "before": BEFORE,
+        "before": {"commit": os.environ.get("MMLAB_BENCH_BEFORE_COMMIT", "?")}
+        if before
+        else BEFORE,
         "scaling_rss_ratio_4x": {
             kind: scaling[4][kind]["peak_rss_mb"] / scaling[1][kind]["peak_rss_mb"]
             for kind in ("cold", "analysis_only")
@@ -174,24 +191,67 @@ def _load(run: dict) -> str:
     return ", ".join(f"{v:.2f}" for v in run["load_avg_before"])
 
 
+def _before_lines(r: dict) -> list[str]:
+    """The code before against this one: medians of the rounds' runs when it was measured
+    in them (``MMLAB_BENCH_BEFORE``), else the figures of commit c7daebe on the real
+    capture."""
+    if "before" not in r["pairs"][0]:
+        return [
+            f"Before issue 32 (commit {BEFORE['commit']}, the real capture on this machine "
+            "type, one run each at load 10.1-10.8): cold "
+            f"{BEFORE['cold']['wall_s']} s wall, {BEFORE['cold']['cpu_s']} s CPU, "
+            f"{BEFORE['cold']['peak_rss_mb']} MB; ingest cached "
+            f"{BEFORE['analysis_only']['wall_s']} s, {BEFORE['analysis_only']['cpu_s']} s CPU, "
+            f"{BEFORE['analysis_only']['peak_rss_mb']} MB (it had no results cache)."
+        ]
+    commit = r["before"]["commit"]
+    lines = [
+        f"Commit {commit} (the code before) measured in the same rounds, medians:",
+        "",
+        f"| run | {commit} CPU s | CPU s | {commit} peak RSS MB | peak RSS MB |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for kind in ("cold", "cached", "analysis_only"):
+        was, now = ([p["before"][kind] for p in r["pairs"]], [p[kind] for p in r["pairs"]])
+        lines.append(
+            f"| {kind.replace('_', ' ')} | "
+            + " | ".join(
+                f"{statistics.median(run[key] for run in runs):.{digits}f}"
+                for key, digits in (("cpu_s", 2), ("peak_rss_mb", 0))
+                for runs in (was, now)
+            )
+            + " |"
+        )
+    return lines
+
+
 def markdown(r: dict) -> str:
     """The results as the Markdown committed beside them."""
     mib = r["capture"]["bytes"] / 2**20
+    standin = (
+        " It is the stand-in of `benchmarks/standin_capture.py` (the bundled 6.12 captures "
+        "end to end in time order, no `mm_vmscan_lru_isolate`): this machine had no tracefs "
+        "to record the real one, so the figures are not those of the runs before on it."
+        if r["capture"].get("standin")
+        else ""
+    )
     lines = [
         "# `mmlab stalls` against trace-vmscan-postprocess.pl (issue 32)",
         "",
         f"Commit {r['commit']}; {r['machine']['cpus']} cores of {r['machine']['cpu_model']}; "
-        f"capture `{r['capture']['path']}`, {r['capture']['bytes']:,} bytes ({mib:.0f} MiB). "
-        "Whole processes (`wait4`): CPU is user + system of every thread. The machine is "
-        "shared: load averages (1/5/15 min) before each run are beside it; only ratios "
-        "within a round compare. Made by `python -m benchmarks.run --only stalls`.",
+        f"capture `{r['capture']['path']}`, {r['capture']['bytes']:,} bytes ({mib:.0f} MiB)."
+        f"{standin} Whole processes (`wait4`): CPU is user + system of every thread. The "
+        "machine is shared: load averages (1/5/15 min) before each run are beside it; only "
+        "ratios within a round compare. Made by `python -m benchmarks.run --only stalls`.",
         "",
         "| round | run | wall s | CPU s | peak RSS MB | load before |",
         "|---|---|---:|---:|---:|---|",
     ]
+    before = r["before"]["commit"]
     for i, p in enumerate(r["pairs"], 1):
-        for kind in ("perl", "cold", "cached", "analysis_only"):
-            run = p[kind]
+        runs = {kind: p[kind] for kind in ("perl", "cold", "cached", "analysis_only")}
+        runs |= {f"{before} {kind}": run for kind, run in p.get("before", {}).items()}
+        for kind, run in runs.items():
             lines.append(
                 f"| {i} | {kind.replace('_', ' ')} | {run['wall_s']:.2f} | {run['cpu_s']:.2f} | "
                 f"{run['peak_rss_mb']:.0f} | {_load(run)} |"
@@ -216,14 +276,7 @@ def markdown(r: dict) -> str:
         f"| peak RSS MB (largest) | {m['peak_rss_mb']:.0f} | ≤ {t['peak_rss_mb']} | "
         f"{met(m['peak_rss_mb'], t['peak_rss_mb'])} |",
         "",
-        f"Before (commit {BEFORE['commit']}, same capture and machine, one run each at load "
-        "10.1-10.8): cold "
-        f"{BEFORE['cold']['wall_s']} s wall, {BEFORE['cold']['cpu_s']} s CPU, "
-        f"{BEFORE['cold']['peak_rss_mb']} MB; ingest cached {BEFORE['analysis_only']['wall_s']} "
-        f"s, {BEFORE['analysis_only']['cpu_s']} s CPU, {BEFORE['analysis_only']['peak_rss_mb']} "
-        "MB (it had no results cache). The cold CPU is now higher: the duplicated-line check, "
-        "the attribution tables and the block-wise passes cost more than they save on one "
-        "capture; memory is what the blocks bought.",
+        *_before_lines(r),
         "",
         "## Memory as the trace grows",
         "",

@@ -140,7 +140,10 @@ def test_shrinker_deferred_work_lands_on_kswapd():
     assert k["deferred_out_objects"] == 1_000_000 + 878 - 1024
     assert k["inherited_share"] == pytest.approx(1_000_000 / 1_000_878)
     assert (d["deferred_in_objects"], d["scanned_objects"], d["inherited_share"]) == (0, 768, 0.0)
-    work = {r["context"]: r for r in shrinker.work_distribution(invocations).iter_rows(named=True)}
+    work = {
+        r["context"]: r
+        for r in shrinker.work_distribution([shrinker.work_sums(invocations)]).iter_rows(named=True)
+    }
     assert (work["kswapd"]["deferred_taken_share"], work["direct"]["took_deferred"]) == (1.0, 0)
     backlog = shrinker.deferred_backlog(trace.events("mm_shrink_slab_end"))
     assert backlog["deferred_objects"].to_list() == [999_854, 110]

@@ -23,7 +23,7 @@ import polars as pl
 
 from analysis.metrics.pairing import event_blocks, event_scan
 
-__all__ = ["NEARBY_LINES", "ROWS_PER_BUCKET", "Duplicates", "duplicate_lines"]
+__all__ = ["NEARBY_LINES", "ROWS_PER_BUCKET", "Duplicates", "RepeatScreen", "duplicate_lines"]
 
 ROWS_PER_BUCKET = 1 << 20
 # ftrace prints microseconds, and a task can log the same event with the same fields twice
@@ -41,6 +41,46 @@ class Duplicates:
 
     lines: int
     first_line: int | None
+
+
+class RepeatScreen:
+    """Whether a trace can have a repeat at all, from each event's line numbers and
+    timestamps fed block by block in file order, without hashing or sorting: a repeat has
+    the timestamp of a line of its event more than :data:`NEARBY_LINES` lines before it,
+    so the capture is clear when every line's timestamp is later than all of its event's
+    lines that far before it, as in any capture ftrace merged in time order. Only a trace
+    going back in time (``cat trace trace``) needs :func:`duplicate_lines`.
+
+    Per event it keeps the lines of the last :data:`NEARBY_LINES` before the latest one
+    with the running maximum of the timestamps, so memory is that of a few lines."""
+
+    def __init__(self) -> None:
+        self.clear = True
+        # Per event: line numbers and the running maximum of the timestamps up to each.
+        self._tails: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
+    def add(self, name: str, lines: np.ndarray, ts_ns: np.ndarray) -> None:
+        """One block of event ``name``'s rows with a timestamp, in file order."""
+        if not self.clear or not lines.size:
+            return
+        empty = np.empty(0, dtype=np.int64)
+        before, highest = self._tails.get(name, (empty, empty))
+        lines = np.concatenate([before, lines.astype(np.int64)])
+        if (np.diff(lines) < 0).any():  # not in file order (a hand-built frame): no screen
+            self.clear = False
+            return
+        highest = np.maximum.accumulate(np.concatenate([highest, ts_ns.astype(np.int64)]))
+        new = slice(before.size, None)
+        # The last row more than NEARBY_LINES lines before each new row, if any.
+        far = np.searchsorted(lines, lines[new] - NEARBY_LINES, side="left") - 1
+        seen = far >= 0
+        if (highest[far[seen]] >= ts_ns[seen]).any():
+            self.clear = False
+            return
+        # Rows further back than the window only matter through their running maximum,
+        # which the last of them carries.
+        keep = max(0, int(np.searchsorted(lines, lines[-1] - NEARBY_LINES, side="left")) - 1)
+        self._tails[name] = (lines[keep:], highest[keep:])
 
 
 def _salt(name: str) -> int:

@@ -168,40 +168,6 @@ def _lost_between(
     )
 
 
-def _tagged(frame: pl.DataFrame, tag: str, fields: Sequence[str], prefix: str) -> pl.DataFrame:
-    present = [f for f in fields if f in frame.columns]
-    return frame.select(
-        *KEY_COLUMNS,
-        pl.lit(tag).alias("_tag"),
-        pl.struct(*[pl.col(f).alias(f"{prefix}{f}") for f in present]).alias(f"_{tag}_fields")
-        if present
-        else pl.lit(None).alias(f"_{tag}_fields"),
-    )
-
-
-def _tag_events(
-    begin: pl.DataFrame,
-    end: pl.DataFrame,
-    begin_fields: Sequence[str],
-    end_fields: Sequence[str],
-) -> pl.DataFrame:
-    """Begin and end events in one frame: the key columns, ``_tag`` (``b``/``e``) and the
-    carried fields as one struct per side."""
-    begins = _tagged(begin, "b", begin_fields, "")
-    ends = _tagged(end, "e", end_fields, "end_")
-    b_struct = begins.schema["_b_fields"]
-    e_struct = ends.schema["_e_fields"]
-    return pl.concat(
-        [
-            begins.with_columns(pl.lit(None, dtype=e_struct).alias("_e_fields")),
-            ends.select(
-                *KEY_COLUMNS, "_tag", pl.lit(None, dtype=b_struct).alias("_b_fields"), "_e_fields"
-            ),
-        ],
-        how="vertical",
-    )
-
-
 class Pairing:
     """Begin/end pairing of one interval kind fed block by block in file order (policy in
     the module docstring); the same intervals and report as pairing the whole trace at once.
@@ -209,6 +175,8 @@ class Pairing:
     Each pid's last event of a block is held back (its successor may be in a later block)
     and paired with the next block's events; :meth:`finish` decides what is still held.
     Counts over the events seen are kept, not the events: memory is one block's events.
+    Only the key columns are sorted; a kept begin's and its end's other columns are
+    gathered from the begin and end frames.
     """
 
     def __init__(
@@ -223,7 +191,10 @@ class Pairing:
         self.begin_fields = tuple(begin_fields)
         self.end_fields = tuple(end_fields)
         self.lost_lines = tuple(lost_lines)
+        # The held events' keys (``_b``: the row of a held begin in ``_held_begins``).
         self._held: pl.DataFrame | None = None
+        self._held_begins: pl.DataFrame | None = None
+        self._end_template: pl.DataFrame | None = None
         self._counts = dict.fromkeys(
             ("closed", "total_ns", "overwritten", "open", "unpaired_end", "clock_backwards"), 0
         )
@@ -232,90 +203,107 @@ class Pairing:
     def add(self, begin: pl.DataFrame, end: pl.DataFrame) -> pl.DataFrame:
         """Pair one block's events; return the intervals they decide (see the frame
         columns of :func:`pair_intervals`)."""
-        return self._step(_tag_events(begin, end, self.begin_fields, self.end_fields), False)
+        begin, end = self._sides(begin, end)
+        restarted = self._restart(begin, end)
+        intervals = self._step(begin, end, False)
+        return pl.concat([restarted, intervals]) if restarted is not None else intervals
 
     def finish(self) -> pl.DataFrame:
         """The intervals of the events still held back (open at the end of the capture);
         after at least one :meth:`add`."""
         assert self._held is not None, "finish() before any add()"
-        return self._step(self._held.clear().drop("_held"), True)
+        return self._step(self._held_begins.clear(), self._end_template.clear(), True)
 
-    def _step(self, events: pl.DataFrame, final: bool) -> pl.DataFrame:
-        restarted = self._restart(events) if self._held is not None and not final else None
-        held = self._held
-        if held is not None:
-            rows = pl.concat([held, events.with_columns(_held=pl.lit(False))], how="vertical")
-        else:
-            rows = events.with_columns(_held=pl.lit(False))
+    def _sides(self, begin: pl.DataFrame, end: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+        """The key columns and carried fields of each side; at the first block, the empty
+        held state and the end frame's shape (for :meth:`finish`)."""
+        begin = begin.select(*KEY_COLUMNS, *(f for f in self.begin_fields if f in begin.columns))
+        end = end.select(*KEY_COLUMNS, *(f for f in self.end_fields if f in end.columns))
+        if self._held is None:
+            self._held_begins, self._end_template = begin.clear(), end.clear()
+            self._held = _keys(begin.clear(), True, 0).with_columns(_held=pl.lit(True))
+        return begin, end
+
+    def _step(self, begin: pl.DataFrame, end: pl.DataFrame, final: bool) -> pl.DataFrame:
         counts = self._counts
-        # In file order: within this block (the check above makes a block's first event
+        block = pl.concat([_keys(begin, True, self._held_begins.height), _keys(end, False, 0)])
+        # In file order: within this block (:meth:`_restart` makes a block's first event
         # of a pid no earlier than everything before it).
         counts["clock_backwards"] += int(
-            events.select("pid", "line", "ts_ns")
-            .sort("pid", "line")
+            _sorted_by(block, "pid", "line")
             .select(((pl.col("ts_ns") < pl.col("ts_ns").shift(1)) & _same_pid(1)).sum())
             .item()
             or 0
         )
-        # Sorted on the key columns alone; the wide rows are gathered for what is kept.
-        order = (
-            rows.select("pid", "ts_ns", "line", "_tag", "_held")
-            .with_row_index("_i")
-            .sort("pid", "ts_ns", "line")
-            .with_columns(
-                _prev=pl.when(_same_pid(1)).then(pl.col("_tag").shift(1)),
-                _next=pl.when(_same_pid(-1)).then(pl.col("_tag").shift(-1)),
-                _j=pl.when(_same_pid(-1)).then(pl.col("_i").shift(-1)),
-            )
+        begins = pl.concat([self._held_begins, begin])
+        keys = pl.concat([self._held, block.with_columns(_held=pl.lit(False))])
+        order = _sorted_by(keys, "pid", "ts_ns", "line").with_columns(
+            _prev=pl.when(_same_pid(1)).then(pl.col("_begin").shift(1)),
+            _next=pl.when(_same_pid(-1)).then(pl.col("_begin").shift(-1)),
+            _partner=pl.when(_same_pid(-1)).then(pl.col("_e").shift(-1)),
         )
-        is_begin = pl.col("_tag") == "b"
+        is_begin = pl.col("_begin")
         # A held event's predecessor was counted in its own block.
         counts["unpaired_end"] += order.filter(
-            ~pl.col("_held")
-            & (pl.col("_tag") == "e")
-            & (pl.col("_prev").is_null() | (pl.col("_prev") == "e"))
+            ~pl.col("_held") & ~is_begin & pl.col("_prev").is_null().or_(~pl.col("_prev"))
         ).height
         if not final:
             last = pl.col("_next").is_null()
-            index = order.filter(last)["_i"]
-            self._held = rows.select(pl.all().gather(index)).with_columns(_held=pl.lit(True))
+            self._hold(order.filter(last), begins)
             order = order.filter(~last)
-        counts["overwritten"] += order.filter(is_begin & (pl.col("_next") == "b")).height
-        kept = order.filter(is_begin & (pl.col("_next").is_null() | (pl.col("_next") == "e")))
-        closed = kept["_next"] == "e"
-        begins = rows.select(pl.all().gather(kept["_i"]))
-        ends = rows.select(
-            pl.all().gather(kept["_j"].zip_with(closed, kept["_j"].clear(kept.height)))
+        counts["overwritten"] += order.filter(is_begin & pl.col("_next")).height
+        kept = order.filter(is_begin & pl.col("_next").is_null().or_(~pl.col("_next")))
+        closed = kept["_next"].is_not_null()
+        intervals = self._intervals(
+            begins.select(pl.all().gather(kept["_b"])),
+            end.select(pl.all().gather(kept["_partner"])),
+            closed,
         )
-        intervals = self._intervals(begins, ends)
         done = intervals.filter(pl.col("status") == "closed")
         counts["closed"] += done.height
         counts["open"] += intervals.height - done.height
         counts["total_ns"] += int(done["duration_ns"].sum() or 0)
         counts["comm_changed"] += int(done["comm_changed"].sum())
         counts["lost_affected"] += int(done["lost_events_inside"].sum())
-        if restarted is not None:
-            return pl.concat([restarted, intervals], how="vertical")
         return intervals
 
-    def _restart(self, events: pl.DataFrame) -> pl.DataFrame | None:
+    def _hold(self, last: pl.DataFrame, begins: pl.DataFrame) -> None:
+        """Hold back each pid's last event ``last`` (``begins``: the begin rows its ``_b``
+        points into): a begin with its columns, an end as the predecessor it will be."""
+        is_begin = pl.col("_begin")
+        self._held_begins = begins.select(pl.all().gather(last.filter(is_begin)["_b"]))
+        self._held = last.select(
+            "pid",
+            "ts_ns",
+            "line",
+            "_begin",
+            _b=pl.when(is_begin).then((is_begin.cast(pl.UInt32).cum_sum() - 1).cast(pl.UInt32)),
+            _e=pl.lit(None, dtype=pl.UInt32),
+            _held=pl.lit(True),
+        )
+
+    def _restart(self, begin: pl.DataFrame, end: pl.DataFrame) -> pl.DataFrame | None:
         """Close the held events of pids that go back in time across the block boundary
         (:func:`_restarted`) as the end of a capture would, so that pairing starts again
         for them; their intervals, or None. Each such pid counts once in
         ``clock_backwards``."""
         held = self._held
-        pids = _restarted(events, held).implode()
-        if not pids.list.len().item():
+        pids = _restarted(
+            pl.concat([begin.select("pid", "ts_ns"), end.select("pid", "ts_ns")]), held
+        )
+        if pids.is_empty():
             return None
-        self._held = held.filter(pl.col("pid").is_in(pids))
-        closed = self._step(held.clear().drop("_held"), True)
-        self._held = held.filter(~pl.col("pid").is_in(pids))
-        self._counts["clock_backwards"] += pids.list.len().item()
+        back = pl.col("pid").is_in(pids.implode())
+        self._held = held.filter(back)
+        closed = self._step(self._held_begins.clear(), self._end_template.clear(), True)
+        self._held = held.filter(~back)
+        self._counts["clock_backwards"] += pids.len()
         return closed
 
-    def _intervals(self, begins: pl.DataFrame, ends: pl.DataFrame) -> pl.DataFrame:
+    def _intervals(
+        self, begins: pl.DataFrame, ends: pl.DataFrame, closed: pl.Series
+    ) -> pl.DataFrame:
         """Interval rows of kept begins and their ends (null rows for open intervals)."""
-        closed = ends["_tag"].is_not_null()
         intervals = pl.DataFrame(
             {
                 "kind": pl.Series([self.kind] * begins.height, dtype=pl.String),
@@ -328,8 +316,6 @@ class Pairing:
                 "end_line": ends["line"],
                 "status": pl.Series(["open", "closed"]).gather(closed.cast(pl.UInt32)),
                 "comm_changed": (closed & (begins["comm"] != ends["comm"])).fill_null(False),
-                "_b_fields": begins["_b_fields"],
-                "_end_struct": ends["_e_fields"],
             }
         )
         lost = _lost_between(
@@ -337,13 +323,15 @@ class Pairing:
             intervals["end_line"].fill_null(np.iinfo(np.int64).max).to_numpy(),
             self.lost_lines,
         )
-        intervals = intervals.with_columns(lost_events_inside=pl.Series(lost, dtype=pl.Boolean))
-        for column in ("_b_fields", "_end_struct"):
-            if isinstance(intervals.schema[column], pl.Struct):
-                intervals = intervals.unnest(column)
-            else:
-                intervals = intervals.drop(column)
-        return intervals
+        return pl.concat(
+            [
+                intervals,
+                begins.drop(KEY_COLUMNS),
+                ends.drop(KEY_COLUMNS).select(pl.all().name.prefix("end_")),
+                pl.DataFrame({"lost_events_inside": pl.Series(lost, dtype=pl.Boolean)}),
+            ],
+            how="horizontal",
+        )
 
     @property
     def report(self) -> PairingReport:
@@ -362,6 +350,29 @@ class Pairing:
             lost_events=len(self.lost_lines),
             lost_affected=c["lost_affected"],
         )
+
+
+def _keys(events: pl.DataFrame, begin: bool, offset: int) -> pl.DataFrame:
+    """What pairing sorts of one side's events: ``pid``, ``ts_ns``, ``line``, ``_begin``,
+    and the row among the begins (``_b``, from ``offset``) or the ends (``_e``)."""
+    row = pl.int_range(pl.len(), dtype=pl.UInt32)
+    none = pl.lit(None, dtype=pl.UInt32)
+    return events.select(
+        "pid",
+        "ts_ns",
+        "line",
+        _begin=pl.lit(begin),
+        _b=(row + offset).cast(pl.UInt32) if begin else none,
+        _e=none if begin else row,
+    )
+
+
+def _sorted_by(frame: pl.DataFrame, *keys: str) -> pl.DataFrame:
+    """``frame`` sorted by ``keys`` (nulls first), as one stable sort per key from the last:
+    a multi-key sort costs several times more on a block's integer keys."""
+    for key in reversed(keys):
+        frame = frame.sort(key, maintain_order=True)
+    return frame
 
 
 def _same_pid(offset: int) -> pl.Expr:
@@ -403,8 +414,7 @@ def pair_intervals(
     ordered by pid, begin timestamp and line.
     """
     pairing = Pairing(kind, begin_fields=begin_fields, end_fields=end_fields, lost_lines=lost_lines)
-    events = _tag_events(begin, end, pairing.begin_fields, pairing.end_fields)
-    intervals = pairing._step(events, True)
+    intervals = pairing._step(*pairing._sides(begin, end), True)
     return StallIntervals(intervals=intervals, report=pairing.report)
 
 
@@ -462,11 +472,10 @@ def label_context(events: pl.DataFrame, intervals: pl.DataFrame) -> pl.DataFrame
     event's ``ts_ns`` (open intervals extend to the end of the capture); otherwise ``other``.
     Histogram rows (null ``pid``) keep their user-given ``context`` or get ``group N``.
     """
-    indexed = events.with_row_index("_row")
     if "group" in events.columns and events["pid"].null_count() == events.height:
         given = pl.col("context") if "context" in events.columns else pl.lit(None, pl.String)
         return events.with_columns(context=given.fill_null(pl.format("group {}", pl.col("group"))))
-    left = indexed.select("_row", "pid", "ts_ns").sort("ts_ns")
+    left = events.select("pid", "ts_ns").with_row_index("_row").sort("ts_ns")
     right = intervals.with_columns(pl.col("pid").cast(left.schema["pid"])).sort("begin_ts_ns")
     # Both sides are sorted on the asof keys just above; polars cannot verify it per group.
     joined = left.join_asof(
@@ -475,19 +484,14 @@ def label_context(events: pl.DataFrame, intervals: pl.DataFrame) -> pl.DataFrame
     inside = pl.col("kind").is_not_null() & (
         pl.col("end_ts_ns").is_null() | (pl.col("ts_ns") <= pl.col("end_ts_ns"))
     )
-    found = joined.select(
-        "_row",
-        _ctx=pl.when(inside).then(pl.col("kind").cast(pl.String)).otherwise(pl.lit("other")),
+    # One row per event (an as-of join keeps every left row once), back in their order.
+    found = joined.sort("_row").select(
+        pl.when(inside).then(pl.col("kind").cast(pl.String)).otherwise(pl.lit("other"))
     )
-    return (
-        indexed.join(found, on="_row", how="left")
-        .with_columns(
-            context=pl.when(pl.col("comm").str.starts_with("kswapd"))
-            .then(pl.lit("kswapd"))
-            .otherwise(pl.col("_ctx"))
-        )
-        .sort("_row")
-        .drop("_row", "_ctx")
+    return events.with_columns(
+        context=pl.when(pl.col("comm").str.starts_with("kswapd"))
+        .then(pl.lit("kswapd"))
+        .otherwise(found.to_series())
     )
 
 

@@ -30,7 +30,6 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 
-import numpy as np
 import polars as pl
 
 from analysis.metrics.pairing import (
@@ -57,6 +56,7 @@ __all__ = [
     "shrinker_table",
     "start_events",
     "work_distribution",
+    "work_sums",
 ]
 
 START_FIELDS = (
@@ -101,7 +101,7 @@ def invocation_rows(
     closed = paired.filter(pl.col("status") == "closed")
     if closed.is_empty():
         return _empty_invocations()
-    labelled = label(closed.rename({"begin_ts_ns": "ts_ns"}))
+    labelled = label(closed.rename({"begin_ts_ns": "ts_ns"}).sort("begin_line"))
     return labelled.select(
         "shrinker",
         "shrinker_ptr",
@@ -242,29 +242,53 @@ def deferred_backlog(end: pl.DataFrame, *, changes_only: bool = False) -> pl.Dat
     return backlog.filter(previous.is_null() | (previous != pl.col("deferred_objects")) | is_last)
 
 
-def work_distribution(invocations: pl.DataFrame) -> pl.DataFrame:
-    """Per context: how invocations' work is spread, and who took the deferred work.
+def work_sums(invocations: pl.DataFrame) -> pl.DataFrame:
+    """Invocation counts per context and ``scanned_objects`` value (null as 0):
+    ``invocations``, ``took_deferred`` (deferred_in > 0), the sum and the largest of
+    ``deferred_in_objects``. A trace's blocks give one each (:func:`work_distribution`
+    merges them): a few rows per distinct count, not one per invocation."""
+    deferred_in = pl.col("deferred_in_objects")
+    return invocations.group_by("context", pl.col("scanned_objects").fill_null(0)).agg(
+        invocations=pl.len().cast(pl.Int64),
+        took_deferred=(deferred_in > 0).sum().cast(pl.Int64),
+        deferred_in_objects=deferred_in.sum(),
+        max_deferred_in_objects=deferred_in.max(),
+    )
+
+
+def work_distribution(sums: Sequence[pl.DataFrame]) -> pl.DataFrame:
+    """Per context: how invocations' work is spread, and who took the deferred work, from
+    the :func:`work_sums` of a trace's blocks.
 
     Columns: ``invocations``, ``took_deferred`` (invocations with deferred_in > 0),
     ``deferred_taken_share`` (this context's share of all deferred objects taken),
     ``max_deferred_in_objects``, ``pct50_scanned_objects``, ``pct99_scanned_objects``
-    (mmtests nearest rank), ``max_scanned_objects``.
+    (mmtests nearest rank over the invocations), ``max_scanned_objects``.
     """
-    total_taken = int(invocations["deferred_in_objects"].sum() or 0)
+    merged = (
+        pl.concat(sums, how="vertical")
+        .group_by("context", "scanned_objects")
+        .agg(
+            pl.col("^(invocations|took_deferred|deferred_in_objects)$").sum(),
+            pl.col("^max_.*$").max(),
+        )
+    )
+    total_taken = int(merged["deferred_in_objects"].sum() or 0)
     rows = []
-    for (context,), group in invocations.group_by("context", maintain_order=True):
-        scanned = np.sort(group["scanned_objects"].fill_null(0).to_numpy())
-        ones = np.ones(scanned.size, dtype=np.int64)
+    for (context,), group in merged.group_by("context"):
+        group = group.sort("scanned_objects")
+        scanned = group["scanned_objects"].to_numpy()
+        counts = group["invocations"].to_numpy()
         taken = int(group["deferred_in_objects"].sum() or 0)
         rows.append(
             {
                 "context": context,
-                "invocations": group.height,
-                "took_deferred": int((group["deferred_in_objects"] > 0).sum()),
+                "invocations": int(counts.sum()),
+                "took_deferred": int(group["took_deferred"].sum()),
                 "deferred_taken_share": taken / total_taken if total_taken else None,
-                "max_deferred_in_objects": group["deferred_in_objects"].max(),
-                "pct50_scanned_objects": nearest_rank(scanned, ones, 50),
-                "pct99_scanned_objects": nearest_rank(scanned, ones, 99),
+                "max_deferred_in_objects": group["max_deferred_in_objects"].max(),
+                "pct50_scanned_objects": nearest_rank(scanned, counts, 50),
+                "pct99_scanned_objects": nearest_rank(scanned, counts, 99),
                 "max_scanned_objects": int(scanned[-1]),
             }
         )

@@ -19,9 +19,18 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from analysis.metrics import attribution, compaction, daemons, lru, pairing, shrinker, throttle
+from analysis.metrics import (
+    attribution,
+    compaction,
+    daemons,
+    every_event,
+    lru,
+    pairing,
+    shrinker,
+    throttle,
+)
 from analysis.metrics.deferred import Deferred
-from analysis.metrics.duplicates import Duplicates, duplicate_lines
+from analysis.metrics.duplicates import Duplicates, RepeatScreen, duplicate_lines
 from analysis.metrics.pairing import KEY_COLUMNS, event_columns, event_scan
 from analysis.metrics.rows import RowStore, sum_parts
 from analysis.stats.describe import distribution_table
@@ -32,8 +41,6 @@ __all__ = [
     "UNPARSED_LINES_SHOWN",
     "TraceAnalysis",
     "analyse_trace",
-    "capture_span",
-    "daemon_activity",
     "not_traced",
     "pooled",
     "reclaim_series",
@@ -92,44 +99,16 @@ class TraceAnalysis(Deferred):
     histogram_groups: tuple | None
 
 
-def capture_span(trace) -> tuple[int | None, int | None]:
-    """First and last ``ts_ns`` over every event of the trace (None, None without any),
-    aggregated per event without holding the events."""
-    scans = [
-        event_scan(trace, name).select(pl.col("ts_ns").cast(pl.Int64)) for name in trace.event_names
-    ]
-    if not scans:
-        return None, None
-    span = pl.concat(scans).select(
-        pl.col("ts_ns").min().alias("lo"), pl.col("ts_ns").max().alias("hi")
-    )
-    lo, hi = span.collect().row(0)
-    return lo, hi
+# What the daemons' wake/sleep accounting reads of their events.
+_DAEMON_COLUMNS = ("nid", "pid", "ts_ns", "line")
 
 
-def daemon_activity(trace, daemon: str) -> pl.DataFrame:
-    """``pid``, ``comm``, ``ts_ns`` of every event of ``daemon``'s threads, in file order:
-    rows whose comm names it (e.g. ``kswapd0``) or whose pid emitted its wake/sleep events
-    (a comm the kernel printed as ``<...>``), which is all :func:`daemons.daemon_awake`
-    reads of the capture's activity."""
-    wake, sleep, pattern = daemons.DAEMONS[daemon]
-    pids = (
-        pl.concat(
-            [event_columns(trace, name, ("pid",)) for name in (wake, sleep)], how="vertical_relaxed"
-        )["pid"]
-        .drop_nulls()
-        .unique()
-    )
-    own = pl.col("comm").str.contains(pattern) | pl.col("pid").is_in(pids.cast(pl.Int32).implode())
-    scans = [
-        event_scan(trace, name)
-        .select(pl.col("pid").cast(pl.Int32), "comm", pl.col("ts_ns").cast(pl.Int64))
-        .filter(own & pl.col("ts_ns").is_not_null())
-        for name in trace.event_names
-    ]
-    if not scans:
-        return pl.DataFrame(schema={"pid": pl.Int32(), "comm": pl.String(), "ts_ns": pl.Int64()})
-    return pl.concat(scans, how="vertical").collect()
+def _daemon_marks(trace) -> dict[str, tuple[pl.DataFrame, pl.DataFrame]]:
+    """Each daemon's wake and sleep events (``nid``, ``pid``, ``ts_ns``, ``line``)."""
+    return {
+        daemon: tuple(event_columns(trace, name, _DAEMON_COLUMNS) for name in (wake, sleep))
+        for daemon, (wake, sleep, _) in daemons.DAEMONS.items()
+    }
 
 
 def _lost_lines(trace) -> list[int]:
@@ -149,8 +128,6 @@ def unparsed_of(trace) -> tuple[int, tuple[int, ...]]:
     return int(accounting.unparsed), tuple(lines[:UNPARSED_LINES_SHOWN])
 
 
-# What the daemons' wake/sleep accounting reads of their events.
-_DAEMON_COLUMNS = ("nid", "pid", "ts_ns", "line")
 _COMPACTION = ("mm_compaction_begin", "mm_compaction_end")
 _SHRINK_INACTIVE = "mm_vmscan_lru_shrink_inactive"
 # Interval and shrinker-call rows in the order the whole-trace pairing gives them.
@@ -189,10 +166,15 @@ class _Paired:
 
 
 def _pair_reclaim(
-    trace, contexts: list[str], lost_lines: list[int], store: RowStore
-) -> tuple[_Paired, pl.DataFrame]:
+    trace,
+    contexts: list[str],
+    lost_lines: list[int],
+    store: RowStore,
+    every: every_event.EveryEvent,
+) -> tuple[_Paired, pairing.Labeller]:
     """Pair every reclaim context and compaction block by block into ``store``; also the
-    compact interval frame (kind, pid, begin, end) every later event is labelled with."""
+    labeller of every later event, which holds the compact interval frame (kind, pid,
+    begin, end). The events read are fed to ``every``."""
     pairs = {
         context: pairing.Pairing(
             context,
@@ -222,6 +204,8 @@ def _pair_reclaim(
         stalls.append(attribution.stall_sums(rows, context))
 
     for frames in pairing.event_blocks(trace, columns):
+        for name, frame in frames.items():
+            every.add(name, frame)
         for context, paired in pairs.items():
             begin, end = pairing.RECLAIM_EVENTS[context]
             keep(context, paired.add(frames[begin], frames[end]))
@@ -240,7 +224,7 @@ def _pair_reclaim(
         sum_parts(stalls, attribution.STALL_KEYS),
         sum_parts(begins, ("context", *attribution.PROCESS)),
     )
-    return paired, intervals
+    return paired, pairing.Labeller(intervals)
 
 
 @dataclass(frozen=True)
@@ -252,14 +236,20 @@ class _Labelled:
     lru_by_process: pl.DataFrame
     writes: pl.DataFrame
     shrinker: pl.DataFrame
+    shrinker_work: pl.DataFrame
     shrinker_report: pairing.PairingReport
 
 
 def _label_events(
-    trace, intervals: pl.DataFrame, lost_lines: list[int], store: RowStore
+    trace,
+    label: pairing.Labeller,
+    lost_lines: list[int],
+    store: RowStore,
+    every: every_event.EveryEvent,
 ) -> _Labelled:
     """Label throttle, LRU, write and shrinker events block by block; keep the throttle
-    events, the LRU and write sums and the shrinker calls (rows in ``store``)."""
+    events, the LRU and write sums and the shrinker calls (rows in ``store``). Every
+    event, these and those pass 1 did not read, is fed to ``every``."""
     throttled = throttle.throttle_events_of(trace)
     write = _write_event(trace)
     calls = shrinker.shrinker_pairing(lost_lines)
@@ -268,10 +258,15 @@ def _label_events(
     columns[write] = (*KEY_COLUMNS, "flags")
     columns[shrinker.START] = (*KEY_COLUMNS, *shrinker.START_FIELDS)
     columns[shrinker.END] = (*KEY_COLUMNS, *shrinker.END_FIELDS)
-    label = pairing.Labeller(intervals)
+    fed = every.events
+    unread = [n for n in trace.event_names if n not in columns and n not in fed]
+    columns.update(dict.fromkeys(unread, every_event.COLUMNS))
     events: dict[str, list[pl.DataFrame]] = {name: [] for name, _ in throttled}
-    lru_parts, by_process, write_parts, sums = [], [], [], []
+    lru_parts, by_process, write_parts, sums, work = [], [], [], [], []
     for frames in pairing.event_blocks(trace, columns):
+        for name, frame in frames.items():
+            if name not in fed:
+                every.add(name, frame)
         for name, delay in throttled:
             labelled = label(frames[name])
             throttle.check_fields(trace, name, labelled, delay)
@@ -284,6 +279,7 @@ def _label_events(
         invocations = shrinker.invocation_rows(paired, label)
         store.add("shrinker_invocations", invocations)
         sums.append(shrinker.shrinker_sums(invocations))
+        work.append(shrinker.work_sums(invocations))
     calls.finish()
     return _Labelled(
         # Each event's rows in file order, the events in reporting order.
@@ -292,6 +288,7 @@ def _label_events(
         lru_by_process=sum_parts(by_process, attribution.PROCESS),
         writes=sum_parts(write_parts, ("context", "kind", "mode")),
         shrinker=shrinker.shrinker_shares(sum_parts(sums, ("shrinker", "context"))),
+        shrinker_work=shrinker.work_distribution(work),
         shrinker_report=calls.report,
     )
 
@@ -336,18 +333,28 @@ def _closed_ms(rows: pl.LazyFrame) -> np.ndarray:
     return closed.collect().to_series().to_numpy()
 
 
+def _duplicates(trace, start: int | None, end: int | None, screen: RepeatScreen) -> Duplicates:
+    """:func:`duplicate_lines` of ``trace``, counted only when ``screen`` (fed every event)
+    could not rule repeats out."""
+    if screen.clear:
+        return Duplicates(0, None)
+    rows = sum(event_scan(trace, n).select(pl.len()).collect().item() for n in trace.event_names)
+    return duplicate_lines(trace, start, end, rows)
+
+
 def _compute(trace, store: RowStore) -> TraceAnalysis:
     """Every statistic of ``trace`` in two passes over its blocks (see :func:`analyse_trace`),
     without the checks against CONFIG_HZ and vmstat."""
     lost = int(trace.lost_events_total)
     lost_lines = _lost_lines(trace)
     is_histogram = hasattr(trace, "groups")
-    start, end = capture_span(trace)
-    rows = sum(event_scan(trace, n).select(pl.len()).collect().item() for n in trace.event_names)
-    dups = Duplicates(0, None) if is_histogram else duplicate_lines(trace, start, end, rows)
-    paired, intervals = _pair_reclaim(trace, _contexts(trace, is_histogram), lost_lines, store)
-    labelled = _label_events(trace, intervals, lost_lines, store)
-    del intervals  # only for labelling: the rest reads sums and stored rows
+    marks = _daemon_marks(trace)
+    every = every_event.EveryEvent(marks)
+    paired, label = _pair_reclaim(trace, _contexts(trace, is_histogram), lost_lines, store, every)
+    labelled = _label_events(trace, label, lost_lines, store, every)
+    del label  # its intervals are only for labelling: the rest reads sums and stored rows
+    start, end = every.span
+    dups = Duplicates(0, None) if is_histogram else _duplicates(trace, start, end, every.repeats)
     reclaim = {
         context: pairing.StallIntervals.deferred(
             {"intervals": store.loader(context, INTERVAL_ORDER)}, report=report
@@ -360,12 +367,12 @@ def _compute(trace, store: RowStore) -> TraceAnalysis:
     comp_closed = comp_rows.select(c for c in wanted if c in present).collect()
     t_events = labelled.throttle_events
     awake: dict[str, tuple[daemons.AwakeReport, ...]] = {}
-    for daemon, (wake, sleep, _) in daemons.DAEMONS.items():
+    for daemon, (wake, sleep) in marks.items():
         awake[daemon] = tuple(
             daemons.daemon_awake(
-                event_columns(trace, wake, _DAEMON_COLUMNS),
-                event_columns(trace, sleep, _DAEMON_COLUMNS),
-                daemon_activity(trace, daemon),
+                wake,
+                sleep,
+                every.activity(daemon),
                 daemon=daemon,
                 capture_start_ns=int(start or 0),
                 capture_end_ns=int(end or 0),
@@ -389,9 +396,6 @@ def _compute(trace, store: RowStore) -> TraceAnalysis:
     wakeups = event_scan(trace, "mm_vmscan_wakeup_kswapd")
     weight = pl.col("count").sum() if "count" in wakeups.collect_schema().names() else pl.len()
     wakeups = wakeups.group_by(attribution.PROCESS).agg(wakeup_kswapd=weight).collect()
-    work = store.scan("shrinker_invocations").select(
-        "context", "deferred_in_objects", "scanned_objects"
-    )
     # Every table carries its source's lost-event count: any sum may be short by lost events.
     lost_col = pl.lit(lost, dtype=pl.Int64)
     unparsed = unparsed_of(trace)
@@ -436,7 +440,7 @@ def _compute(trace, store: RowStore) -> TraceAnalysis:
             )
         ),
         shrinker=labelled.shrinker.with_columns(lost_events=lost_col),
-        shrinker_work=shrinker.work_distribution(work.collect()),
+        shrinker_work=labelled.shrinker_work,
         lru=labelled.lru.with_columns(lost_events=lost_col),
         lru_check=None,
         distributions=distribution_table(dict(sorted(series.items()))),
@@ -471,12 +475,14 @@ def analyse_trace(
 
     An ingested trace is read one 32 MB block at a time (its Parquet parts), twice: first
     pairing reclaim and compaction begin/end events per pid, then labelling throttle, LRU,
-    write and shrinker events with the reclaim interval around them. Only the sums, the
-    compact interval frame and the per-row results go on; the per-row results go to
-    ``store`` (memory by default; the analysis cache for
-    :func:`analysis.metrics.trace_files.analyse_file`), so memory
-    stays that of a block and the intervals, not of the trace. A pid going back in time
-    across a block boundary starts pairing again there (:class:`pairing.Pairing`).
+    write and shrinker events with the reclaim interval around them; every other event is
+    read once, in either pass, for what is read of all (:mod:`.every_event`: the span, the
+    daemons' activity, the repeat screen that spares the duplicate count a capture in time
+    order). Only the sums, the compact interval frame and the per-row results go on; the
+    per-row results go to ``store`` (memory by default; the analysis cache for
+    :func:`analysis.metrics.trace_files.analyse_file`), so memory stays that of a block
+    and the intervals, not of the trace. A pid going back in time across a block boundary
+    starts pairing again there (:class:`pairing.Pairing`).
     """
     return with_checks(_compute(trace, store or RowStore()), config_hz, vmstat_deltas)
 

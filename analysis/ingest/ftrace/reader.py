@@ -94,7 +94,7 @@ from analysis.ingest.ftrace.layout import (
     scan_lines,
     text_shape,
 )
-from analysis.ingest.ftrace.malloc import reuse_freed_memory
+from analysis.ingest.ftrace.malloc import give_back_freed_memory, reuse_freed_memory
 from analysis.ingest.ftrace.perf_trace import convert as convert_perf_trace
 from analysis.ingest.ftrace.perf_trace import looks_like_perf_trace
 from analysis.ingest.ftrace.tokenizer import event_schema
@@ -463,6 +463,7 @@ def _ingest_into(path: Path, directory: Path, progress: Callable[[int, int], Non
             line_base += shape[0]
             if progress is not None:
                 progress(len(chunk.data), line_base)
+    give_back_freed_memory()
     if errors:
         raise errors[0]
     ordered = [results[i] for i in sorted(results)]
