@@ -101,6 +101,28 @@ def test_cache_is_reused_and_keyed_by_content(tmp_path: Path, monkeypatch) -> No
         ftrace.read(path, cache_dir=tmp_path / "c")
 
 
+def test_a_failed_command_removes_what_two_workers_added_in_either_order(tmp_path: Path) -> None:
+    """Two pool workers ingest two copies of one trace; the one whose entries are adopted
+    second made the cache's folders. A failed command removed entries newest first, so
+    ``by-path/`` was still holding the first worker's files when its turn came and stayed
+    (CI, under load: ``build/ingest/by-path`` left behind)."""
+    from analysis.ingest.ftrace import cache as trace_cache
+
+    cache_dir = tmp_path / "c"
+    worker_entries = []
+    for name in ("second.trace", "first.trace"):  # the second one read makes the folders
+        path = tmp_path / name
+        path.write_bytes(TEXT)
+        trace_cache.begin_command()
+        ftrace.read(path, cache_dir=cache_dir)
+        worker_entries.append(trace_cache.new_entries())
+    trace_cache.begin_command()
+    for entries in reversed(worker_entries):  # adopted in the order the files were given
+        trace_cache.adopt_entries(entries)
+    trace_cache.discard_new_entries()
+    assert not cache_dir.exists(), sorted(cache_dir.rglob("*"))
+
+
 def test_dataset_of_another_cache_version_is_not_served(tmp_path: Path, monkeypatch) -> None:
     path = tmp_path / "t.trace"
     path.write_bytes(TEXT)

@@ -154,12 +154,15 @@ def begin_command() -> None:
 
 
 def discard_new_entries() -> None:
-    """Remove what this process added to caches since :func:`begin_command`, newest
-    first; a folder another process has filled meanwhile stays. (A process waiting on a
+    """Remove what this process added to caches since :func:`begin_command`, deepest
+    first: pool workers' entries are adopted in file order, not in the order they were
+    made, so the worker that made ``by-path/`` may come after one that only added a file
+    to it. A folder another process has filled meanwhile stays. (A process waiting on a
     removed lock and one making it anew may then build the same dataset twice;
     :func:`_publish` keeps the first.)"""
-    while _NEW:
-        entry = _NEW.pop()
+    entries = sorted(_NEW, key=lambda p: len(p.parts), reverse=True)
+    _NEW.clear()
+    for entry in entries:
         with contextlib.suppress(OSError):
             if entry.is_dir() and not entry.is_symlink():
                 if entry.name.endswith(f"-v{CACHE_VERSION}"):
