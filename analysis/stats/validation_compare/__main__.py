@@ -321,7 +321,8 @@ def _compare_md(cells: list[dict]) -> list[str]:
         "",
         head + " samples | mmlab power | oracle power | mmlab / oracle | mmlab FDR "
         "| mmlab null-row | coverage | runs set aside | the outlying ones | "
-        + " | ".join(f"{k} power" for k in METHODS[3:]) + " |",
+        + " | ".join(f"{k} power" for k in METHODS[3:])
+        + " |",
         "|" + "---|" * (14 + len(METHODS) - 3),
     ]
     for c in (c for c in cells if c["effect"] > 0):
