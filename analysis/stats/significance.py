@@ -26,8 +26,8 @@ spread between runs (t, Welch; log scale for positive values: :func:`run_interva
   Such a pair is what one systematic outlying run per kernel gives (a warm-up run): it
   cancels in the change but inflates the spread of every kernel, so left in, the
   interval over-covers and no change, however large, can be found. A far run in one
-  kernel only is not set aside (it may be the change itself); it makes the tests
-  disagree and is named then;
+  kernel only is not set aside (it may be the change itself); when it makes the two
+  tests disagree, the note names it;
 - a verdict needs ≥ 2 runs per kernel: with one run the difference is described (no p,
   no interval, no verdict), because a session effect cannot be told from a kernel change;
 - Benjamini–Hochberg q-values are computed **per family** of rows and per new kernel:
