@@ -16,15 +16,17 @@ from scipy import stats
 from analysis.cli import main
 from analysis.report.compare import format_markdown, format_mmtests
 from analysis.report.summary import verdict_lines
+from analysis.stats.bootstrap import run_statistics
 from analysis.stats.significance import (
     PERMUTATION,
     WELCH,
     compare_samples,
     compare_table,
     design_runs,
+    paired_far_runs,
     run_test,
 )
-from analysis.stats.validation_compare.simulate import kernel_runs, ratio
+from analysis.stats.validation_compare.simulate import kernel_runs, ratio, run_levels, runs_at
 from tests.test_compare_stats import long_table
 
 
@@ -139,6 +141,19 @@ def test_zero_share_path_is_decided_from_both_kernels_pooled():
     assert compare_samples(c, a, resamples=50).change_kind == "zero share"
 
 
+def test_zero_heavy_row_under_the_mean_describes_its_non_zero_mean():
+    """``--metric mean`` on a zero-heavy row (30 % and 25 % zeros): decided on the zero
+    share, the note describing the mean of each kernel's non-zero samples (mean over runs
+    of each run's mean), not an HD label (building one for "mean" raised ValueError)."""
+    rng = np.random.default_rng(4)
+    a, c = (_zero_runs([s] * 5, rng) for s in (0.3, 0.25))
+    r = compare_samples(a, c, metric="mean", resamples=50)
+    found = re.search(r"mean of the non-zero samples (\S+) vs (\S+) ", r.notes[-1])
+    assert r.change_kind == "zero share" and found
+    expected = [np.mean([x[x != 0].mean() for x in runs]) for runs in (a, c)]
+    assert [float(v) for v in found.groups()] == pytest.approx(expected, rel=1e-3)
+
+
 def test_zero_heavy_row_prints_its_zero_share_not_an_hd50_change():
     """A zero-heavy latency row (60 % zeros in base, 20 % in new: fewer immediate wakes,
     worse): the summary line shows the zero shares and the change in points, −40 pp
@@ -220,3 +235,95 @@ def test_simulated_run_effects(effect):
             assert sorted(np.round(levels, 1)) == [1.0, 1.0, 1.0, 1.0, 2.0]
         else:
             assert set(np.round(levels, 1)) <= {1.0, 1.5}
+
+
+# Log run levels of a warm-up pair: the runs at exp(±0.1, ±0.05) around 1, and one at
+# 2 (log 0.693) in each kernel (base run 3, new run 1); new is ×1.2 in every run.
+_KEPT = np.array([-0.1, -0.05, 0.05, 0.1])
+_BASE_LOG = np.insert(_KEPT, 2, math.log(2))
+_NEW_LOG = np.insert(_KEPT, 0, math.log(2)) + math.log(1.2)
+
+
+def test_a_warm_up_run_in_each_kernel_is_set_aside_and_the_change_found(tmp_path, capsys):
+    """The pair above: each far run is ×2 the median of its kernel's others (offset
+    log 2 = 0.693), more than 3.5 × the pooled sd of the runs left, √(2·0.025/6) = 0.0913
+    (3.5 × 0.0913 = 0.32), on the same side: both are set aside. The other 4 vs 4 runs
+    have the same spread, so the change is +20 % exactly, Welch's t = log 1.2 /
+    √(2·(0.025/3)/4) = 2.82 on 6 df (p 0.030), and the interval is the delta method's:
+    regressed. With every run kept the two far runs widen the interval past 0."""
+    rng = np.random.default_rng(34)
+    base, new = _runs(100 * np.exp(_BASE_LOG), rng), _runs(100 * np.exp(_NEW_LOG), rng)
+    r = compare_samples(base, new, resamples=50)
+    assert r.set_aside == (2, 0) and r.tested_runs == (4, 4)
+    p = 2 * stats.t.sf(math.log(1.2) / math.sqrt(2 * (0.025 / 3) / 4), 6)
+    assert r.decided_by == WELCH and r.p == pytest.approx(p, rel=0.05)
+    rel_var = np.var(np.exp(_KEPT), ddof=1) / 4 / np.mean(np.exp(_KEPT)) ** 2
+    half = stats.t.ppf(0.975, 6) * math.sqrt(2 * rel_var)
+    expected = [100 * (1.2 * math.exp(s * half) - 1) for s in (-1, 1)]
+    assert r.change == pytest.approx(20, abs=0.3)
+    assert list(r.change_ci) == pytest.approx(expected, abs=0.5)
+    assert r.verdict == "regressed" and "one far run per kernel set aside" in r.method
+    assert "run 3 of 5 of base is 2× the median of its others" in r.notes[-1]
+    assert "run 1 of 5 of new is 2× the median of its others" in r.notes[-1]
+    all_runs = stats.ttest_ind(_NEW_LOG, _BASE_LOG, equal_var=False)
+    assert all_runs.pvalue > 0.05 and all_runs.confidence_interval().low < 0
+
+    path = tmp_path / "table.csv"
+    long_table({"lat": {"a": base, "b": new}}).write_csv(path)
+    assert main(["compare", str(path), "--json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    assert row["runs_set_aside"] == [3, 1] and row["decided_by"] == WELCH
+    assert main(["compare", str(path)]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "one far run per kernel set aside (permutation p" in text
+    assert "exact over 70 splits" in text
+
+
+@pytest.mark.parametrize(
+    ("base_log", "new_log"),
+    [
+        # The new kernel's far run below its others, the base's above: not one effect.
+        (_BASE_LOG, np.insert(_KEPT, 0, -math.log(2))),
+        # A far run in the base only: it may be the change, and is kept.
+        (_BASE_LOG, np.insert(_KEPT, 0, 0.0)),
+        # ×1.3 (log 0.262) is within 3.5 × 0.0913 = 0.32 of the others.
+        (np.insert(_KEPT, 2, math.log(1.3)), _NEW_LOG),
+        # 4 runs per kernel: too few to tell a far run from the spread.
+        (np.delete(_BASE_LOG, 0), np.delete(_NEW_LOG, 4)),
+    ],
+)
+def test_runs_are_set_aside_only_as_a_pair_far_on_one_side(base_log, new_log):
+    assert paired_far_runs(np.exp(base_log), np.exp(new_log), log=True) is None
+    assert paired_far_runs(np.exp(_BASE_LOG), np.exp(_NEW_LOG), log=True) == (2, 0)
+
+
+def test_outlying_run_cells_cover_with_an_oracles_width():
+    """SYNTHETIC, known truth (the validation's outlying-run cell, smaller): 5 runs of 200
+    Pareto(1.5) samples, run effect exp(N(0, 0.1)), one run of every kernel ×2, new
+    +20 %. With every run used the interval was about 3× an oracle's and covered in 1.000
+    (validation results of 57960c5); now its median width is within 25 % of the width of
+    Welch's interval on the log HD medians of the other 4 vs 4 runs, which knows the
+    outlying runs; it covers +20 % in 95 % ± 2 MC se and A/A p < 0.05 stays ≤ 0.05 + 2 MC
+    se."""
+    rng = np.random.default_rng(33)
+    sims, covered, rejected, ratios = 150, 0, 0, []
+    for _ in range(sims):
+        drawn = []
+        for effect in (0.0, 0.0, 0.2):
+            levels, far = run_levels(rng, 5, 0.1, "outlier")
+            drawn.append((runs_at(rng, "pareto-1.5", levels, 200, "location", effect), far))
+        (a, far_a), (b, _), (c, far_c) = drawn
+        rejected += compare_samples(a, b, resamples=20, seed=rng).p < 0.05
+        r = compare_samples(a, c, resamples=20, seed=rng)
+        covered += r.change_ci[0] <= 20 <= r.change_ci[1]
+        kept = [
+            np.log(run_statistics([x for i, x in enumerate(runs) if i != far], 0.5))
+            for runs, far in ((c, far_c), (a, far_a))
+        ]
+        oracle = stats.ttest_ind(*kept, equal_var=False).confidence_interval()
+        width = math.log1p(r.change_ci[1] / 100) - math.log1p(r.change_ci[0] / 100)
+        ratios.append(width / (oracle.high - oracle.low))
+    se = math.sqrt(0.05 * 0.95 / sims)
+    assert 0.8 < float(np.median(ratios)) < 1.25
+    assert 0.95 - 2 * se <= covered / sims <= 0.95 + 2 * se
+    assert rejected / sims <= 0.05 + 2 * se

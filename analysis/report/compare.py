@@ -106,7 +106,7 @@ def _beside(r: RowComparison) -> str:
     """The p that did not decide, as a check beside the deciding one."""
     if r.p_welch is None or r.p_permutation is None:
         return ""
-    kind = "exact" if r.splits == math.comb(r.runs + r.base_runs, r.runs) else "random"
+    kind = "exact" if r.splits == math.comb(sum(r.tested_runs), r.tested_runs[1]) else "random"
     perm = f"permutation p {sig(r.p_permutation)}, {kind} over {r.splits} splits"
     if r.disagree:
         return f" (Welch's t p {sig(r.p_welch)}, {perm})"
@@ -295,7 +295,9 @@ def to_json(results: Sequence[RowComparison]) -> list[dict]:
     ``change_kind`` "relative", new − base otherwise (row unit, or percentage points of
     the zero share); ``p`` is the deciding p, ``decided_by`` the test that gave it
     ("Welch t" or "permutation"), ``p_welch`` and ``p_permutation`` both tests' p;
-    ``needed_runs`` is the design calculation for ``design_effect_pct``."""
+    ``runs_set_aside`` the base and new run (1-based, in run order) the change and the
+    tests left out, or null; ``needed_runs`` is the design calculation for
+    ``design_effect_pct``."""
     return [
         {
             "row": r.row,
@@ -324,6 +326,7 @@ def to_json(results: Sequence[RowComparison]) -> list[dict]:
             "permutation_splits": r.splits,
             "decided_by": r.decided_by or None,
             "tests_disagree": r.disagree,
+            "runs_set_aside": [i + 1 for i in r.set_aside] if r.set_aside else None,
             "verdict": r.verdict,
             "reason": r.reason,
             "method": r.method,

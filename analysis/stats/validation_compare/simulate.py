@@ -17,8 +17,9 @@ timing), so samples within a run are correlated, as on real captures. Shapes:
 Run effects (``run_effect``), each run's multiplicative level:
 
 - ``lognormal``: exp(N(0, run_sd));
-- ``outlier``: exp(N(0, run_sd)), and one run of the kernel, at random, ×:data:`OUTLIER`
-  (a warm-up run far from the rest);
+- ``outlier``: exp(N(0, run_sd)), and one run of every kernel, at random, ×:data:`OUTLIER`
+  (a warm-up run far from the rest; each kernel of a row has one, so it cancels in the
+  change while it widens both kernels' spread);
 - ``bimodal``: exp(N(0, run_sd)) ×:data:`BIMODAL` with probability ½ (two regimes a run
   falls into, e.g. placement on one NUMA node or the other).
 
@@ -44,6 +45,8 @@ __all__ = [
     "kernel_runs",
     "rate",
     "ratio",
+    "run_levels",
+    "runs_at",
 ]
 
 # How the validation names mmlab's verdict among the methods it compares.
@@ -73,6 +76,45 @@ def _body(shape: str, size: int, rng, tail_share: float) -> np.ndarray:
     return _MEDIAN * rng.lognormal(0.0, 0.3, size) * np.where(slow, 20.0, 1.0)
 
 
+def run_levels(
+    rng: np.random.Generator, runs: int, run_sd: float = 0.1, run_effect: str = "lognormal"
+) -> tuple[np.ndarray, int | None]:
+    """Each run's multiplicative level (``run_effect``, see above), and the position of the
+    outlying run (run effect ``outlier``; None otherwise)."""
+    levels = np.exp(rng.normal(0.0, run_sd, runs))
+    far = None
+    if run_effect == "outlier":
+        far = int(rng.integers(runs))
+        levels[far] *= OUTLIER
+    elif run_effect == "bimodal":
+        levels *= np.where(rng.random(runs) < 0.5, BIMODAL, 1.0)
+    elif run_effect != "lognormal":
+        raise ValueError(f"unknown run effect {run_effect!r}; known: {', '.join(RUN_EFFECTS)}")
+    return levels, far
+
+
+def runs_at(
+    rng: np.random.Generator,
+    shape: str,
+    levels: np.ndarray,
+    samples: int,
+    change: str = "location",
+    effect: float = 0.0,
+) -> list[np.ndarray]:
+    """One kernel's runs of ``samples`` each, run i at ``levels[i]``, changed by ``effect``."""
+    tail_share = 0.05 * (1 + effect) if change == "tail" else 0.05
+    out = []
+    for level in levels:
+        x = _body(shape, samples, rng, tail_share) * level
+        if change == "location":
+            x = x * (1 + effect)
+        elif change == "scale":
+            med = np.median(x)
+            x = med * (x / med) ** (1 + effect)
+        out.append(x)
+    return out
+
+
 def kernel_runs(
     rng: np.random.Generator,
     shape: str,
@@ -84,24 +126,8 @@ def kernel_runs(
     run_effect: str = "lognormal",
 ) -> list[np.ndarray]:
     """One kernel's runs; ``effect`` 0 is the base (an A/A pair is two calls with 0)."""
-    tail_share = 0.05 * (1 + effect) if change == "tail" else 0.05
-    levels = np.exp(rng.normal(0.0, run_sd, runs))
-    if run_effect == "outlier":
-        levels[rng.integers(runs)] *= OUTLIER
-    elif run_effect == "bimodal":
-        levels *= np.where(rng.random(runs) < 0.5, BIMODAL, 1.0)
-    elif run_effect != "lognormal":
-        raise ValueError(f"unknown run effect {run_effect!r}; known: {', '.join(RUN_EFFECTS)}")
-    out = []
-    for level in levels:
-        x = _body(shape, samples, rng, tail_share) * level
-        if change == "location":
-            x = x * (1 + effect)
-        elif change == "scale":
-            med = np.median(x)
-            x = med * (x / med) ** (1 + effect)
-        out.append(x)
-    return out
+    levels, _ = run_levels(rng, runs, run_sd, run_effect)
+    return runs_at(rng, shape, levels, samples, change, effect)
 
 
 def rate(hits: int, n: int) -> dict:
