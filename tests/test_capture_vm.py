@@ -8,11 +8,13 @@ directory). The real boot is tests/test_capture_vm_boot.py (``make kernels-test`
 from __future__ import annotations
 
 import argparse
+import io
 import itertools
 import json
 import os
 import stat
 import sys
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -277,9 +279,16 @@ def test_a_failed_guest_capture_is_an_error_and_leaves_nothing(tmp_path, monkeyp
     out = tmp_path / "out"
     cfg = CaptureConfig(out=out, run="x", iterations=1, workers=(4,), limit_mb=128)
     guest = vm.GuestConfig(kernel=kernel_image(tmp_path))
-    with pytest.raises(InputError, match="guest says no"):
+    with pytest.raises(InputError, match="guest says no") as failed:
         vm.run_guest_capture(cfg, guest)
     assert not out.exists()  # the OUT this capture created is gone again
+    # ... but what the guest left is the error's evidence (a launcher SIGKILLed in the
+    # divisor sweep left only its message): its result and the tree it wrote.
+    with tarfile.open(fileobj=io.BytesIO(failed.value.evidence), mode="r:gz") as tar:
+        names = set(tar.getnames())
+        result = json.load(tar.extractfile("result.json"))
+    assert {"result.json", "console.log", "out/x/iter-0/kernel.version"} <= names
+    assert result["stderr"] == "guest says no" and not any("disk" in n for n in names)
     (out / "keep" / "iter-0").mkdir(parents=True)  # an OUT it did not create stays as it was
     with pytest.raises(InputError, match="guest says no"):
         vm.run_guest_capture(cfg, guest)

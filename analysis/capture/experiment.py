@@ -8,7 +8,9 @@ Each planned run (:mod:`analysis.capture.design`) is one guest boot (``mmlab cap
     journal.jsonl          append-only history: start, done, failed, interrupted, abandoned
     <setting>/iter-K/      one boot each: the capture's files and boot.json
     <setting>/vm.json      the setting's provenance, rebuilt from its boots' boot.json
-    failed/<run>.tar.gz    a failed run's files, beside <run>.txt saying why
+    failed/<run>.tar.gz    a failed run's files, beside <run>.txt saying why (a guest whose
+                           capture failed: its result.json, with the kernel log's tail,
+                           console.log and what it wrote of the tree)
     .staging/              runs in progress (a resumed executor removes what is left)
 
 The tree is the truth of what finished: a run is done when an ``iter-K/boot.json`` names
@@ -187,9 +189,9 @@ def execute_run(spec: dict, work: Path) -> RunOutcome:
         cfg, guest = _configs(spec, work / "out")
         try:
             result = _when_free(cfg, guest)
-        except InputError as exc:
-            return RunOutcome(spec["run_id"], False, f"capture failed: {exc}", {}, b"",
-                              time.monotonic() - t0)  # fmt: skip
+        except InputError as exc:  # kept with the failed run: the guest's own account of it
+            return RunOutcome(spec["run_id"], False, f"capture failed: {exc}", {},
+                              getattr(exc, "evidence", b""), time.monotonic() - t0)  # fmt: skip
         iteration = result.run_dir / "iter-0"
         vm = result.vm
         (check,) = vm.knob_checks if vm.knob_check_note is None else ({},)
@@ -431,6 +433,7 @@ def _keep_failed(out: Path, outcome: RunOutcome) -> None:
     failed.mkdir(exist_ok=True)
     if outcome.archive:
         (failed / f"{outcome.run_id}.tar.gz").write_bytes(outcome.archive)
+    if outcome.boot:
         (failed / f"{outcome.run_id}.json").write_text(json.dumps(outcome.boot, indent=2) + "\n")
     (failed / f"{outcome.run_id}.txt").write_text(outcome.reason + "\n")
 

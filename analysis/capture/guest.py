@@ -75,6 +75,19 @@ def _uptime_s() -> float:
     return float(Path("/proc/uptime").read_text().split()[0])
 
 
+# The kernel log lines kept with a failed capture's result (an OOM report is ~40 lines).
+DMESG_LINES = 80
+
+
+def _dmesg_tail() -> list[str]:
+    """The last :data:`DMESG_LINES` lines of the guest kernel's log (``dmesg``), or why not."""
+    try:
+        proc = subprocess.run(["dmesg"], capture_output=True, text=True, check=True)
+    except (OSError, subprocess.CalledProcessError) as exc:
+        return [f"dmesg not read: {exc}"]
+    return proc.stdout.splitlines()[-DMESG_LINES:]
+
+
 def main(argv: list[str]) -> int:
     spec_path = Path(argv[0])
     spec = json.loads(spec_path.read_text())
@@ -108,8 +121,12 @@ def main(argv: list[str]) -> int:
         result["capture_rc"] = rc = proc.returncode
         result["stdout"] = proc.stdout[-4000:]
         result["stderr"] = proc.stderr[-4000:]
-        if rc == 0:
-            run = spec["capture_argv"][spec["capture_argv"].index("--run") + 1]
+        if rc != 0:  # why a worker died (the OOM killer, a fault) is in the kernel's log
+            result["dmesg_tail"] = _dmesg_tail()
+        # Copied whatever the capture's exit: a failed iteration's files are the evidence
+        # of why it failed (the host keeps them beside the failed run).
+        run = spec["capture_argv"][spec["capture_argv"].index("--run") + 1]
+        if (out / run).is_dir():
             shutil.copytree(out / run, share / "out" / run)
     except (OSError, RuntimeError, InputError, subprocess.CalledProcessError) as exc:
         result["error"] = f"{type(exc).__name__}: {exc}"

@@ -18,6 +18,7 @@ guest's size, the exact ``vng`` command, and whether it ran under KVM or TCG emu
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import platform
@@ -26,6 +27,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tarfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -418,12 +420,28 @@ def _guest_result(guest: GuestConfig, share: Path, proc: subprocess.Popen) -> di
     return result
 
 
+def guest_evidence(share: Path) -> bytes:
+    """What a failed guest left in its share, as a tar.gz: ``result.json`` (its message and,
+    when the capture failed, the kernel log's tail), ``console.log`` and whatever part of
+    the capture's tree it wrote (not the disk image). Empty when it left nothing."""
+    kept = [share / "result.json", share / "console.log", share / "out"]
+    if not any(p.exists() for p in kept):
+        return b""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for path in kept:
+            if path.exists():
+                tar.add(path, arcname=path.name)
+    return buf.getvalue()
+
+
 def run_guest_capture(cfg, guest: GuestConfig) -> GuestResult:
     """Boot the guest, run ``cfg`` (a CaptureConfig) inside it, move its tree to
     ``cfg.out/cfg.run`` and write ``vm.json`` there. InputError when the guest's capture
-    failed (its message and the console's last lines); an OUT this call created is removed
-    again then. One guest at a time per host: the host capture lock is held while it runs
-    (two emulated guests would change each other's timing unrecorded)."""
+    failed (its message and the console's last lines; ``evidence``: :func:`guest_evidence`);
+    an OUT this call created is removed again then. One guest at a time per host: the host
+    capture lock is held while it runs (two emulated guests would change each other's timing
+    unrecorded)."""
     from analysis.capture.checks import check_arguments, check_out
     from analysis.capture.plan import MIB
     from analysis.capture.run import machine_lock
@@ -460,7 +478,9 @@ def run_guest_capture(cfg, guest: GuestConfig) -> GuestResult:
             result = _guest_result(guest, share, proc)
             run_dir = cfg.out / cfg.run
             shutil.move(share / "out" / cfg.run, run_dir)
-        except BaseException:
+        except BaseException as exc:
+            if isinstance(exc, InputError):
+                exc.evidence = guest_evidence(share)  # type: ignore[attr-defined]
             shutil.rmtree(share, ignore_errors=True)
             if created and not any(cfg.out.iterdir()):
                 cfg.out.rmdir()
