@@ -131,11 +131,12 @@ def test_an_mmtests_tree_without_ftrace_builds_what_applies(tmp_path, capsys):
     runs = [str(ci / "log.ltccip8.2020-06-12_1807"), str(ci / "log.ltccip8.2020-06-03_1400")]
     assert main(["paper", *runs, "--out", str(tmp_path), "--json"]) == 0
     out, err = capsys.readouterr()
-    left = ["throttle", "stalls", "fits", "shrinker-replay", "sweep"]
+    left = ["throttle", "stalls", "fits", "shrinker-replay", "sweep", "designed"]
     assert json.loads(out)["left_out"] == left
-    first, second = [ln for ln in err.splitlines() if not PROGRESS.match(ln)]
+    first, second, third = [ln for ln in err.splitlines() if not PROGRESS.match(ln)]
+    assert third.startswith("mmlab paper: no --experiment")
     assert first == (
-        f"mmlab paper: no ftrace captures in these runs: left out {', '.join(left[:-1])}"
+        f"mmlab paper: no ftrace captures in these runs: left out {', '.join(left[:4])}"
         " (each written as a sentence saying so)"
     )
     assert second.startswith("mmlab paper: no --sweep: ")

@@ -11,13 +11,14 @@ run); an iteration whose trace lacks the events an endpoint needs has no value f
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+from collections.abc import Callable, Iterable
 
 import polars as pl
 
 from analysis.ingest.mmtests import Iteration
 
-__all__ = ["COMPUTED", "COVARIATES", "ENDPOINT_UNITS", "endpoint_value"]
+__all__ = ["COMPUTED", "COVARIATES", "ENDPOINT_UNITS", "endpoint_value", "endpoint_values"]
 
 # endpoint -> the Ops rows (analysis.metrics.ops) it is computed from, per pressure.
 _SCANNED = {"cgroup": ("Cgroup-limit pages scanned",),
@@ -27,10 +28,25 @@ _RECLAIMED = {"cgroup": ("Cgroup-limit pages reclaimed",),
 _VELOCITY = {"cgroup": ("Cgroup-limit velocity",), "global": ("Kswapd velocity", "Direct velocity")}
 
 
-def _vmstat(it: Iteration, endpoint: str, pressure: str) -> float | None:
+# Read once per call of endpoint_values: several endpoints of one run read its vmstat or
+# analyse its traces (seconds each); cleared when the call returns, so nothing is held
+# between calls (a file changed meanwhile is read again).
+@functools.lru_cache(maxsize=1)
+def _ops(it: Iteration) -> dict[str, float]:
     from analysis.metrics.sample_rows import ops_rows
 
-    rows = {label: value for label, value, _, _ in ops_rows(it)}
+    return {label: value for label, value, _, _ in ops_rows(it)}
+
+
+@functools.lru_cache(maxsize=1)
+def _traces(it: Iteration):
+    from analysis.metrics.trace_files import analyse_iteration
+
+    return analyse_iteration(it)
+
+
+def _vmstat(it: Iteration, endpoint: str, pressure: str) -> float | None:
+    rows = _ops(it)
 
     def total(labels: tuple[str, ...]) -> float | None:
         values = [rows.get(label) for label in labels]
@@ -42,12 +58,6 @@ def _vmstat(it: Iteration, endpoint: str, pressure: str) -> float | None:
     if not scanned or reclaimed is None:
         return None
     return reclaimed / scanned
-
-
-def _traces(it: Iteration):
-    from analysis.metrics.trace_files import analyse_iteration
-
-    return analyse_iteration(it)
 
 
 def _closed_ms(it: Iteration, context: str) -> pl.Series:
@@ -167,18 +177,29 @@ def endpoint_value(it: Iteration, endpoint: str, pressure: str) -> float | None:
       ``shrinker_latency``: mean ``mm_shrink_slab_start->end``, us;
     - ``system_cpu``, ``elapsed``: the workload's /usr/bin/time system and wall seconds.
     """
-    if endpoint not in _COMPUTE:
-        raise ValueError(f"endpoint {endpoint} is not computed per run ({', '.join(COMPUTED)})")
-    return _COMPUTE[endpoint][1](it, pressure)
+    return endpoint_values(it, (endpoint,), pressure)[endpoint]
+
+
+def endpoint_values(it: Iteration, names: Iterable[str], pressure: str) -> dict[str, float | None]:
+    """:func:`endpoint_value` of each of ``names`` (endpoints, or :data:`COVARIATES`) for one
+    run, its vmstat read and its traces analysed once for all of them."""
+    names = tuple(names)
+    unknown = [n for n in names if n not in _COMPUTE and n not in COVARIATES]
+    if unknown:
+        raise ValueError(f"endpoint {unknown[0]} is not computed per run ({', '.join(COMPUTED)})")
+    compute = {n: _COMPUTE[n][1] if n in _COMPUTE else COVARIATES[n] for n in names}
+    try:
+        return {n: f(it, pressure) for n, f in compute.items()}
+    finally:
+        _ops.cache_clear()
+        _traces.cache_clear()
 
 
 def _writeback_rate(it: Iteration, pressure: str) -> float | None:
     """KiB written to the block device per second of the workload (``pgpgout`` over the
     workload's elapsed time): how fast dirty pages can be cleaned, which sets how fast
     reclaim can free file pages."""
-    from analysis.metrics.sample_rows import ops_rows
-
-    written = {label: value for label, value, _, _ in ops_rows(it)}.get("Sector Writes")
+    written = _ops(it).get("Sector Writes")
     elapsed = _times("elapsed_s")(it, pressure)
     return written / elapsed if written is not None and elapsed else None
 

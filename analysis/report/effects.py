@@ -10,10 +10,11 @@ from analysis.report.units import Scale, interval, rounded
 from analysis.stats.blocked import BlockedEffects, LevelEffect
 from analysis.study.effects import EndpointFamily, ExperimentEffects
 
-__all__ = ["format_effects"]
+__all__ = ["change_text", "format_effects", "mde_text"]
 
 
-def _change(effects: BlockedEffects, e: LevelEffect) -> str:
+def change_text(effects: BlockedEffects, e: LevelEffect) -> str:
+    """The level's change and its 95 % CI: in % on the log scale, a difference otherwise."""
     if effects.scale == "log":
         return interval(100 * e.estimate, 100 * e.ci[0], 100 * e.ci[1], Scale("%"))
     return interval(e.estimate, e.ci[0], e.ci[1])
@@ -23,7 +24,7 @@ def _three(value: float) -> str:
     return rounded(value, 2 - math.floor(math.log10(abs(value)))) if value else "0"
 
 
-def _mde(effects: BlockedEffects, e: LevelEffect) -> str:
+def mde_text(effects: BlockedEffects, e: LevelEffect) -> str:
     """On the log scale the same distance up and down: +x % and the smaller -y %."""
     if effects.scale == "log":
         down = 100 * (1 - 1 / (1 + e.mde))
@@ -43,8 +44,8 @@ def _table(effects: BlockedEffects, aa: tuple[str, ...]) -> Table:
     columns = (Column("level", left=True), Column("runs"), Column(f"{unit} [95% CI]"),
                Column("p"), Column("q"), Column("MDE"), Column("verdict", left=True))  # fmt: skip
     rows = [
-        (e.level + (" (A/A)" if e.level in aa else ""), str(e.runs), _change(effects, e),
-         f"{e.p:.2g}", f"{e.q:.2g}", _mde(effects, e), _verdict(effects, e, aa))
+        (e.level + (" (A/A)" if e.level in aa else ""), str(e.runs), change_text(effects, e),
+         f"{e.p:.2g}", f"{e.q:.2g}", mde_text(effects, e), _verdict(effects, e, aa))
         for e in effects.levels
     ]  # fmt: skip
     return Table(columns, rows)

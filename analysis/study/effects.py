@@ -26,7 +26,7 @@ import polars as pl
 from analysis.errors import InputError
 from analysis.ingest import mmtests
 from analysis.ingest.capture_meta import ExperimentSetting, read_boot, read_order
-from analysis.metrics.endpoints import COVARIATES, ENDPOINT_UNITS, endpoint_value
+from analysis.metrics.endpoints import COVARIATES, ENDPOINT_UNITS, endpoint_values
 from analysis.stats.blocked import BlockedEffects, blocked_effects
 
 __all__ = [
@@ -53,6 +53,14 @@ class EndpointFamily:
     narrowing: float | None
     covariate_note: str
 
+    @property
+    def answer(self) -> BlockedEffects | None:
+        """The family's answer: the covariate-adjusted fit where it is legitimate and
+        narrows the intervals, else the plain one (None: not estimable)."""
+        if self.adjusted is not None and self.narrowing is not None and self.narrowing < 1:
+            return self.adjusted
+        return self.effects
+
 
 @dataclass(frozen=True)
 class ExperimentEffects:
@@ -72,9 +80,23 @@ def _studied_factor(settings: tuple[ExperimentSetting, ...], factor: str | None,
         if factor not in factors:
             raise InputError(out, f"the plan has no factor {factor!r} ({', '.join(factors)})")
         return factor
-    knobbed = [s for s in settings if s.params.get("sysctl")]
-    with_sysctl = [f for f in factors if len({s.levels[f] for s in knobbed}) > 1]
-    return with_sysctl[-1] if with_sysctl else factors[-1]
+    return next((f for f in reversed(factors) if _sets_sysctls(settings, f)), factors[-1])
+
+
+def _sets_sysctls(settings: tuple[ExperimentSetting, ...], factor: str) -> bool:
+    """Whether two settings that differ only in ``factor``'s level set different sysctls
+    (a knob factor's reference level sets none: its other levels do)."""
+
+    def others(s: ExperimentSetting) -> tuple:
+        return tuple(sorted((k, v) for k, v in s.levels.items() if k != factor))
+
+    def knobs(s: ExperimentSetting) -> str:
+        return json.dumps(s.params.get("sysctl") or {}, sort_keys=True)
+
+    seen: dict[tuple, set[str]] = {}
+    for s in settings:
+        seen.setdefault(others(s), set()).add(knobs(s))
+    return any(len(k) > 1 for k in seen.values())
 
 
 def same_as_reference(
@@ -109,8 +131,7 @@ def run_values(out: Path, setting: ExperimentSetting, endpoints: tuple[str, ...]
         if boot is None or boot.block is None:
             raise InputError(it.path, "no boot.json with its block: not a run of mmlab experiment")
         row = {"block": boot.block, "run_id": boot.run_id}
-        row |= {e: endpoint_value(it, e, pressure) for e in endpoints}
-        row |= {c: f(it, pressure) for c, f in COVARIATES.items()}
+        row |= endpoint_values(it, (*endpoints, *COVARIATES), pressure)
         rows.append(row)
     return pl.DataFrame(rows, schema=schema)
 

@@ -37,10 +37,12 @@ from analysis.metrics.throttle import short_reason
 from analysis.outputs import staged_dir
 from analysis.report.ops import display_label, row_scale
 from analysis.report.paper import comparison, figures, fits, shrinker
+from analysis.report.paper.designed import section as designed_section
 from analysis.report.paper.latex import defined_macros, escape, macros_tex, pm, table_tex
 from analysis.report.paper.sweep import write_sweep
 from analysis.report.throttle import STALL_DIGITS, THROTTLE_DIGITS
 from analysis.report.units import Scale
+from analysis.study.dose import DesignedSweep
 from analysis.study.study import Study
 from analysis.study.sweep import KnobSweep
 
@@ -277,23 +279,33 @@ def _no_traces(name: str) -> str:
     return f"\\emph{{No {escape(name)}: the runs given have no ftrace captures.}}\n"
 
 
-def build_inputs(data: Study, out: Path, sweep: KnobSweep | None = None) -> PaperInputs:
+def build_inputs(
+    data: Study,
+    out: Path,
+    sweep: KnobSweep | None = None,
+    designed: tuple[DesignedSweep, ...] = (),
+) -> PaperInputs:
     """Write macros, tables, figures and hook sections for ``data``'s runs under ``out``
-    (without traces, see the module docstring), and the patched-kernel ``sweep``'s when
-    given (else left out): all of them or, when anything fails, none (other files in
-    ``out`` are kept)."""
+    (without traces, see the module docstring), the patched-kernel ``sweep``'s when
+    given (else left out) and the ``designed`` sweeps' section (:mod:`.designed`; without
+    one, ``generated/designed.tex`` says so): all of them or, when anything fails, none
+    (other files in ``out`` are kept)."""
     with staged_dir(out) as stage:
-        inputs = _build_inputs(data, stage, sweep)
+        inputs = _build_inputs(data, stage, sweep, designed)
     return replace(inputs, files=tuple(out / f.relative_to(stage) for f in inputs.files))
 
 
-def _build_inputs(data: Study, out: Path, sweep: KnobSweep | None) -> PaperInputs:
+def _build_inputs(
+    data: Study, out: Path, sweep: KnobSweep | None, designed: tuple[DesignedSweep, ...]
+) -> PaperInputs:
     cmp = data.ops
     values = paper_values(data, cmp)
     left_out = () if data.analyses else NEEDS_TRACES
     swept: list[Path] = []
     if sweep is None:
         left_out += ("sweep",)
+    if not designed:
+        left_out += ("designed",)
     else:
         sweep_macros, swept = write_sweep(sweep, out)
         values |= sweep_macros
@@ -315,4 +327,9 @@ def _build_inputs(data: Study, out: Path, sweep: KnobSweep | None) -> PaperInput
     }
     files += [_write(out / "generated" / f"{name}.tex", tex) for name, tex in sections.items()]
     section_macros = {name: defined_macros(tex) for name, tex in sections.items()}
+    body, answer = designed_section(designed, out)
+    files += [_write(out / "generated" / "designed.tex", body),
+              _write(out / "generated" / "designed-answer.tex", answer),
+              *sorted((out / "tables").glob("designed-*.tex")),
+              *sorted((out / "figures").glob("designed-*.pdf"))]  # fmt: skip
     return PaperInputs(values, section_macros, tuple(files), left_out)

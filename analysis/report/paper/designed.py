@@ -1,0 +1,198 @@
+"""The paper's designed sweeps (``mmlab paper --experiment OUT``): per executed plan, what
+each knob setting did to the primary endpoint named in the plan, per pressure type, with
+its interval or, where nothing was detected, the smallest change the runs could have seen;
+the secondary endpoints that changed; the dose–response figure.
+
+Writes ``generated/designed.tex`` (the Results subsection, prose generated from the
+numbers, so a sentence flips when they do), ``generated/designed-answer.tex`` (the
+abstract's answer, one sentence per plan and stratum), ``tables/designed-<plan>.tex`` and
+``figures/designed-<plan>.pdf``. Renders :mod:`analysis.study.effects` and
+:mod:`analysis.study.dose`; computes nothing of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from analysis.report.charts.dose import dose_chart
+from analysis.report.charts.theme import save
+from analysis.report.effects import change_text, mde_text
+from analysis.report.paper.latex import escape, table_tex
+from analysis.stats.blocked import BlockedEffects, LevelEffect
+from analysis.study.dose import DesignedSweep
+from analysis.study.effects import EndpointFamily, ExperimentEffects
+
+__all__ = ["NO_EXPERIMENT", "answer_sentences", "section"]
+
+NO_EXPERIMENT = "No designed sweep was given (\\tp{mmlab paper --experiment OUT})."
+
+
+def _where(family: EndpointFamily) -> str:
+    return ", ".join(f"{k} {v}" for k, v in family.stratum) or "all runs"
+
+
+def _settings(sweep: DesignedSweep, family: EndpointFamily) -> dict[str, str]:
+    """Level -> the knob setting its runs read back, for this family's stratum."""
+    return {
+        p.level: p.setting
+        for c in sweep.curves
+        if (c.endpoint, c.stratum) == (family.endpoint, family.stratum)
+        for p in c.points
+    }
+
+
+def _level(sweep: DesignedSweep, family: EndpointFamily, e: LevelEffect) -> str:
+    setting = _settings(sweep, family).get(e.level)
+    return e.level if setting is None else f"{e.level} ({setting})"
+
+
+def _effect_phrase(effects: BlockedEffects, e: LevelEffect, name: str) -> str:
+    change = change_text(effects, e) + (" %" if effects.scale == "log" else "")
+    if e.changed:
+        return f"{name} {change} (q {e.q:.2g})"
+    return f"{name} {change}, within the detectable {mde_text(effects, e)}"
+
+
+def _primary_sentence(sweep: DesignedSweep, family: EndpointFamily) -> str:
+    """What the factor did to the primary endpoint in one stratum, from the numbers."""
+    result = sweep.effects
+    effects = family.answer
+    head = f"Under {_where(family)}, "
+    if effects is None:
+        return f"{head}{family.endpoint} could not be estimated ({family.note})."
+    levels = [e for e in effects.levels if e.level not in result.aa_controls]
+    changed = [e for e in levels if e.changed]
+    names = {e.level: _level(sweep, family, e) for e in effects.levels}
+    if changed:
+        moved = "; ".join(_effect_phrase(effects, e, names[e.level]) for e in changed)
+        rest = [e for e in levels if not e.changed]
+        tail = (
+            f"; the other settings were indistinguishable from {result.reference} "
+            f"({'; '.join(_effect_phrase(effects, e, names[e.level]) for e in rest)})"
+            if rest
+            else ""
+        )
+        return f"{head}{family.endpoint} changed against {result.reference}: {moved}{tail}."
+    each = "; ".join(_effect_phrase(effects, e, names[e.level]) for e in levels)
+    return (
+        f"{head}no {result.factor} setting changed {family.endpoint} detectably against "
+        f"{result.reference} ({each})."
+    )
+
+
+def _aa_sentence(result: ExperimentEffects, families: Sequence[EndpointFamily]) -> str:
+    """The A/A controls' verdicts: the sweep's floor."""
+    if not result.aa_controls:
+        return ""
+    false = [
+        f"{f.endpoint} under {_where(f)}"
+        for f in families
+        if f.answer is not None
+        for e in f.answer.levels
+        if e.level in result.aa_controls and e.changed
+    ]
+    said = (
+        f"gave a verdict on {', '.join(false)}: a false one, so verdicts of that size are not "
+        "to be trusted here"
+        if false
+        else "gave no verdict on any endpoint"
+    )
+    controls = ", ".join(result.aa_controls)
+    return f" The A/A control ({controls}, run exactly as {result.reference}) {said}."
+
+
+def answer_sentences(sweep: DesignedSweep) -> str:
+    """The abstract's answer for one plan: its primary endpoint in every stratum."""
+    primary = [f for f in sweep.effects.families if f.primary]
+    return " ".join(_primary_sentence(sweep, f) for f in primary)
+
+
+def _rows(sweep: DesignedSweep) -> list[list[str]]:
+    """The primary endpoint's rows, then every secondary family with a verdict."""
+    result = sweep.effects
+    rows = []
+    for f in sorted(result.families, key=lambda f: not f.primary):
+        effects = f.answer
+        if effects is None or not (f.primary or any(e.changed for e in effects.levels)):
+            continue
+        for e in effects.levels:
+            aa = " (A/A)" if e.level in result.aa_controls else ""
+            verdict = ("higher" if e.estimate > 0 else "lower") if e.changed else "--"
+            rows.append([escape(_where(f)), escape(f.endpoint + (" *" if f.primary else "")),
+                         escape(_level(sweep, f, e) + aa), str(e.runs),
+                         escape(change_text(effects, e)), f"{e.q:.2g}",
+                         escape(mde_text(effects, e)), verdict])  # fmt: skip
+    return rows
+
+
+def _nulls(result: ExperimentEffects) -> str:
+    """The secondary endpoints without a verdict, each with its largest detectable change."""
+    quiet = []
+    for f in result.families:
+        effects = f.answer
+        if f.primary or effects is None or any(e.changed for e in effects.levels):
+            continue
+        widest = max(effects.levels, key=lambda e: e.mde, default=None)
+        if widest is not None:
+            quiet.append(f"{f.endpoint} under {_where(f)} ({mde_text(effects, widest)})")
+    if not quiet:
+        return ""
+    return (
+        " No other endpoint changed detectably; the largest change each could have missed: "
+        + "; ".join(quiet)
+        + "."
+    )
+
+
+def _plan_section(sweep: DesignedSweep, out: Path) -> str:
+    result = sweep.effects
+    name = result.plan
+    primary = [f for f in result.families if f.primary]
+    shown = [c for c in sweep.curves if c.primary or any(
+        p.effect is not None and p.effect.changed for p in c.points)]  # fmt: skip
+    if shown:
+        save(dose_chart(shown, ""), out / "figures" / f"designed-{name}.pdf", "pdf")
+    caption = (
+        f"{escape(name)}: each {escape(result.factor)} setting against {escape(result.reference)}, "
+        "block-adjusted change with its 95\\,\\% interval; MDE: the smallest change these runs "
+        "detect with 80\\,\\% power (up/down). * primary endpoint, named in the plan before "
+        "any run; rows of secondary endpoints only where a level changed (BH q $<$ 0.05)."
+    )
+    table = table_tex(
+        ["stratum", "endpoint", "setting", "runs", "change [95\\% CI]", "q", "MDE", "verdict"],
+        _rows(sweep), "lllrrrrl", caption, f"tab:designed-{name}",
+    )  # fmt: skip
+    tables = out / "tables" / f"designed-{name}.tex"
+    tables.parent.mkdir(parents=True, exist_ok=True)
+    tables.write_text(table)
+    text = " ".join(escape(_primary_sentence(sweep, f)) for f in primary)
+    return (
+        f"\\subsection{{Designed sweep: {escape(name)}}}\\label{{sec:designed-{name}}}\n"
+        f"{escape(result.factor)} against {escape(result.reference)}: "
+        f"{result.runs_done} of {result.runs_planned} planned runs, one guest boot each, in "
+        f"randomised blocks; the primary endpoint, {escape(result.primary_endpoint)}, was named "
+        f"in the plan before any run. {text}{escape(_aa_sentence(result, result.families))}"
+        f"{escape(_nulls(result))}\n\n"
+        f"\\input{{tables/designed-{name}}}\n\n" + (_figure(name, result) if shown else "")
+    )
+
+
+def _figure(name: str, result: ExperimentEffects) -> str:
+    return (
+        "\\begin{figure}[t]\\centering\n"
+        f"\\includegraphics[width=\\textwidth]{{figures/designed-{name}.pdf}}\n"
+        f"\\caption{{{escape(name)}: change against {escape(result.reference)} per setting "
+        "(points, 95\\,\\% intervals) and the band of changes the runs could have missed "
+        "(grey, $\\pm$MDE).}\\label{fig:designed-" + name + "}\n\\end{figure}\n"
+    )
+
+
+def section(sweeps: Sequence[DesignedSweep], out: Path) -> tuple[str, str]:
+    """``generated/designed.tex`` and ``generated/designed-answer.tex`` for ``sweeps``,
+    writing their tables and figures under ``out``."""
+    if not sweeps:
+        return NO_EXPERIMENT + "\n", ""
+    body = "\n".join(_plan_section(s, out) for s in sweeps)
+    answer = " ".join(escape(answer_sentences(s)) for s in sweeps)
+    return body, answer + "\n"

@@ -1,0 +1,145 @@
+"""A designed sweep read as dose and response, and the paper's section on it: the knob's
+settings as the runs' kernels read them back, each point's effect the one the effects
+report calls the answer, and sentences that flip with their numbers.
+
+The executed plan here is a copy of the bundled pilot (real guest runs) whose ``shrinker``
+level is declared to set ``vm.shrinker_deferred_divisor`` to 1 and whose runs say they
+read 1 back (edited in the copy: the pilot itself set no knob, so its effects are the
+workload's, which is all these tests need)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from analysis.errors import InputError
+from analysis.ingest.capture_meta import read_order
+from analysis.report.paper.designed import NO_EXPERIMENT, answer_sentences, section
+from analysis.stats.blocked import BlockedEffects, LevelEffect
+from analysis.study.dose import DesignedSweep, designed_sweep, knob_settings
+from analysis.study.effects import EndpointFamily, ExperimentEffects
+from tests.conftest import REPO
+
+PILOT = REPO / "data" / "vm-6.12-lab" / "pilot"
+KNOB = "vm.shrinker_deferred_divisor"
+
+
+def _set_read_back(run_dir: Path, value: str) -> None:
+    for meta in run_dir.glob("iter-*/mmlab.json"):
+        doc = json.loads(meta.read_text())
+        doc["sysctls_vm_before"][KNOB] = value
+        meta.write_text(json.dumps(doc))
+
+
+@pytest.fixture(scope="module")
+def knobbed(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("designed") / "pilot"
+    shutil.copytree(PILOT, out)
+    order = json.loads((out / "order.json").read_text())
+    for s in order["settings"]:
+        if s["levels"]["workload"] == "shrinker":
+            s["params"]["sysctl"] = {KNOB: 1}
+            _set_read_back(out / s["name"], "1")
+    (out / "order.json").write_text(json.dumps(order))
+    return out
+
+
+@pytest.fixture(scope="module")
+def sweep(knobbed) -> DesignedSweep:
+    return designed_sweep(knobbed)
+
+
+def test_points_carry_the_settings_the_kernels_read_back(sweep):
+    assert sweep.effects.factor == "workload" and sweep.effects.reference == "stutterp"
+    strata = {c.stratum for c in sweep.curves}
+    assert strata == {(("pressure", "memcg1"),), (("pressure", "global"),)}
+    for curve in sweep.curves:
+        assert curve.knob == KNOB
+        ref, level = curve.points
+        # The reference's setting is what its runs' kernel held: the default, not "1".
+        assert (ref.level, ref.setting, ref.value, ref.effect) == (
+            "stutterp",
+            "2^priority",
+            None,
+            None,
+        )
+        assert (level.level, level.setting, level.value) == ("shrinker", "1", 1.0)
+
+
+def test_each_point_is_the_answer_the_effects_report_gives(sweep):
+    result = sweep.effects
+    for curve in sweep.curves:
+        (family,) = [f for f in result.families
+                     if (f.endpoint, f.stratum) == (curve.endpoint, curve.stratum)]  # fmt: skip
+        answer = family.adjusted if family.narrowing is not None and family.narrowing < 1 \
+            else family.effects  # fmt: skip
+        assert curve.points[1].effect == answer.levels[0]
+        assert curve.covariate == answer.covariate
+
+
+def test_runs_that_read_different_settings_are_refused(knobbed, tmp_path):
+    out = tmp_path / "pilot"
+    shutil.copytree(knobbed, out)
+    doc = json.loads((out / "memcg1-shrinker/iter-2/mmlab.json").read_text())
+    doc["sysctls_vm_before"][KNOB] = "priority"
+    (out / "memcg1-shrinker/iter-2/mmlab.json").write_text(json.dumps(doc))
+    setting = next(s for s in read_order(out).settings if s.name == "memcg1-shrinker")
+    with pytest.raises(InputError, match="runs read 1, priority"):
+        knob_settings(out, setting, KNOB)
+
+
+# --- sentences from numbers: hand-made effects (only their verdicts and numbers matter) ---
+
+
+def _level(name: str, estimate: float, ci, q: float, changed: bool) -> LevelEffect:
+    return LevelEffect(name, 10, 10, estimate, ci, q, q, 0.30, changed)
+
+
+def _sweep(*levels: LevelEffect, aa: tuple[str, ...] = ()) -> DesignedSweep:
+    effects = BlockedEffects("default", "log", 0.5, 0.1, 18, 10, 30, None, None, levels, 0.05, 0.8)
+    family = EndpointFamily("reclaim_efficiency", "reclaimed/scanned", (("pressure", "memcg1"),),
+                            True, effects, "", None, None, "")  # fmt: skip
+    result = ExperimentEffects("sweep-x", "divisor", "default", aa, 30, 30,
+                               "reclaim_efficiency", (family,))  # fmt: skip
+    return DesignedSweep(result, ())
+
+
+def test_a_null_is_stated_with_the_change_it_could_have_missed():
+    text = answer_sentences(_sweep(_level("div1", -0.04, (-0.2, 0.15), 0.6, False)))
+    assert "no divisor setting changed reclaim_efficiency detectably" in text
+    # +30 % up is 1 - 1/1.3 = 23.1 % down.
+    assert "div1 -4 [-20, 15] %, within the detectable +30.0/-23.1 %" in text
+
+
+def test_the_sentence_flips_when_a_level_changes():
+    text = answer_sentences(_sweep(_level("div1", -0.25, (-0.35, -0.12), 0.004, True),
+                                   _level("prio", 0.02, (-0.1, 0.15), 0.7, False)))  # fmt: skip
+    assert "reclaim_efficiency changed against default: div1 -25 [-35, -12] % (q 0.004)" in text
+    assert "the other settings were indistinguishable from default (prio" in text
+    assert "no divisor setting changed" not in text
+
+
+def test_an_aa_verdict_is_called_false_and_kept_out_of_the_answer(tmp_path):
+    s = _sweep(_level("default2", 0.3, (0.1, 0.5), 0.01, True),
+               _level("div1", 0.01, (-0.1, 0.1), 0.9, False), aa=("default2",))  # fmt: skip
+    assert "no divisor setting changed" in answer_sentences(s)  # the control is not a setting
+    body, _ = section([s], tmp_path)
+    assert "A/A control (default2, run exactly as default) gave a verdict on" in body
+    assert "a false one" in body
+
+
+def test_the_section_without_an_experiment_says_so(tmp_path):
+    assert section([], tmp_path) == (NO_EXPERIMENT + "\n", "")
+
+
+def test_the_section_writes_its_table_and_figure(sweep, tmp_path):
+    body, answer = section([sweep], tmp_path)
+    assert "\\input{tables/designed-pilot-6.12}" in body
+    assert (tmp_path / "figures" / "designed-pilot-6.12.pdf").stat().st_size > 1000
+    table = (tmp_path / "tables" / "designed-pilot-6.12.tex").read_text()
+    # The primary endpoint's row in each stratum, marked, with the read-back setting.
+    assert table.count("reclaim\\_velocity *") == 2 and "shrinker (1)" in table
+    assert answer.startswith("Under pressure ") and "\\%" in answer
