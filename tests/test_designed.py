@@ -143,3 +143,17 @@ def test_the_section_writes_its_table_and_figure(sweep, tmp_path):
     # The primary endpoint's row in each stratum, marked, with the read-back setting.
     assert table.count("reclaim\\_velocity *") == 2 and "shrinker (1)" in table
     assert answer.startswith("Under pressure ") and "\\%" in answer
+
+
+def test_the_section_says_where_the_covariate_narrowed_the_intervals(sweep, tmp_path):
+    body, _ = section([sweep], tmp_path)
+    used = [f for f in sweep.effects.families
+            if f.adjusted is not None and f.narrowing is not None and f.narrowing < 1]  # fmt: skip
+    if not used:
+        assert "No endpoint is adjusted for a per-run covariate" in body
+    for f in used:
+        where = ", ".join(f"{k} {v}" for k, v in f.stratum)
+        assert (
+            f"{f.endpoint} under {where}, {round(100 * f.narrowing)} \\%".replace("_", "\\_")
+            in body
+        )
