@@ -20,7 +20,7 @@ from analysis.ingest.capture_meta import read_order
 from analysis.report.paper.designed import NO_EXPERIMENT, answer_sentences, section
 from analysis.stats.blocked import BlockedEffects, LevelEffect
 from analysis.study.dose import DesignedSweep, designed_sweep, knob_settings
-from analysis.study.effects import EndpointFamily, ExperimentEffects
+from analysis.study.effects import MIN_ADJUSTED_DF, EndpointFamily, ExperimentEffects
 from tests.conftest import REPO
 
 PILOT = REPO / "data" / "vm-6.12-lab" / "pilot"
@@ -74,8 +74,8 @@ def test_each_point_is_the_answer_the_effects_report_gives(sweep):
     for curve in sweep.curves:
         (family,) = [f for f in result.families
                      if (f.endpoint, f.stratum) == (curve.endpoint, curve.stratum)]  # fmt: skip
-        answer = family.adjusted if family.narrowing is not None and family.narrowing < 1 \
-            else family.effects  # fmt: skip
+        answer = family.adjusted if family.adjusted is not None and \
+            family.adjusted.df >= MIN_ADJUSTED_DF else family.effects  # fmt: skip
         assert curve.points[1].effect == answer.levels[0]
         assert curve.covariate == answer.covariate
 
@@ -148,7 +148,7 @@ def test_the_section_writes_its_table_and_figure(sweep, tmp_path):
 def test_the_section_says_where_the_covariate_narrowed_the_intervals(sweep, tmp_path):
     body, _ = section([sweep], tmp_path)
     used = [f for f in sweep.effects.families
-            if f.adjusted is not None and f.narrowing is not None and f.narrowing < 1]  # fmt: skip
+            if f.adjusted is not None and f.adjusted.df >= MIN_ADJUSTED_DF]  # fmt: skip
     if not used:
         assert "No endpoint is adjusted for a per-run covariate" in body
     for f in used:

@@ -8,7 +8,7 @@ import math
 from analysis.report.table import Column, Table, wrapped
 from analysis.report.units import Scale, interval, rounded
 from analysis.stats.blocked import BlockedEffects, LevelEffect
-from analysis.study.effects import EndpointFamily, ExperimentEffects
+from analysis.study.effects import MIN_ADJUSTED_DF, EndpointFamily, ExperimentEffects
 
 __all__ = ["change_text", "format_effects", "mde_text"]
 
@@ -66,7 +66,7 @@ def _family(f: EndpointFamily, result: ExperimentEffects) -> list[str]:
         + ("" if e.scale == "log" else "; a run with a value <= 0: differences, not ratios"),
     )]  # fmt: skip
     lines += ["  " + line for line in _table(e, result.aa_controls).text()]
-    if f.adjusted is not None and f.narrowing is not None and f.narrowing < 1:
+    if f.adjusted is not None and f.answer is f.adjusted:
         lines += wrapped(
             f"  adjusted for {f.adjusted.covariate} ({f.covariate_note}): CIs "
             f"{100 * f.narrowing:.0f} % as wide; this is the answer for {f.endpoint}", "    ",
@@ -74,8 +74,9 @@ def _family(f: EndpointFamily, result: ExperimentEffects) -> list[str]:
         lines += ["  " + line for line in _table(f.adjusted, result.aa_controls).text()]
     elif f.adjusted is not None and f.narrowing is not None:
         lines += wrapped(
-            f"  {f.adjusted.covariate} not used: as a covariate it would widen the CIs "
-            f"({100 * f.narrowing:.0f} % as wide), too few runs for its degree of freedom",
+            f"  {f.adjusted.covariate} not used: adjusted, {f.adjusted.df} residual degrees "
+            f"of freedom would be left (fewer than {MIN_ADJUSTED_DF}); its CIs would be "
+            f"{100 * f.narrowing:.0f} % as wide",
             "    ",
         )  # fmt: skip
     elif f.covariate_note:

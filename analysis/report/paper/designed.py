@@ -21,7 +21,7 @@ from analysis.report.effects import change_text, mde_text
 from analysis.report.paper.latex import escape, table_tex
 from analysis.stats.blocked import BlockedEffects, LevelEffect
 from analysis.study.dose import DesignedSweep
-from analysis.study.effects import EndpointFamily, ExperimentEffects
+from analysis.study.effects import MIN_ADJUSTED_DF, EndpointFamily, ExperimentEffects
 
 __all__ = ["NO_EXPERIMENT", "answer_sentences", "section"]
 
@@ -150,14 +150,15 @@ def _covariate_sentence(result: ExperimentEffects) -> str:
     used = [f for f in result.families if f.answer is not None and f.answer is f.adjusted]
     if not used:
         return (
-            " No endpoint is adjusted for a per-run covariate: where the factor did not move "
-            "it, it did not narrow the intervals at these runs."
+            " No endpoint is adjusted for a per-run covariate: the factor moved it, or too "
+            f"few runs would be left to estimate its slope (fewer than {MIN_ADJUSTED_DF} "
+            "residual degrees of freedom)."
         )
     covariate = used[0].adjusted.covariate
     each = "; ".join(f"{f.endpoint} under {_where(f)}, {100 * f.narrowing:.0f} %" for f in used)
     return (
-        f" Adjusted for each run's {covariate} (the factor does not move it), the intervals "
-        f"are narrower: {each} of their unadjusted width."
+        f" Adjusted for each run's {covariate} where the factor does not move it, the "
+        f"intervals are, as a share of their unadjusted width: {each}."
     )
 
 
