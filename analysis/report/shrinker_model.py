@@ -12,7 +12,7 @@ import textwrap
 from collections.abc import Sequence
 
 from analysis.report.json_output import undefined_as_null
-from analysis.report.standing import standing_json, standing_sentence
+from analysis.report.standing import standing_json, standing_lines, standing_sentence
 from analysis.report.table import Column, Table
 from analysis.report.text import fit, path_lines
 from analysis.report.units import PLAIN, interval, plus_minus, sig
@@ -114,7 +114,7 @@ def format_model_run(run: ModelRun, standings: Sequence[Standing] = ()) -> str:
         f"efficiency {PLAIN.text(result.efficiency)}",
         f"velocity {PLAIN.text(values['velocity_per_s'])} objects/s; deferred backlog max "
         f"{result.backlog_max_objects}, end {result.backlog_end_objects} objects",
-        *_standing_lines(standings),
+        *(fit(line) for line in _standing_lines(standings)),
         "",
         *(
             textwrap.fill(text, 80, initial_indent="note: ", subsequent_indent="  ")
@@ -125,25 +125,13 @@ def format_model_run(run: ModelRun, standings: Sequence[Standing] = ()) -> str:
 
 
 def _standing_lines(standings: Sequence[Standing]) -> list[str]:
-    """One wrapped sentence per replayed quantity's standing; one for all when they say
-    the same (none validated)."""
-    sentences = {s.quantity: standing_sentence(s, "divisor") for s in standings}
-    if len(set(sentences.values())) == 1:
-        return textwrap.wrap(
-            f"standing of every replayed quantity: {next(iter(sentences.values()))}",
-            80,
-            subsequent_indent="    ",
-        )
-    return [
-        line
-        for quantity, sentence in sentences.items()
-        for line in textwrap.wrap(
-            f"{SHRINKER_LABELS[quantity][0]}: {sentence}",
-            80,
-            initial_indent="  ",
-            subsequent_indent="    ",
-        )
-    ]
+    """One sentence per replayed quantity's standing; one for all when they say the same
+    (none validated)."""
+    sentences = {standing_sentence(s, "divisor") for s in standings}
+    if len(sentences) == 1:
+        return [f"standing of every replayed quantity: {sentences.pop()}"]
+    labels = {q: label for q, (label, _, _) in SHRINKER_LABELS.items()}
+    return standing_lines(standings, labels, "divisor")
 
 
 def _variant_json(variant: Variant) -> dict:

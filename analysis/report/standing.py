@@ -5,6 +5,7 @@ notebook 06."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from analysis.report.units import PLAIN
@@ -12,7 +13,7 @@ from analysis.report.units import PLAIN
 if TYPE_CHECKING:
     from analysis.study.throttle_model import Standing
 
-__all__ = ["error_text", "standing_json", "standing_sentence"]
+__all__ = ["error_text", "standing_json", "standing_lines", "standing_sentence"]
 
 
 def error_text(value: float | None, unit: str | None) -> str:
@@ -60,3 +61,11 @@ def standing_json(standing: Standing, setting: str) -> dict:
         "linear_error": standing.linear_error,
         "sentence": standing_sentence(standing, setting),
     }
+
+
+def standing_lines(
+    standings: Sequence[Standing], labels: Mapping[str, str], setting: str
+) -> list[str]:
+    """``  label: sentence`` per standing (``labels``: quantity → its name), unwrapped
+    (:func:`analysis.report.text.fit` wraps them)."""
+    return [f"  {labels[s.quantity]}: {standing_sentence(s, setting)}" for s in standings]

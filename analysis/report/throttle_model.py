@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from analysis.report.standing import error_text, standing_json, standing_sentence
+from analysis.report.standing import error_text, standing_json, standing_lines, standing_sentence
 from analysis.report.table import Column, Table
 from analysis.report.text import fit
 from analysis.report.units import PLAIN, fixed, interval, plus_minus, sig
@@ -147,10 +147,7 @@ _WITHHELD = "the model has not been shown to predict this change out of sample"
 
 def _standing_lines(report: ThrottleReport, quantities: Sequence[str]) -> list[str]:
     """One line per quantity: its what-if's out-of-sample standing."""
-    return [
-        f"  {WHAT_IF_LABELS[q]}: {standing_sentence(report.standing(q), 'timeout')}"
-        for q in quantities
-    ]
+    return standing_lines([report.standing(q) for q in quantities], WHAT_IF_LABELS, "timeout")
 
 
 def withheld(d: Design) -> str | None:
