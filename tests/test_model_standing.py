@@ -90,8 +90,11 @@ def test_beaten_what_ifs_say_so(wb20_on_wb500):
 def test_the_validation_table_keeps_each_label_on_one_line(wb20_on_wb500):
     _, text = wb20_on_wb500
     table = text[text.index("data/vm-6.12/wb500:") :]
-    labels = [line.split()[0] for line in table.splitlines()[3:11:2]]
-    assert labels == ["P(timeout)", "stall", "velocity", "efficiency"]
+    lines = table.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.split()[:1] == ["quantity"]) + 1
+    # Two lines per quantity (the PI and the sd under the first), the label on the first.
+    labels = [lines[i][:14].strip() for i in range(start, start + 8, 2)]
+    assert labels == ["P(timeout)", "stall us", "velocity p/s", "efficiency"]
     assert "quan\n" not in table and "P(ti " not in table
 
 
