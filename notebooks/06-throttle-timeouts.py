@@ -53,7 +53,9 @@ from analysis.models.throttle_waits import fit_reasons, with_waits
 from analysis.report.charts import theme
 from analysis.report.charts.throttle import curve_chart
 from analysis.report.charts.validation import scores_chart
-from analysis.report.throttle_model import format_validation
+from analysis.report.standing import standing_lines
+from analysis.report.text import fit
+from analysis.report.throttle_model import WHAT_IF_LABELS, format_validation
 
 theme.offline()  # static SVG charts: they show with no network and in any viewer
 figures = Path(build_dir) / "figures"
@@ -94,6 +96,9 @@ pair = [curve_chart(throttle.timeout_curve(m, WB, taus), 100_000, k) for k, m in
         (("censored fit", fitted), ("Kaplan-Meier", model))]  # fmt: skip
 curves = alt.hconcat(*pair)
 curves.save(figures / "06-writeback-curves.svg")
+# Each curve is a what-if: its standing out of sample (the kernels scored below).
+scores = tv.validate(calibrated, {k: throttle.observe(k) for k in kernels}, [WB])
+print(fit("\n".join(standing_lines(tv.standings(scores), WHAT_IF_LABELS, "timeout"))))
 curves
 
 # %% [markdown]
@@ -101,7 +106,6 @@ curves
 # aa2 is the A/A check. PI: run-level 95 % interval; p: permutation over runs (knob effect).
 
 # %%
-scores = tv.validate(calibrated, {k: throttle.observe(k) for k in kernels}, [WB])
 print(format_validation(scores, calibration))
 chart = scores_chart(scores, f"calibrated on {Path(calibration).name}")
 chart.save(figures / "06-validation.svg")

@@ -23,7 +23,7 @@ from analysis.metrics import pairing
 from analysis.metrics import throttle as throttle_metrics
 from analysis.models import throttle as m
 from analysis.stats.latent import LatentWait
-from analysis.study.throttle_model import designs
+from analysis.study.throttle_model import Standing, designs
 from tests.conftest import DATA
 
 RATE = 1 / 20_000  # per µs: mean latent wait 20 ms
@@ -302,7 +302,8 @@ def test_designs_size_the_largest_change_on_the_log_scale():
         cycle((("WB", 5_000.0),), 1100.0, 0.5),
         cycle((("WB", 10_000.0),), 1200.0, 0.55),
     ]
-    velocity, efficiency = designs(runs, cycles)
+    won = [Standing(q, captures=1, won=1) for q in ("velocity_pps", "efficiency")]
+    velocity, efficiency = designs(runs, cycles, won)
     assert velocity.quantity == "velocity_pps" and velocity.taus_us == (10_000.0,)
     assert velocity.change == pytest.approx(0.2) and efficiency.change == pytest.approx(0.1)
     assert velocity.log_sd == pytest.approx(s) and velocity.per_run is None
@@ -310,8 +311,12 @@ def test_designs_size_the_largest_change_on_the_log_scale():
     for d, c in ((velocity, 0.2), (efficiency, 0.1)):
         approx = 2 * z**2 * s**2 / math.log1p(c) ** 2
         assert approx <= d.runs_needed <= approx + 3
+    # Not validated, or no better than no change in one capture of two: no figure.
+    lost = [Standing(q, captures=2, won=1) for q in ("velocity_pps", "efficiency")]
+    for standing in ((), lost):
+        assert [d.runs_needed for d in designs(runs, cycles, standing)] == [None, None]
     # One run: no spread to size a design on; no prediction at another timeout: no design.
-    (one,) = designs(runs[:1], cycles)[:1]
+    (one,) = designs(runs[:1], cycles, won)[:1]
     assert one.log_sd is None and one.runs_needed is None
     assert designs(runs, [base]) == ()
 

@@ -66,16 +66,18 @@ def run(args: argparse.Namespace) -> int:
     from analysis.models.shrinker import Variant
     from analysis.report.json_output import dumps
     from analysis.report.shrinker_model import format_model_run, model_run_json
-    from analysis.study.shrinker_model import model_runs
+    from analysis.study.shrinker_model import model_runs, standings
 
     if args.validate:
         return _validate(args)
     variant = Variant(args.generation, args.divisor, args.kswapd_only, not args.fixed)
     runs = model_runs(args.paths, variant)
+    # No --validate: every replayed quantity is not validated.
+    untested = standings(())
     if args.json:
-        print(dumps([model_run_json(r) for r in runs]))
+        print(dumps([model_run_json(r, untested) for r in runs]))
     else:
-        print("\n".join(format_model_run(r) for r in runs), end="")
+        print("\n".join(format_model_run(r, untested) for r in runs), end="")
     return 0
 
 
@@ -87,19 +89,17 @@ def _validate(args: argparse.Namespace) -> int:
         format_shrinker_validation,
         shrinker_validation_json,
     )
-    from analysis.study.shrinker_model import shrinker_validation
+    from analysis.study.shrinker_model import shrinker_validation, standings
 
     if len(args.paths) != 1 or not args.paths[0].is_dir():
         raise InputError(args.paths[0], "--validate needs one calibration capture directory")
     capture = args.paths[0]
     scores, notes = shrinker_validation(capture, args.validate)
+    standing = standings(scores)
     if args.json:
-        print(
-            dumps(
-                shrinker_validation_json(scores, str(capture)) | {"replication_notes": list(notes)}
-            )
-        )
+        out = shrinker_validation_json(scores, str(capture), standing)
+        print(dumps(out | {"replication_notes": list(notes)}))
     else:
         print(level_notes(notes, []), end="")
-        print(format_shrinker_validation(scores, str(capture)), end="")
+        print(format_shrinker_validation(scores, str(capture), standing), end="")
     return 0

@@ -12,7 +12,9 @@ every run of it beside two naive baselines (no change; every sleep scaled with t
 one table (docs/model-validation.md "Throttle timeout"); OTHER at CAPTURE's own timeout is
 an A/A check; ``--phase``/``--validate-phase`` restrict either to the
 phases an ``mmlab capture --workers 4,8,16`` ran with that many workers (OTHER may be
-CAPTURE itself).
+CAPTURE itself). Every what-if says whether the model beat "no change" on the OTHERs that
+ran another timeout, and gives runs needed only where it did (docs/model-validation.md
+"A what-if carries its standing").
 """
 
 from __future__ import annotations

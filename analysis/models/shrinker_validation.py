@@ -45,7 +45,7 @@ import polars as pl
 from analysis.errors import InputError
 from analysis.ingest.capture_meta import the_vm_below
 from analysis.ingest.captures import traces_below
-from analysis.models.run_scoring import change_p, inside, prediction_interval
+from analysis.models.run_scoring import Standing, change_p, inside, prediction_interval, standing
 from analysis.models.shrinker import Variant, load_invocations, replay
 
 __all__ = [
@@ -56,6 +56,7 @@ __all__ = [
     "divisor_capture",
     "observed",
     "score_divisor",
+    "standings",
     "validate",
 ]
 
@@ -208,4 +209,22 @@ def validate(
         for s in score_divisor(
             calibration.runs, calibration.divisor, t.runs, t.divisor, t.name, seed=seed
         )
+    )
+
+
+def standings(scores: Sequence[ShrinkerScore]) -> tuple[Standing, ...]:
+    """Per quantity (:data:`SHRINKER_QUANTITIES`), the replay's :class:`Standing` over the
+    validation captures that ran another divisor than the calibration (errors in objects,
+    pp for the kswapd share; no linear baseline; none: not validated)."""
+    return tuple(
+        standing(
+            q,
+            "pp" if q == "kswapd_share" else "objects",
+            [
+                (s.model_error, s.no_change_error, None)
+                for s in scores
+                if s.quantity == q and s.divisor != s.calibration_divisor
+            ],
+        )
+        for q in SHRINKER_QUANTITIES
     )

@@ -68,7 +68,7 @@ import numpy as np
 import statsmodels.api as sm
 
 from analysis.errors import InputError
-from analysis.models.run_scoring import change_p, inside, prediction_interval
+from analysis.models.run_scoring import Standing, change_p, inside, prediction_interval, standing
 from analysis.models.throttle import (
     CycleModel,
     CyclePrediction,
@@ -93,6 +93,7 @@ __all__ = [
     "linear_velocity",
     "run_values",
     "score_capture",
+    "standings",
     "validate",
     "writeback_conditioned",
 ]
@@ -394,4 +395,21 @@ def validate(
         for name, runs in targets.items()
         for reason in chosen
         for s in score_capture(calibrated.model, calibrated.runs, runs, reason, name, seed=seed)
+    )
+
+
+def standings(scores: Sequence[QuantityScore]) -> tuple[Standing, ...]:
+    """Per quantity (:data:`QUANTITIES`), the model's :class:`Standing` over the validation
+    captures that ran another timeout than the calibration (none: not validated)."""
+    return tuple(
+        standing(
+            q,
+            "pp" if q in SHARES else "relative",
+            [
+                (s.model_error, s.no_change_error, s.linear_error)
+                for s in scores
+                if s.quantity == q and s.tau_us != s.calibration_tau_us
+            ],
+        )
+        for q in QUANTITIES
     )

@@ -12,11 +12,12 @@ import textwrap
 from collections.abc import Sequence
 
 from analysis.report.json_output import undefined_as_null
+from analysis.report.standing import standing_json, standing_lines, standing_sentence
 from analysis.report.table import Column, Table
 from analysis.report.text import fit, path_lines
 from analysis.report.units import PLAIN, interval, plus_minus, sig
 from analysis.stats.describe import mean_sd
-from analysis.study.shrinker_model import ContextWork, ModelRun, ShrinkerScore, Variant
+from analysis.study.shrinker_model import ContextWork, ModelRun, ShrinkerScore, Standing, Variant
 
 __all__ = [
     "caveats",
@@ -91,8 +92,9 @@ def _work_lines(work: tuple[ContextWork, ...]) -> list[str]:
     return ["Objects scanned per call (mmtests nearest-rank percentiles)", *table.text(indent=2)]
 
 
-def format_model_run(run: ModelRun) -> str:
-    """One capture's check and replay, at most 80 columns."""
+def format_model_run(run: ModelRun, standings: Sequence[Standing] = ()) -> str:
+    """One capture's check and replay, at most 80 columns, and each replayed quantity's
+    out-of-sample ``standing`` (the same sentence for all when none was validated)."""
     result, ratio = run.result, run.freed_per_scanned
     shown = "-" if ratio.estimate is None else interval(ratio.estimate, ratio.low, ratio.high)
     values = run.outputs
@@ -112,6 +114,7 @@ def format_model_run(run: ModelRun) -> str:
         f"efficiency {PLAIN.text(result.efficiency)}",
         f"velocity {PLAIN.text(values['velocity_per_s'])} objects/s; deferred backlog max "
         f"{result.backlog_max_objects}, end {result.backlog_end_objects} objects",
+        *(fit(line) for line in _standing_lines(standings)),
         "",
         *(
             textwrap.fill(text, 80, initial_indent="note: ", subsequent_indent="  ")
@@ -119,6 +122,16 @@ def format_model_run(run: ModelRun) -> str:
         ),
     ]
     return "\n".join(lines) + "\n"
+
+
+def _standing_lines(standings: Sequence[Standing]) -> list[str]:
+    """One sentence per replayed quantity's standing; one for all when they say the same
+    (none validated)."""
+    sentences = {standing_sentence(s, "divisor") for s in standings}
+    if len(sentences) == 1:
+        return [f"standing of every replayed quantity: {sentences.pop()}"]
+    labels = {q: label for q, (label, _, _) in SHRINKER_LABELS.items()}
+    return standing_lines(standings, labels, "divisor")
 
 
 def _variant_json(variant: Variant) -> dict:
@@ -132,7 +145,7 @@ def _variant_json(variant: Variant) -> dict:
     }
 
 
-def model_run_json(run: ModelRun) -> dict:
+def model_run_json(run: ModelRun, standings: Sequence[Standing] = ()) -> dict:
     """JSON-ready dict of :func:`format_model_run`'s content (nulls, never NaN)."""
     ratio = run.freed_per_scanned
     return {
@@ -155,6 +168,7 @@ def model_run_json(run: ModelRun) -> dict:
         "work": [vars(w) for w in run.result.work],
         "outputs": {k: undefined_as_null(v) for k, v in run.outputs.items()},
         "notes": caveats(run),
+        "standings": [standing_json(s, "divisor") for s in standings],
     }
 
 
@@ -176,9 +190,12 @@ SHRINKER_LABELS = {
 }
 
 
-def format_shrinker_validation(scores: Sequence[ShrinkerScore], calibration: str) -> str:
+def format_shrinker_validation(
+    scores: Sequence[ShrinkerScore], calibration: str, standings: Sequence[Standing] = ()
+) -> str:
     """The replay-vs-kernel table of the shrinker validation's scores
-    (:mod:`analysis.models.shrinker_validation`), at most 80 columns."""
+    (:mod:`analysis.models.shrinker_validation`), then the replay's ``standings`` per
+    quantity, at most 80 columns."""
     lines = [
         f"shrinker deferral replay of {calibration} against kernels that ran the divisor",
         "  replayed: mean of one replay per calibration run; PI: run-level 95% interval",
@@ -225,10 +242,15 @@ def format_shrinker_validation(scores: Sequence[ShrinkerScore], calibration: str
         for s in rows:
             label, fmt, _ = SHRINKER_LABELS[s.quantity]
             lines.append(f"    {label:<12} " + " ".join(format(v, fmt) for v in s.observed))
+    if standings:
+        lines += ["", "the replay's out-of-sample standing per quantity:"]
+        lines += _standing_lines(standings)
     return fit("\n".join(lines) + "\n")
 
 
-def shrinker_validation_json(scores: Sequence[ShrinkerScore], calibration: str) -> dict:
+def shrinker_validation_json(
+    scores: Sequence[ShrinkerScore], calibration: str, standings: Sequence[Standing] = ()
+) -> dict:
     """:func:`format_shrinker_validation`'s table for
     :func:`~analysis.report.json_output.dumps` (which writes the tuples as lists)."""
     return {
@@ -256,4 +278,5 @@ def shrinker_validation_json(scores: Sequence[ShrinkerScore], calibration: str) 
             }
             for s in scores
         ],
+        "standings": [standing_json(s, "divisor") for s in standings],
     }

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from analysis.report.standing import error_text, standing_json, standing_lines, standing_sentence
 from analysis.report.table import Column, Table
 from analysis.report.text import fit
 from analysis.report.units import PLAIN, fixed, interval, plus_minus, sig
@@ -19,10 +20,12 @@ from analysis.study.throttle_model import (
 )
 
 __all__ = [
+    "WHAT_IF_LABELS",
     "as_json",
     "format_report",
     "format_validation",
     "validation_json",
+    "withheld",
 ]
 
 ASSUMPTIONS = (
@@ -115,8 +118,12 @@ def format_report(report: ThrottleReport) -> str:
                 PLAIN.text(e_sd),
             )
         )
+    lines += [*_standing_lines(report, ("p_timeout", "mean_stall_us")), ""]
     lines += Table(_CYCLE_COLUMNS, rows).text(indent=2)
     lines += [_design_line(d) for d in report.designs]
+    # Without a design (no other timeout asked) the cycle table still shows these what-ifs.
+    designed = {d.quantity for d in report.designs}
+    lines += _standing_lines(report, [q for q in _DESIGN_FORMATS if q not in designed])
     lines += ["", "assumptions:"] + [f"  - {a}" for a in ASSUMPTIONS]
     lines.append(
         "  run sd: the same prediction by models calibrated on one run each; intervals "
@@ -125,28 +132,52 @@ def format_report(report: ThrottleReport) -> str:
     return fit("\n".join(lines))
 
 
-# Label and format of the observed run sd in each design line.
-_DESIGN_LABELS = {"velocity_pps": ("velocity", ".0f"), "efficiency": ("efficiency", ".4f")}
+# Each what-if quantity's name in the standing and design lines.
+WHAT_IF_LABELS = {
+    "p_timeout": "P(timeout)",
+    "mean_stall_us": "mean stall",
+    "velocity_pps": "velocity",
+    "efficiency": "efficiency",
+}
+# Format of the observed run sd in each design line.
+_DESIGN_FORMATS = {"velocity_pps": ".0f", "efficiency": ".4f"}
+# Why a design line gives no runs-needed figure where the model did not beat no change.
+_WITHHELD = "the model has not been shown to predict this change out of sample"
+
+
+def _standing_lines(report: ThrottleReport, quantities: Sequence[str]) -> list[str]:
+    """One line per quantity: its what-if's out-of-sample standing."""
+    return standing_lines([report.standing(q) for q in quantities], WHAT_IF_LABELS, "timeout")
+
+
+def withheld(d: Design) -> str | None:
+    """Why ``d`` carries no runs-needed figure because of its standing (None when the
+    model beat no change out of sample)."""
+    return None if d.standing.stands else f"{d.standing.verdict}: {_WITHHELD}"
 
 
 def _design_line(d: Design) -> str:
     """The largest predicted change from the observed timeout, how each run's own model
-    sees it, and how many runs per timeout an experiment would need to see it."""
-    label, fmt = _DESIGN_LABELS[d.quantity]
+    sees it, the model's out-of-sample standing for the quantity, and, where it beat no
+    change, how many runs per timeout an experiment would need to see it."""
+    label, fmt = WHAT_IF_LABELS[d.quantity], _DESIGN_FORMATS[d.quantity]
     taus = ", ".join(f"{t:.0f}" for t in d.taus_us)
     line = f"  {label}: largest change {d.change:+.2%} at tau {taus} us"
     if d.per_run is not None:
         line += f" (each run's model: {d.per_run[0]:+.2%} to {d.per_run[1]:+.2%})"
+    line += ". " + standing_sentence(d.standing, "timeout")
+    if not d.standing.stands:
+        return f"{line} No runs-needed figure: {_WITHHELD}."
     if d.log_sd is None:
-        return line + "; run-to-run sd unknown with one run: need ≥ 2 runs to size a test"
+        return line + " Run-to-run sd unknown with one run: need ≥ 2 runs to size a test."
     if d.change == 0:
-        return line + "; no change to see"
+        return line + " No change to see."
     if d.runs_needed is None:
-        return line + "; no feasible number of runs per timeout sees it (far below the run noise)"
+        return line + " No feasible number of runs per timeout sees it (far below the run noise)."
     return line + (
-        f"; to see it, an experiment needs ≥ {d.runs_needed} runs per timeout (run sd "
+        f" To see it, an experiment needs ≥ {d.runs_needed} runs per timeout (run sd "
         f"{format(d.run_sd, fmt)}, of the log {d.log_sd:.3f}; Welch t, "
-        f"{DESIGN_LEVEL:.0%} level, 80% power)"
+        f"{DESIGN_LEVEL:.0%} level, 80% power; 2 runs is the floor)."
     )
 
 
@@ -223,9 +254,12 @@ def as_json(report: ThrottleReport) -> dict:
                 "run_sd_log": d.log_sd,
                 "level": DESIGN_LEVEL,
                 "runs_needed": d.runs_needed,
+                "runs_needed_withheld": withheld(d),
+                "standing": standing_json(d.standing, "timeout"),
             }
             for d in report.designs
         ],
+        "standings": [standing_json(report.standing(q), "timeout") for q in WHAT_IF_LABELS],
         "validation": validation_json(report.validation, report.capture)
         if report.validation
         else None,
@@ -240,10 +274,12 @@ VALIDATION_LABELS = {
     "velocity_pps": ("velocity p/s", ".0f"),
     "efficiency": ("efficiency", ".3f"),
 }
+# The PI under the prediction and the sd under the mean keep the table in 80 columns
+# with every quantity's label on one line (a 5-decimal P(timeout) PI is 26 wide).
 _VALIDATION_COLUMNS = (
     Column("quantity", left=True),
-    Column("predicted [95% PI]"),
-    Column("observed ± sd"),
+    Column("predicted\n[95% PI]"),
+    Column("observed\n± sd"),
     Column("in"),
     Column("model"),
     Column("none"),
@@ -252,8 +288,11 @@ _VALIDATION_COLUMNS = (
 )
 
 
-def _score_error(value: float, unit: str) -> str:
-    return f"{value:.1f}pp" if unit == "pp" else f"{value:.0%}"
+def _under(text: str, separator: str) -> str:
+    """``text`` with the part from ``separator`` on (an interval, a ± sd) on a second
+    line."""
+    head, sep, tail = text.partition(separator)
+    return f"{head}\n{sep.lstrip()}{tail}" if sep else head
 
 
 def format_validation(scores: Sequence[QuantityScore], calibration: str) -> str:
@@ -289,10 +328,10 @@ def format_validation(scores: Sequence[QuantityScore], calibration: str) -> str:
             cells.append(
                 (
                     VALIDATION_LABELS[s.quantity][0],
-                    interval(s.predicted, low, high),
-                    plus_minus(mean, sd),
+                    _under(interval(s.predicted, low, high), " ["),
+                    _under(plus_minus(mean, sd), " ± "),
                     f"{s.inside}/{len(s.observed)}",
-                    *(_score_error(e, s.error_unit) for e in errors),
+                    *(error_text(e, s.error_unit) for e in errors),
                     sig(s.change_p),
                 )
             )
@@ -327,14 +366,14 @@ def _beside_lines(rows: Sequence[QuantityScore]) -> list[str]:
             )
             lines.append(
                 f"  {label:<12} Kaplan-Meier {format(s.kaplan_meier, fmt)} "
-                f"(error {_score_error(s.kaplan_meier_error, s.error_unit)}){bounds}"
+                f"(error {error_text(s.kaplan_meier_error, s.error_unit)}){bounds}"
             )
     for s in rows:
         label = VALIDATION_LABELS[s.quantity][0]
         if s.given_writeback is not None:
             lines.append(
                 f"  {label:<12} given each run's writeback rate: error "
-                f"{_score_error(s.given_writeback_error, s.error_unit)}, "
+                f"{error_text(s.given_writeback_error, s.error_unit)}, "
                 f"in {s.given_writeback_inside}/{len(s.observed)}"
             )
     return lines

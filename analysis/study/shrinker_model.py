@@ -1,7 +1,9 @@
 """What ``mmlab model shrinker TRACE`` computes: each trace's check and replay under one
 deferral rule (:func:`analysis.models.shrinker.model_trace`). Rendered by
 :mod:`analysis.report.shrinker_model`, which takes the types it prints from here (with
-``--validate``, the scores of :mod:`analysis.models.shrinker_validation`'s recipe).
+``--validate``, the scores of :mod:`analysis.models.shrinker_validation`'s recipe and the
+replay's out-of-sample standing per quantity from them, :func:`standings`: none without
+``--validate``).
 """
 
 from __future__ import annotations
@@ -10,16 +12,19 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from analysis.ingest.captures import traces_below
+from analysis.models.run_scoring import Standing
 from analysis.models.shrinker import ContextWork, ModelRun, Variant, load_invocations, model_trace
-from analysis.models.shrinker_validation import ShrinkerScore, divisor_capture, validate
+from analysis.models.shrinker_validation import ShrinkerScore, divisor_capture, standings, validate
 
 __all__ = [
     "ContextWork",
     "ModelRun",
     "ShrinkerScore",
+    "Standing",
     "Variant",
     "model_runs",
     "shrinker_validation",
+    "standings",
 ]
 
 

@@ -1,8 +1,9 @@
 """What ``mmlab model throttle`` computes, in one result: the calibrated cycle model of
 :mod:`analysis.models.throttle`, its predictions at every timeout asked for (each also by
-models calibrated on one run each), the runs per timeout an experiment needs to see the
-largest predicted change, and the out-of-sample validation on other captures
-(:mod:`analysis.models.throttle_validation`). Rendered by
+models calibrated on one run each), the out-of-sample validation on other captures
+(:mod:`analysis.models.throttle_validation`), the model's standing per quantity from it,
+and the runs per timeout an experiment needs to see the largest predicted change, given
+only where the model beat no change out of sample. Rendered by
 :mod:`analysis.report.throttle_model`, which takes the types it prints from here.
 """
 
@@ -15,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from analysis.errors import InputError
+from analysis.models.run_scoring import Standing
 from analysis.models.throttle import (
     CycleModel,
     CyclePrediction,
@@ -27,7 +29,13 @@ from analysis.models.throttle import (
     predict_cycle,
     predict_timeout,
 )
-from analysis.models.throttle_validation import Calibration, QuantityScore, calibration, validate
+from analysis.models.throttle_validation import (
+    Calibration,
+    QuantityScore,
+    calibration,
+    standings,
+    validate,
+)
 from analysis.models.throttle_waits import WaitChoice
 from analysis.outputs import Stages
 from analysis.stats.describe import mean_sd
@@ -40,6 +48,7 @@ __all__ = [
     "Estimate",
     "ModelRequest",
     "QuantityScore",
+    "Standing",
     "ThrottleReport",
     "WaitChoice",
     "build_report",
@@ -60,9 +69,12 @@ class Design:
     predictions show from the observed timeout, at ``taus_us``: relative ``change`` of the
     pooled prediction, the range of the same change by each run's own model
     (``per_run``, None with one run), the sd of the observed runs (``run_sd``) and of
-    their logs (``log_sd``, None with one run), and the runs per timeout an experiment
-    needs to see it by :func:`~analysis.stats.significance.design_runs` at
-    :data:`DESIGN_LEVEL` (None without a change, a spread, or a feasible design)."""
+    their logs (``log_sd``, None with one run), the model's out-of-sample ``standing``
+    for the quantity, and the runs per timeout an experiment needs to see it by
+    :func:`~analysis.stats.significance.design_runs` at :data:`DESIGN_LEVEL` (None
+    without a change, a spread or a feasible design, and whenever the standing does not
+    stand: a change the model could not predict out of sample is no basis for a
+    design)."""
 
     quantity: str
     taus_us: tuple[float, ...]
@@ -71,19 +83,25 @@ class Design:
     run_sd: float | None
     log_sd: float | None
     runs_needed: int | None
+    standing: Standing
 
 
 @dataclass(frozen=True)
 class ThrottleReport:
     """Everything ``mmlab model throttle`` prints: the runs, the calibrated model, the
-    timeout predictions per reason, the cycle predictions, the designs and the validation
-    scores (none without targets)."""
+    timeout predictions per reason, the cycle predictions, the designs, the validation
+    scores (none without targets) and the model's standing per quantity from them."""
 
     calibration: Calibration
     timeouts: tuple[TimeoutPrediction, ...]
     cycles: tuple[CyclePrediction, ...]
     designs: tuple[Design, ...] = ()
     validation: tuple[QuantityScore, ...] = ()
+    standings: tuple[Standing, ...] = ()
+
+    def standing(self, quantity: str) -> Standing:
+        """The model's out-of-sample standing for ``quantity`` (not validated without one)."""
+        return next((s for s in self.standings if s.quantity == quantity), Standing(quantity))
 
     @property
     def capture(self) -> str:
@@ -117,9 +135,14 @@ def timeouts_asked(calibration: Calibration, asked: Mapping[str, float]) -> dict
     }
 
 
-def designs(runs: Sequence[Observation], cycles: Sequence[CyclePrediction]) -> tuple[Design, ...]:
+def designs(
+    runs: Sequence[Observation],
+    cycles: Sequence[CyclePrediction],
+    standing: Sequence[Standing] = (),
+) -> tuple[Design, ...]:
     """Per quantity, the :class:`Design` of the largest change the ``cycles`` predict from
-    the first (the observed timeouts); none without a prediction at another timeout."""
+    the first (the observed timeouts), with the model's ``standing`` for it (not
+    validated when absent); none without a prediction at another timeout."""
     base = next((c for c in cycles if not c.taus_us), None)
     others = [c for c in cycles if c.taus_us]
     if base is None or not others:
@@ -137,11 +160,12 @@ def designs(runs: Sequence[Observation], cycles: Sequence[CyclePrediction]) -> t
         _, run_sd = mean_sd(list(observed))
         # The design is for the log per-run values, as mmlab compare tests a change.
         _, log_sd = mean_sd(list(np.log(observed))) if (observed > 0).all() else (None, None)
+        known = next((s for s in standing if s.quantity == quantity), Standing(quantity))
         needed = None
-        if change != 0 and log_sd is not None:
+        if change != 0 and log_sd is not None and known.stands:
             needed = design_runs(log_sd, 100 * change, DESIGN_LEVEL)
         taus = tuple(t for _, t in far.taus_us)
-        out.append(Design(quantity, taus, change, per_run, run_sd, log_sd, needed))
+        out.append(Design(quantity, taus, change, per_run, run_sd, log_sd, needed, known))
     return tuple(out)
 
 
@@ -158,8 +182,8 @@ def build_report(
 ) -> ThrottleReport:
     """Predictions at every timeout in ``taus_us`` (reason → timeouts), one reason at a
     time, the cycle at the observed timeouts first; each cycle prediction also by models
-    calibrated on one run each; their designs; the validation on ``targets`` (name → its
-    runs) when given, every reason of the model."""
+    calibrated on one run each; the validation on ``targets`` (name → its runs) when
+    given, every reason of the model; the standings from it and the designs."""
     model = calibration.model
     timeouts: list[TimeoutPrediction] = []
     cycles = [predict_cycle(model, seed=seed)]
@@ -172,12 +196,15 @@ def build_report(
     runs = calibration.runs
     singles = [calibrate([run]) for run in runs] if len(runs) > 1 else []
     predicted = tuple(per_run(c, singles, seed=seed) for c in cycles)
+    scores = validate(calibration, targets, seed=seed) if targets else ()
+    standing = standings(scores)
     return ThrottleReport(
         calibration=calibration,
         timeouts=tuple(timeouts),
         cycles=predicted,
-        designs=designs(runs, predicted),
-        validation=validate(calibration, targets, seed=seed) if targets else (),
+        designs=designs(runs, predicted, standing),
+        validation=scores,
+        standings=standing,
     )
 
 
