@@ -61,7 +61,7 @@ Markdown(f"**Finding.** {trace_finding(overview)}")
 # Throttle delays at the timeout are right-censored: the real wait was at least that.
 
 # %%
-with pl.Config(tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True):
+with pl.Config(tbl_cols=-1, tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True):
     display(overview)
 
 # %% [markdown]
@@ -94,7 +94,8 @@ if seed_path.is_file():
     with pl.Config(tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True):
         display(seed_result.throttle.drop_nulls("usec_timeout").select(
             "context", pl.col("reason").str.replace("VMSCAN_THROTTLE_", ""), "usec_timeout",
-            "count", (pl.col("timeout_share", "zero_share") * 100).round(1), "mean_usec",
+            "count", (pl.col("timeout_share", "zero_share") * 100).round(1),
+            pl.col("mean_usec").round(),
         ))  # fmt: skip
         display(histogram.totals_consistency(histogram.read(seed_path)))
     seed_chart = delay_chart(

@@ -72,7 +72,7 @@ def trace_overview(throttle: pl.DataFrame, stalls: pl.DataFrame) -> pl.DataFrame
         "run",
         "context",
         "iterations",
-        pl.col("stalls_mean").round(0).alias("stalls/iter"),
+        pl.col("stalls_mean").round(0).cast(pl.Int64).alias("stalls/iter"),
         pl.col("stalled_s_mean").round(1).alias("stalled s/iter"),
         pl.col("median_ms_mean").round(2).alias("median ms"),
         pl.col("p99_ms_mean").round(1).alias("p99 ms"),
@@ -83,7 +83,7 @@ def trace_overview(throttle: pl.DataFrame, stalls: pl.DataFrame) -> pl.DataFrame
         "run",
         "context",
         pl.col("reason").str.replace("VMSCAN_THROTTLE_", "").alias("throttle"),
-        pl.col("events_mean").round(0).alias("throttles/iter"),
+        pl.col("events_mean").round(0).cast(pl.Int64).alias("throttles/iter"),
         (100 * pl.col("timeout_share_mean")).round(1).alias("timeout %"),
         (100 * pl.col("zero_share_mean")).round(1).alias("no sleep %"),
     )
