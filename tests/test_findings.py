@@ -17,6 +17,8 @@ class Score:
     model_error: float
     no_change_error: float
     change_p: float | None
+    tau_us: float = 20_000.0
+    calibration_tau_us: float = 100_000.0
 
 
 def test_validation_finding_says_where_the_model_lost_to_no_change():
@@ -31,7 +33,12 @@ def test_validation_finding_says_where_the_model_lost_to_no_change():
     assert "beats no change for P(timeout) in every capture" in text
     # Velocity beat no change in wb500 only: it is among the losses, with no what-if support.
     assert "For velocity p/s it does not" in text
-    assert "P(timeout) in wb500 (p 0.0079)" in text and "wb20 (p" not in text
+    assert "in wb500 P(timeout) (p 0.0079)" in text and "in wb20" not in text
+    # The A/A capture (the calibration's own timeout) has nothing to beat: it is left out.
+    aa = Score("data/vm/aa2", "velocity_pps", 0.5, 0.4, 0.01, tau_us=100_000.0)
+    text = validation_finding([*scores, aa], "model", "aa1")
+    assert "(A/A check: aa2)" in text and "beats no change for P(timeout)" in text
+    assert "in aa2 velocity p/s (p 0.01)" in text
     flipped = [Score(s.capture, s.quantity, s.model_error, s.no_change_error, 0.5) for s in scores]
     assert "No observed quantity changed at p < 0.05" in validation_finding(flipped, "model", "aa1")
     worse = [Score(s.capture, s.quantity, 1.0, 0.5, None) for s in scores]

@@ -42,8 +42,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from analysis.errors import InputError
 from analysis.capture.knobs import DIVISOR_KNOB
+from analysis.errors import InputError
 from analysis.ingest.capture_meta import read_iteration, the_vm_below
 from analysis.ingest.captures import traces_below
 from analysis.models.run_scoring import change_p, inside, prediction_interval

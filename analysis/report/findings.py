@@ -10,7 +10,7 @@ at p < 0.05) is chosen by the numbers too. A notebook shows the paragraph with
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Protocol
+from pathlib import Path
 
 import polars as pl
 
@@ -18,11 +18,13 @@ from analysis.metrics.compare import Comparison
 from analysis.report.shrinker_model import SHRINKER_LABELS
 from analysis.report.throttle_model import VALIDATION_LABELS
 from analysis.report.units import common_scale, sig
+from analysis.study.sweep import QuantityScore, ShrinkerScore
 
 __all__ = [
     "ALPHA",
     "knob_finding",
     "ops_finding",
+    "same_setting",
     "trace_finding",
     "trace_overview",
     "validation_finding",
@@ -112,45 +114,39 @@ def trace_finding(overview: pl.DataFrame) -> str:
     )
 
 
-class _Score(Protocol):
-    """What a model's validation score (throttle or shrinker) shares: one quantity of one
-    capture, the model's and no change's mean per-run errors, the permutation p."""
-
-    capture: str
-    quantity: str
-    model_error: float
-    no_change_error: float
-    change_p: float | None
+Score = QuantityScore | ShrinkerScore
 
 
-def _quantities(scores: Sequence[_Score], keep) -> list[str]:
-    """Labels of the quantities whose every score passes ``keep``, in order of appearance."""
-    order = list(dict.fromkeys(s.quantity for s in scores))
-    return [_LABELS.get(q, q) for q in order if all(keep(s) for s in scores if s.quantity == q)]
+def same_setting(score: Score) -> bool:
+    """Whether the capture ran the calibration's own setting (the A/A check): the model's
+    prediction there is no change, so it has nothing to beat."""
+    if isinstance(score, ShrinkerScore):
+        return score.divisor == score.calibration_divisor
+    return score.tau_us == score.calibration_tau_us
 
 
-def validation_finding(scores: Sequence[_Score], model: str, calibration: str) -> str:
-    """Where ``model`` (calibrated on ``calibration``) beat the "no change" baseline on every
-    validation capture, where it lost on at least one, and which quantities the knob moved
-    (permutation p < :data:`ALPHA` in at least one capture)."""
+def _name(score: Score) -> str:
+    return Path(score.capture).name
+
+
+def validation_finding(scores: Sequence[Score], model: str, calibration: str) -> str:
+    """Where ``model`` (calibrated on ``calibration``) beat the "no change" baseline in every
+    capture that ran another setting, where it did not, and which quantities the knob moved
+    (permutation p < :data:`ALPHA`), capture by capture."""
     if not scores:
         return f"No capture to score the {model} against."
-    captures = list(dict.fromkeys(s.capture.rstrip("/").rsplit("/", 1)[-1] for s in scores))
-    beats = _quantities(scores, lambda s: s.model_error < s.no_change_error)
-    loses = [
-        _LABELS.get(q, q)
-        for q in dict.fromkeys(s.quantity for s in scores)
-        if _LABELS.get(q, q) not in beats
-    ]
-    moved = [
-        f"{_LABELS.get(s.quantity, s.quantity)} in {s.capture.rstrip('/').rsplit('/', 1)[-1]} "
-        f"(p {sig(s.change_p, 2)})"
-        for s in scores
-        if s.change_p is not None and s.change_p < ALPHA
-    ]
-    text = f"Calibrated on {calibration} and scored on {_names(captures)}, the {model} "
+    scored = [s for s in scores if not same_setting(s)]
+    quantities = list(dict.fromkeys(s.quantity for s in scored))
+    beats = [q for q in quantities if all(s.model_error < s.no_change_error
+                                          for s in scored if s.quantity == q)]  # fmt: skip
+    loses = [_LABELS.get(q, q) for q in quantities if q not in beats]
+    checks = list(dict.fromkeys(_name(s) for s in scores if same_setting(s)))
+    targets = _names(list(dict.fromkeys(map(_name, scored))))
+    text = f"Calibrated on {calibration} and scored on {targets}"
+    text += f" (A/A check: {_names(checks)})" if checks else ""
+    text += f", the {model} "
     text += (
-        f"beats no change for {_names(beats)} in every capture."
+        f"beats no change for {_names([_LABELS.get(q, q) for q in beats])} in every capture."
         if beats
         else "does not beat no change for any quantity in every capture."
     )
@@ -159,9 +155,18 @@ def validation_finding(scores: Sequence[_Score], model: str, calibration: str) -
             f" For {_names(loses)} it does not (its mean per-run error is no smaller than no "
             "change's in some capture): its what-ifs of those are not supported by the data."
         )
+    moved = {
+        capture: [
+            f"{_LABELS.get(s.quantity, s.quantity)} (p {sig(s.change_p, 2)})"
+            for s in scores
+            if _name(s) == capture and s.change_p is not None and s.change_p < ALPHA
+        ]
+        for capture in dict.fromkeys(map(_name, scores))
+    }
+    changes = [f"in {c} {_names(m)}" for c, m in moved.items() if m]
     return text + (
-        f" The knob changed {_names(moved)} (permutation over runs, p < {ALPHA})."
-        if moved
+        f" Changed from {calibration} (permutation over runs, p < {ALPHA}): {'; '.join(changes)}."
+        if changes
         else f" No observed quantity changed at p < {ALPHA} (permutation over runs)."
     )
 
