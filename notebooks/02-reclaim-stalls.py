@@ -94,7 +94,7 @@ if seed_path.is_file():
     with pl.Config(tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True):
         display(seed_result.throttle.drop_nulls("usec_timeout").select(
             "context", pl.col("reason").str.replace("VMSCAN_THROTTLE_", ""), "usec_timeout",
-            "count", (pl.col("timeout_share", "zero_share") * 100).round(1),
+            "count", (pl.col("timeout_share", "zero_share") * 100).round(1).name.suffix(" %"),
             pl.col("mean_usec").round(),
         ))  # fmt: skip
         display(histogram.totals_consistency(histogram.read(seed_path)))

@@ -22,6 +22,7 @@ from analysis.study.sweep import QuantityScore, ShrinkerScore
 
 __all__ = [
     "ALPHA",
+    "Score",
     "knob_finding",
     "ops_finding",
     "same_setting",

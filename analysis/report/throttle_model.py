@@ -19,6 +19,7 @@ from analysis.study.throttle_model import (
 )
 
 __all__ = [
+    "VALIDATION_LABELS",
     "as_json",
     "format_report",
     "format_validation",
