@@ -16,8 +16,8 @@
 #
 # The patched 6.12 kernel in a TCG guest (`data/vm-6.12`, 5 runs each; times comparable
 # only within the sweep): defaults twice (A/A: aa1, aa2), WRITEBACK timeout 20 and 500 ms.
-# Verdicts over runs (Welch's t, permutation p, BH q: docs/statistics.md "The deciding
-# test"). The finding (per-run table below), the evidence, a SYNTHETIC-data validation.
+# Verdicts over runs (Welch's t, permutation p, BH q): docs/statistics.md "The deciding test".
+# The finding (per-run table below), the evidence, a SYNTHETIC-data validation.
 
 # %% tags=["parameters"]
 aa = ["data/vm-6.12/aa1", "data/vm-6.12/aa2"]
