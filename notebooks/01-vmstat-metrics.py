@@ -19,7 +19,8 @@
 # kept), and the reclaim scan/steal rates and efficiency interval by interval from the
 # 1 s proc-vmstat monitor. On this kernel a memory cgroup limit drives the reclaim, which
 # the global `pgscan_kswapd`/`pgscan_direct` counters do not see: it shows in the
-# "Cgroup-limit" rows. Run headless by `make` (papermill); parameters below.
+# "Cgroup-limit" rows. The finding first (from the Ops rows `mmlab report` prints), then
+# the evidence. Run headless by `make` (papermill); parameters below.
 
 # %% tags=["parameters"]
 # The host captures, a path or a glob (data/ also holds third-party mmtests trees bundled
@@ -32,9 +33,11 @@ from glob import glob
 from pathlib import Path
 
 import altair as alt
+from IPython.display import Markdown
 
 from analysis.metrics.compare import monitor_series
 from analysis.report.charts import theme
+from analysis.report.findings import ops_finding
 from analysis.report.ops import format_comparison
 from analysis.study.runs import study_runs
 from analysis.study.study import Study
@@ -48,6 +51,8 @@ study = Study(study_runs(sorted(glob(capture)) or [capture]))
 runs = study.runs
 for run in runs:
     print(f"{run.name}: {len(run.iterations)} iterations under {run.path}")
+SCANNED = ("Direct pages scanned", "Kswapd pages scanned", "Cgroup-limit pages scanned")
+Markdown(f"**Finding.** {ops_finding(study.ops, [*SCANNED, 'Cgroup-limit efficiency %'])}")
 
 # %% [markdown]
 # ## Ops table: mean ± sd over iterations, % change against the first run
@@ -73,11 +78,12 @@ rate_chart = (
     .encode(
         x=alt.X("t_s:Q", title="time since capture start (s)"),
         y=alt.Y("pages_per_s:Q", title="pages / s"),
-        color=alt.Color("counter:N", title=None),
+        color=alt.Color("counter:N", title=None, legend=alt.Legend(orient="bottom")),
+        strokeDash=alt.StrokeDash("context:N", legend=alt.Legend(orient="bottom")),
         detail="iteration:N",
     )
-    .properties(width=280, height=160)
-    .facet(row=alt.Row("context:N", title=None), column=alt.Column("run:N", title=None))
+    .properties(width=300, height=140)
+    .facet(facet=alt.Facet("run:N", title=None), columns=2)
 )
 rate_chart.save(figures / "01-scan-steal-rates.svg")
 rate_chart
@@ -93,10 +99,10 @@ eff_chart = (
     .encode(
         x=alt.X("t_s:Q", title="time since capture start (s)"),
         y=alt.Y("efficiency_pct:Q", title="efficiency (%)", scale=alt.Scale(domain=[0, 100])),
-        color=alt.Color("run:N"),
+        color=alt.Color("run:N", legend=alt.Legend(orient="bottom")),
         detail="iteration:N",
     )
-    .properties(width=280, height=160)
+    .properties(width=300, height=160)
     .facet(column=alt.Column("context:N", title=None))
 )
 eff_chart.save(figures / "01-efficiency.svg")

@@ -14,12 +14,11 @@
 # %% [markdown]
 # # Reclaim stalls, throttling and shrinker deferral from traces
 #
-# The numbers the seeds argue from, derived from ingested traces instead of `sort | uniq -c`:
-# reclaim stall intervals per context (pairing edge cases counted), `mm_vmscan_throttled`
-# per reason and timeout (share not stalled, share that hit the timeout: right-censored),
-# kswapd/kcompactd awake time (bounded when no sleep event closes it), shrinker deferred
-# work and the LRU counters. First seed 000's histograms from its mail text, then the
-# bundled captures. Run headless by `make` (papermill); parameters below.
+# What the bundled captures' traces say about reclaim stalls and `mm_vmscan_throttled`
+# (the report's `Study` tables, so the same digits as `mmlab report`), then the evidence:
+# a table per run, seed 000's histograms for comparison, the throttle delays, a stall
+# timeline and the shrinker backlog. `mmlab report --detail` prints every trace's full
+# analysis. Run headless by `make` (papermill); parameters below.
 
 # %% tags=["parameters"]
 # The host captures, a path or a glob (data/ also holds third-party mmtests trees bundled
@@ -34,15 +33,15 @@ from glob import glob
 from pathlib import Path
 
 import polars as pl
+from IPython.display import Markdown, display
 
 from analysis.ingest import histogram
-from analysis.metrics.trace_analysis import analyse_trace, pooled, reclaim_series
+from analysis.metrics.trace_analysis import analyse_trace, pooled
 from analysis.report.charts import theme
 from analysis.report.charts.shrinker import capture_backlog_chart
 from analysis.report.charts.stalls import timeline_chart
 from analysis.report.charts.throttle import delay_chart
-from analysis.report.trace_analysis import format_analysis, format_distributions
-from analysis.stats.describe import distribution_table
+from analysis.report.findings import trace_finding, trace_overview
 from analysis.study.runs import study_runs
 from analysis.study.study import Study
 
@@ -50,53 +49,23 @@ theme.offline()  # static SVG charts: they show with no network and in any viewe
 
 figures = Path(build_dir) / "figures"
 figures.mkdir(parents=True, exist_ok=True)
-
-# %% [markdown]
-# ## Seed 000: the mail's histograms, block by block
-# Blocks are labelled with the context the mail's prose gives them (group 2 is "Kswapd
-# throttle activity", groups 4-6 the direct-reclaim breakdowns; 0 and 1 are the legacy
-# congestion waits of the vanilla kernel; 3 is the per-reason totals block).
-
-# %%
-seed_path = Path(seed)
-if seed_path.is_file():
-    labels = {0: "vanilla", 1: "vanilla", 2: "kswapd", 3: "direct totals"}
-    labels |= {4: "direct", 5: "direct", 6: "direct"}
-    seed_result = analyse_trace(histogram.read(seed_path, labels=labels), config_hz=250)
-    print(format_analysis(seed_result))
-    print(histogram.totals_consistency(histogram.read(seed_path)))
-    seed_chart = delay_chart(
-        seed_result.delay_histogram.filter(pl.col("event") == "mm_vmscan_throttled"),
-        "seed 000, 5.15-rc1 + reclaim throttling",
-    )
-    seed_chart.save(figures / "02-seed000-throttle-delays.svg")
-else:
-    seed_chart = None
-    print(f"seed text not found at {seed_path}: section skipped")
-seed_chart
-
-# %% [markdown]
-# ## Bundled captures: one analysis per trace
-
-# %%
-# Each trace with its iteration's CONFIG_HZ and vmstat deltas: the report's analyses
-# (`mmlab report --detail`), from the same Study.
+# Each trace with its iteration's CONFIG_HZ and vmstat deltas: the report's analyses.
 study = Study(study_runs(sorted(glob(capture)) or [capture]))
 results = {f"{run.name}/iter-{i}": analysis for run, i, analysis in study.analyses}
-for result in results.values():
-    print(format_analysis(result))
+overview = trace_overview(study.throttle, study.stalls)
+Markdown(f"**Finding.** {trace_finding(overview)}")
 
 # %% [markdown]
-# ## Stall distributions, every iteration and all pooled (mmtests' shape)
-# mmtests prints one iteration's figures in places; here each iteration is a column and the
-# pooled column uses every sample.
+# ## Per run: reclaim stalls and throttling
+# Means over each run's iterations (`mmlab report`'s stall and throttle tables).
+# Throttle delays at the timeout are right-censored: the real wait was at least that.
 
 # %%
-series = reclaim_series(results)
-print(format_distributions(distribution_table(series)) if series else "no reclaim intervals")
+with pl.Config(tbl_cols=-1, tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True):
+    display(overview)
 
 # %% [markdown]
-# ## Throttle delays per reason and context (log count axis)
+# ## Throttle delays per reason and context, every trace pooled (log count axis)
 
 # %%
 delays = pooled(results, "delay_histogram")
@@ -108,6 +77,36 @@ if not delays.is_empty():
     capture_chart = delay_chart(pooled_delays, "bundled captures: all traces")
     capture_chart.save(figures / "02-capture-throttle-delays.svg")
 capture_chart
+
+# %% [markdown]
+# ## For comparison: seed 000's histograms (5.15-rc1 + reclaim throttling)
+# Blocks labelled with the context the mail's prose gives them (group 2 is "Kswapd
+# throttle activity", groups 4-6 the direct-reclaim breakdowns; 0 and 1 are the legacy
+# congestion waits of the vanilla kernel; 3 is the per-reason totals block, checked
+# against the breakdowns).
+
+# %%
+seed_path = Path(seed)
+if seed_path.is_file():
+    labels = {0: "vanilla", 1: "vanilla", 2: "kswapd", 3: "direct totals"}
+    labels |= {4: "direct", 5: "direct", 6: "direct"}
+    seed_result = analyse_trace(histogram.read(seed_path, labels=labels), config_hz=250)
+    with pl.Config(tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True):
+        display(seed_result.throttle.drop_nulls("usec_timeout").select(
+            "context", pl.col("reason").str.replace("VMSCAN_THROTTLE_", ""), "usec_timeout",
+            "count", (pl.col("timeout_share", "zero_share") * 100).round(1).name.suffix(" %"),
+            pl.col("mean_usec").round(),
+        ))  # fmt: skip
+        display(histogram.totals_consistency(histogram.read(seed_path)))
+    seed_chart = delay_chart(
+        seed_result.delay_histogram.filter(pl.col("event") == "mm_vmscan_throttled"),
+        "seed 000, 5.15-rc1 + reclaim throttling",
+    )
+    seed_chart.save(figures / "02-seed000-throttle-delays.svg")
+else:
+    seed_chart = None
+    print(f"seed text not found at {seed_path}: section skipped")
+seed_chart
 
 # %% [markdown]
 # ## Stall timeline of the first trace

@@ -21,12 +21,9 @@
 # and other divisors, then scored against the patched kernels that ran divisor 1 and
 # `priority` (docs/model-validation.md "Shrinker deferral"; 5 runs each).
 #
-# What the data says: both divisors raise scanning beyond run noise; the replay gets the
-# direction and the backlog under divisor 1 right but overshoots scanned objects ~3×: it
-# keeps the default kernel's `cache items`, which a kernel that scans more depletes.
-# Taking the replay's extra freeing off later calls ("depleted") brings the scanned error
-# below no change's but worsens the backlog (no regrowth). Every call is memcg reclaim:
-# the kswapd/direct split cannot be tested here.
+# The finding (from the scores of section 2), then the evidence. The replay keeps the
+# default kernel's `cache items`, which a kernel that scans more depletes; "depleted" takes
+# the replay's extra freeing off later calls. Every call here is memcg reclaim.
 
 # %% tags=["parameters"]
 capture = "data/vm-6.12/aa1"
@@ -39,8 +36,10 @@ divisors = [1, 2, 4, 16, 64, 256, 1024, 4096]
 from pathlib import Path
 
 import polars as pl
+from IPython.display import Markdown
 
 from analysis.ingest.captures import traces_below
+from analysis.models import shrinker_validation as sv
 from analysis.models.shrinker import (
     GENERATIONS,
     Variant,
@@ -50,10 +49,10 @@ from analysis.models.shrinker import (
     model_trace,
     outputs,
 )
-from analysis.models.shrinker_validation import divisor_capture, validate
 from analysis.report.charts import theme
 from analysis.report.charts.shrinker import replay_backlog_chart, tradeoff_chart
 from analysis.report.charts.validation import scores_chart
+from analysis.report.findings import validation_finding
 from analysis.report.shrinker_model import format_shrinker_validation
 
 theme.offline()  # static SVG charts: they show with no network and in any viewer
@@ -61,9 +60,15 @@ figures = Path(build_dir) / "figures"
 figures.mkdir(parents=True, exist_ok=True)
 paths = {f"{t.parent.parent.name}/{t.parent.name}": t for t in traces_below(Path(capture))}
 calls = {name: load_invocations(t) for name, t in paths.items()}
+unpatched = [c for c in (calibration, *kernels) if not sv.divisor_patch(Path(c))]
+skipped = " ".join(f"{c}: {sv.NO_DIVISOR_PATCH}: section 2 skipped." for c in unpatched)
+targets = [] if unpatched else [sv.divisor_capture(Path(k)) for k in kernels]
+scores = sv.validate(sv.divisor_capture(Path(calibration)), targets) if targets else []
+Markdown(f"**Finding.** {validation_finding(scores, 'replay', Path(calibration).name)}"
+         if scores else skipped)  # fmt: skip
 
 # %% [markdown]
-# ## Does the capturing kernel's rule reproduce the trace? Then the three rules
+# ## 1. Does the capturing kernel's rule reproduce the trace? Then the three rules
 # `replay_agreement`: calls whose printed `total_scan` G3 reproduces from the `nr` each
 # took; `chain`: calls whose `nr` the replay's own counter reproduces. Then per rule, mean
 # over the iterations (the independent units; calls within one are not).
@@ -93,27 +98,29 @@ backlog.save(figures / "05-backlog-by-rule.svg")
 backlog
 
 # %% [markdown]
-# ## Against the kernels that ran the divisor
+# ## 2. Against the kernels that ran the divisor (needs the divisor patch)
 # Each default-kernel run replayed under the divisor each capture's `vm.json` knob check
 # recorded; PI: run-level 95 % interval; errors: mean |error| over runs (objects); p:
 # permutation over runs (did the divisor change the quantity?).
 
 # %%
-scores = validate(divisor_capture(Path(calibration)), [divisor_capture(Path(k)) for k in kernels])
-print(format_shrinker_validation(scores, calibration))
-depletion = pl.DataFrame(
-    {"capture": Path(s.capture).name, "quantity": s.quantity, "replay_error": s.model_error}
-    | {"depleted_error": s.depleted_error, "no_change_error": s.no_change_error}
-    for s in scores
-    if s.depleted is not None
-)
-print(depletion)
-chart = scores_chart(scores, f"{Path(calibration).name} replayed")
-chart.save(figures / "05-validation.svg")
+chart = None
+if scores:
+    print(format_shrinker_validation(scores, calibration))
+    print(pl.DataFrame(
+        {"capture": Path(s.capture).name, "quantity": s.quantity, "replay_error": s.model_error}
+        | {"depleted_error": s.depleted_error, "no_change_error": s.no_change_error}
+        for s in scores
+        if s.depleted is not None
+    ))  # fmt: skip
+    chart = scores_chart(scores, f"{Path(calibration).name} replayed")
+    chart.save(figures / "05-validation.svg")
+else:
+    print(skipped)
 chart
 
 # %% [markdown]
-# ## Divisor sweep: G3's rule with other divisors (1: G1's "take it all", 4096: G3 at
+# ## 3. Divisor sweep: G3's rule with other divisors (1: G1's "take it all", 4096: G3 at
 # priority 12), the largest scan on one direct reclaimer against the backlog left.
 
 # %%
@@ -129,7 +136,7 @@ chart.save(figures / "05-divisor-tradeoff.svg")
 chart
 
 # %% [markdown]
-# ## Seed 001's scale (arithmetic, not data): one call at priority 12, 1,800,000 freeable
+# ## 4. Seed 001's scale (arithmetic, not data): one call at priority 12, 1,800,000 freeable
 # and 1,000,000 deferred objects: what it is asked to scan and leaves deferred, per divisor.
 
 # %%

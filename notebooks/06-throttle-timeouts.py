@@ -14,20 +14,15 @@
 # %% [markdown]
 # # What other throttle timeouts would have done, scored against kernels that ran them
 #
-# Seed 000 doubts that adjusting reclaim-throttle timeouts helps ("likely futile"). The
-# model (`analysis/models/throttle.py`), calibrated on one capture of the patched 6.12
-# kernel (`data/vm-6.12`, TCG guest: times comparable only within the sweep), predicts
-# P(timeout), the mean stall, velocity (pages scanned per second of reclaim) and
-# efficiency (reclaimed/scanned) at another WRITEBACK timeout; the kernels that ran 20 and
-# 500 ms score it run by run (5 runs each; docs/model-validation.md "Throttle timeout").
+# Seed 000 doubts that adjusting reclaim-throttle timeouts helps ("likely futile"). The model
+# (`analysis/models/throttle.py`), calibrated on one capture of the patched 6.12 kernel
+# (`data/vm-6.12`, TCG guest: times comparable only within the sweep), predicts P(timeout), the
+# mean stall, velocity (pages scanned per second of reclaim) and efficiency (reclaimed/scanned) at
+# another WRITEBACK timeout; the kernels that ran 20 and 500 ms score it run by run (5 runs each;
+# docs/model-validation.md "Throttle timeout").
 #
-# What the data says: the wait carries over to a shorter timeout (the model beats no
-# change and "every sleep × τ/τ₀" for P(timeout) and the stall). Beyond the calibrated
-# timeout Kaplan–Meier (sleepers at τ₀ never woken) was wrong; a censored fit with every
-# sleeper woken predicts P(timeout) at 500 ms from 20 ms (0.001, 0 observed), but not from
-# a run whose sleepers nearly all reached τ₀ (aa1). Velocity and efficiency follow each
-# run's writeback rate, not the timeout: the cycle model does not beat no change; given
-# the run's writeback rate the velocity error falls 2–9× (efficiency: 7 of 9 pairs).
+# The finding (from the out-of-sample scores below), then the evidence. Beyond τ₀ a censored fit
+# with every sleeper woken replaces Kaplan–Meier; velocity and efficiency also from writeback.
 
 # %% tags=["parameters"]
 calibration = "data/vm-6.12/aa1"
@@ -43,6 +38,7 @@ from pathlib import Path
 import altair as alt
 import numpy as np
 import polars as pl
+from IPython.display import Markdown
 
 from analysis.ingest import histogram
 from analysis.metrics.pairing import all_intervals
@@ -53,6 +49,7 @@ from analysis.models.throttle_waits import fit_reasons, with_waits
 from analysis.report.charts import theme
 from analysis.report.charts.throttle import curve_chart
 from analysis.report.charts.validation import scores_chart
+from analysis.report.findings import validation_finding
 from analysis.report.standing import standing_lines
 from analysis.report.text import fit
 from analysis.report.throttle_model import WHAT_IF_LABELS, format_validation
@@ -61,6 +58,10 @@ theme.offline()  # static SVG charts: they show with no network and in any viewe
 figures = Path(build_dir) / "figures"
 figures.mkdir(parents=True, exist_ok=True)
 WB = "VMSCAN_THROTTLE_WRITEBACK"
+calibrated = tv.calibration(calibration, throttle.observe(calibration), wait="empirical",
+                            bootstrap=bootstrap)  # fmt: skip
+scores = tv.validate(calibrated, {k: throttle.observe(k) for k in kernels}, [WB])
+Markdown(f"**Finding.** {validation_finding(scores, 'model', Path(calibration).name)}")
 
 # %% [markdown]
 # ## Seed 000: Kaplan–Meier per block of the mail's histograms (5.15-rc1), each delay
@@ -86,15 +87,13 @@ print(pl.DataFrame(mail))
 # cure fraction is not identified.
 
 # %%
-calibrated = tv.calibration(calibration, throttle.observe(calibration), wait="empirical",
-                            bootstrap=bootstrap)  # fmt: skip
 runs, model = calibrated.runs, calibrated.model
 fitted, choices = with_waits(model, fit_reasons(runs), "fit")
 print(*(f"{c.reason}: fit {c.model} ({c.why})" for c in choices), sep="\n")
 taus = np.geomspace(2_000, 5 * model.reason(WB).timeout_us, 20)
 pair = [curve_chart(throttle.timeout_curve(m, WB, taus), 100_000, k) for k, m in
         (("censored fit", fitted), ("Kaplan-Meier", model))]  # fmt: skip
-curves = alt.hconcat(*pair)
+curves = alt.vconcat(*pair)  # one above the other: side by side is wider than the page
 curves.save(figures / "06-writeback-curves.svg")
 # Each curve is a what-if: its standing out of sample (the kernels scored below).
 scores = tv.validate(calibrated, {k: throttle.observe(k) for k in kernels}, [WB])

@@ -23,6 +23,8 @@ from tests.conftest import DATA, REPO
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.py"))
 # One iteration of one run keeps each execution to seconds.
 SMALL_CAPTURE = DATA / "stutterp-dirty5" / "dirty5" / "iter-0"
+SHRINKER = REPO / "notebooks" / "05-shrinker-deferral.py"
+UNPATCHED = "05-unpatched"
 
 TINY = """\
 # %% [markdown]
@@ -75,6 +77,9 @@ def executed(tmp_path_factory) -> dict:
             nb.stem: pool.submit(execute, nb, out, _small_parameters(nb, out), cwd=REPO)
             for nb in NOTEBOOKS
         }
+        # Notebook 05 on a stock kernel's capture (no divisor patch): scoring is skipped.
+        stock = _small_parameters(SHRINKER, out) | {"calibration": str(SMALL_CAPTURE)}
+        futures[UNPATCHED] = pool.submit(execute, SHRINKER, out, stock, name=UNPATCHED, cwd=REPO)
         return {stem: f.exception() or f.result() for stem, f in futures.items()}
 
 
@@ -93,6 +98,17 @@ def test_notebook_runs_on_small_parameters(notebook, executed):
         text = _outputs(run.ipynb)
         assert "dirty5" in text
         assert "dirty20" not in text
+
+
+def test_shrinker_notebook_skips_scoring_on_a_kernel_without_the_divisor_patch(executed):
+    run = executed[UNPATCHED]
+    if isinstance(run, BaseException):
+        raise run
+    text = _outputs(run.ipynb)
+    assert "does not have the divisor patch" in text and "section 2 skipped" in text
+    assert "Finding" not in text  # no scores, so no finding from them
+    # The sections that need only the trace's shrinker calls ran: their charts are there.
+    assert len(_chart_outputs(run.ipynb)) == 2
 
 
 # Chromium from Debian (`make browser`); CI installs it, so the check is skipped only where a

@@ -16,8 +16,14 @@ from analysis import cli
 from analysis.errors import InputError
 from analysis.ingest.captures import traces_below
 from analysis.models import shrinker_kernel
-from analysis.models.shrinker import load_invocations
-from analysis.models.shrinker_validation import capture_divisor, observed, score_divisor
+from analysis.models.shrinker import Variant, divisor_sweep, load_invocations, model_trace
+from analysis.models.shrinker_validation import (
+    capture_divisor,
+    divisor_capture,
+    divisor_patch,
+    observed,
+    score_divisor,
+)
 
 SWEEP = Path(__file__).resolve().parents[1] / "data" / "vm-6.12"
 START = re.compile(
@@ -161,3 +167,23 @@ def test_depletion_cuts_the_scanned_overshoot_on_div1(runs):
     assert scanned.depleted < scanned.predicted
     aa = score_divisor(runs["aa1"], "2^priority", runs["aa1"], "2^priority", "aa1")
     assert all(s.depleted == pytest.approx(s.predicted) for s in aa if s.depleted is not None)
+
+
+def test_an_unpatched_capture_is_told_so_and_still_replays():
+    """A stock kernel (the host captures data/stutterp-*, 6.18 without kernels/patches/) has
+    no vm.shrinker_deferred_divisor: scoring against it is refused in plain words (notebook
+    05 skips that section), while the replay and the divisor sweep, which need only the
+    trace's shrinker calls, run on it."""
+    stock = SWEEP.parent / "stutterp-dirty5"
+    assert not divisor_patch(stock)
+    assert divisor_patch(SWEEP / "div1") and divisor_patch(SWEEP / "aa1")
+    with pytest.raises(InputError, match="does not have the divisor patch"):
+        divisor_capture(stock)
+    calls = load_invocations(traces_below(stock)[0])
+    assert calls.height > 0
+    replayed = model_trace(calls, Variant("G3"), trace=traces_below(stock)[0])
+    # The stock kernel runs mainline's rule (G3, divisor 2^priority): the replay reproduces
+    # every printed total_scan, as on the patched kernel at its default.
+    assert replayed.replay_agreement.share == 1.0
+    sweep = divisor_sweep(calls, [1, 4096], generation="G3")
+    assert sweep.height == 2

@@ -42,25 +42,44 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from analysis.capture.knobs import DIVISOR_KNOB
 from analysis.errors import InputError
-from analysis.ingest.capture_meta import the_vm_below
+from analysis.ingest.capture_meta import read_iteration, the_vm_below
 from analysis.ingest.captures import traces_below
 from analysis.models.run_scoring import Standing, change_p, inside, prediction_interval, standing
 from analysis.models.shrinker import Variant, load_invocations, replay
 
 __all__ = [
+    "NO_DIVISOR_PATCH",
     "SHRINKER_QUANTITIES",
     "DivisorCapture",
     "ShrinkerScore",
     "capture_divisor",
     "divisor_capture",
+    "divisor_patch",
     "observed",
     "score_divisor",
     "standings",
     "validate",
 ]
 
+# What a capture whose kernel lacks the patch (divisor_patch False) is told.
+NO_DIVISOR_PATCH = (
+    f"this capture's kernel does not have the divisor patch (no {DIVISOR_KNOB} among its sysctls)"
+)
 SHRINKER_QUANTITIES = ("scanned_objects", "freed_objects", "backlog_objects", "kswapd_share")
+
+
+def divisor_patch(capture: Path) -> bool:
+    """Whether the kernel of every traced iteration below ``capture`` has the deferral-divisor
+    patch (kernels/patches/): its ``mmlab.json`` lists ``vm.shrinker_deferred_divisor`` among
+    the vm sysctls read before the capture. A stock kernel has no such sysctl, and an
+    iteration with no ``mmlab.json`` (a plain mmtests tree) cannot show one."""
+    for trace in traces_below(capture):
+        meta = read_iteration(trace.parent)
+        if meta is None or DIVISOR_KNOB not in meta.sysctls_before:
+            return False
+    return True
 
 
 def capture_divisor(capture: Path) -> str:
@@ -85,7 +104,10 @@ class DivisorCapture:
 
 def divisor_capture(capture: Path, name: str | None = None) -> DivisorCapture:
     """The calls of every trace below ``capture`` and its divisor (:func:`capture_divisor`),
-    named ``name`` (default: the path as given)."""
+    named ``name`` (default: the path as given); an error saying so for a capture whose
+    kernel lacks the patch (:func:`divisor_patch`), which has no divisor to score."""
+    if not divisor_patch(capture):
+        raise InputError(capture, NO_DIVISOR_PATCH)
     runs = tuple(load_invocations(t) for t in traces_below(capture))
     return DivisorCapture(str(capture) if name is None else name, runs, capture_divisor(capture))
 

@@ -32,6 +32,9 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 # How often a kernel that never answered is started (see execute), and how it says so.
 KERNEL_STARTS = 3
 _NO_KERNEL = ("Kernel didn't respond", "Kernel died before replying")
+# nbconvert's page caps an inline SVG at the page width but not a chart saved as an SVG
+# <img> (what theme.offline() draws): one wider than the page was clipped.
+_FIT_CHARTS = "<style>.jp-RenderedSVG img { max-width: 100%; height: auto; }</style>"
 # A notebook is at most 150 lines of Python (README); anything this big is not one.
 NOTEBOOK_MAX_BYTES = 1 << 20
 
@@ -189,4 +192,4 @@ def _run(
     source_nb.unlink()
     ipynb = failed.rename(stage / f"{name}.ipynb")
     body, _ = HTMLExporter().from_notebook_node(nbformat.read(ipynb, as_version=4))
-    (stage / f"{name}.html").write_text(body)
+    (stage / f"{name}.html").write_text(body.replace("</head>", _FIT_CHARTS + "</head>", 1))

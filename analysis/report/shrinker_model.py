@@ -20,6 +20,7 @@ from analysis.stats.describe import mean_sd
 from analysis.study.shrinker_model import ContextWork, ModelRun, ShrinkerScore, Standing, Variant
 
 __all__ = [
+    "SHRINKER_LABELS",
     "caveats",
     "format_model_run",
     "format_shrinker_validation",

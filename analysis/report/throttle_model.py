@@ -20,6 +20,7 @@ from analysis.study.throttle_model import (
 )
 
 __all__ = [
+    "VALIDATION_LABELS",
     "WHAT_IF_LABELS",
     "as_json",
     "format_report",
