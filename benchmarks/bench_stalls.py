@@ -230,8 +230,9 @@ def markdown(r: dict) -> str:
     mib = r["capture"]["bytes"] / 2**20
     standin = (
         " It is the stand-in of `benchmarks/standin_capture.py` (the bundled 6.12 captures "
-        "end to end in time order, no `mm_vmscan_lru_isolate`): this machine had no tracefs "
-        "to record the real one, so the figures are not those of the runs before on it."
+        "end to end in time order, no `mm_vmscan_lru_isolate`), read through "
+        "`MMLAB_BENCH_CAPTURE`: the machine had no tracefs of its own to record the real "
+        "one, so the figures compare with each other, not with runs on the real capture."
         if r["capture"].get("standin")
         else ""
     )

@@ -8,7 +8,8 @@ lines of one microsecond sit together, and a twin far away is the text repeating
 fields are then the same too). Those four are hashed per row and the hashes, with their
 line numbers, spread over files by timestamp (twins share it), one file per
 ``ROWS_PER_BUCKET`` rows; each file is then sorted on its own, so memory is one bucket's
-worth whatever the trace's length.
+worth whatever the trace's length. That count runs only for a trace that goes back in
+time: :class:`RepeatScreen` rules repeats out of one in time order as it is read.
 """
 
 from __future__ import annotations

@@ -49,6 +49,7 @@ __all__ = [
     "BEGIN_FIELDS",
     "END_FIELDS",
     "KEY_COLUMNS",
+    "PARTS_PER_BLOCK",
     "RECLAIM_EVENTS",
     "Labeller",
     "Pairing",
@@ -86,38 +87,50 @@ def event_scan(trace, name: str) -> pl.LazyFrame:
     return lazy(name) if lazy is not None else trace.events(name).lazy()
 
 
+# Ingest blocks (Parquet parts) read as one block of the analysis: every polars call of the
+# analysis costs per block as well as per row, and a capture's 3 M lines cost a third less
+# CPU in blocks of 96 MB of text than of 32 MB (benchmarks/stalls.md), for ~100 MB more.
+PARTS_PER_BLOCK = 3
+
+
 def event_blocks(trace, columns: Mapping[str, Sequence[str]]) -> Iterator[dict[str, pl.DataFrame]]:
-    """The ``columns`` of each named event, one ingest block at a time in file order (the
-    Parquet part of every event cut from the same 32 MB of text); one block of whole frames
-    for a trace held in memory. Every block's frame of an
+    """The ``columns`` of each named event, :data:`PARTS_PER_BLOCK` ingest blocks at a time
+    in file order (the Parquet parts of every event cut from the same 32 MB of text);
+    one block of whole frames for a trace held in memory. Every block's frame of an
     event has the same columns and types (those of the whole event)."""
     directory = getattr(trace, "directory", None)
     if directory is None:
         yield {name: event_columns(trace, name, wanted) for name, wanted in columns.items()}
         return
     schemas: dict[str, dict[str, pl.DataType]] = {}
-    parts: dict[str, dict[int, Path]] = {}
+    parts: dict[str, dict[int, list[Path]]] = {}
     for name, wanted in columns.items():
         schema = event_scan(trace, name).collect_schema()
         schemas[name] = {c: schema[c] for c in wanted if c in schema}
-        parts[name] = {int(p.stem.split("-")[1]): p for p in event_parts(directory, name)}
+        parts[name] = {}
+        for path in event_parts(directory, name):  # in block order
+            block = int(path.stem.split("-")[1]) // PARTS_PER_BLOCK
+            parts[name].setdefault(block, []).append(path)
     # No part of any of them: one block of empty frames, so every pairing sees a block.
     for block in sorted(set().union(*parts.values())) or [-1]:
-        yield {name: _part(name, parts[name].get(block), schemas[name]) for name in columns}
+        yield {name: _parts(name, parts[name].get(block, []), schemas[name]) for name in columns}
 
 
-def _part(name: str, path: Path | None, schema: Mapping[str, pl.DataType]) -> pl.DataFrame:
-    """One Parquet part of event ``name`` in ``schema`` (a column the part lacks is null),
-    ``trace-cmd report -R`` rows in their printed form as the whole-event frames have
-    them (:func:`analysis.ingest.raw_text.printed_form`); empty without a part."""
-    if path is None:
-        return pl.DataFrame(schema=dict(schema))
-    scan = printed_form(name, pl.scan_parquet(path))
-    have = scan.collect_schema()
-    return scan.select(
-        pl.col(c).cast(t) if c in have else pl.lit(None, dtype=t).alias(c)
-        for c, t in schema.items()
-    ).collect()
+def _parts(name: str, paths: list[Path], schema: Mapping[str, pl.DataType]) -> pl.DataFrame:
+    """Parquet parts of event ``name`` one after the other in ``schema`` (a column a part
+    lacks is null), ``trace-cmd report -R`` rows in their printed form as the whole-event
+    frames have them (:func:`analysis.ingest.raw_text.printed_form`); empty without one."""
+    frames = [pl.DataFrame(schema=dict(schema))]
+    for path in paths:
+        scan = printed_form(name, pl.scan_parquet(path))
+        have = scan.collect_schema()
+        frames.append(
+            scan.select(
+                pl.col(c).cast(t) if c in have else pl.lit(None, dtype=t).alias(c)
+                for c, t in schema.items()
+            ).collect()
+        )
+    return pl.concat(frames, how="vertical", rechunk=True) if len(frames) > 2 else frames[-1]
 
 
 def event_columns(trace, name: str, columns: Sequence[str]) -> pl.DataFrame:

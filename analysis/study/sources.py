@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from analysis.errors import InputError
 from analysis.ingest import histogram
@@ -21,7 +22,10 @@ from analysis.ingest.compressed import iter_blocks
 from analysis.metrics.trace_analysis import TraceAnalysis, analyse_trace
 from analysis.metrics.trace_files import analyse_file, warm
 from analysis.outputs import Stages
-from analysis.stats.fit import GroupFailure, GroupFit, fit_throttle_groups, select_groups
+
+if TYPE_CHECKING:
+    from analysis.stats.fit import GroupFailure, GroupFit
+
 
 __all__ = ["SourceFits", "analyse_source", "analyse_sources", "fit_sources", "trace_sources"]
 
@@ -76,6 +80,8 @@ class SourceFits:
 def _check_selection(source: Path, events, reason: str | None, context: str | None) -> None:
     """``--reason`` / ``--context`` that select nothing where there are delays: an error
     listing what there is (not "no throttle delays", which would be false)."""
+    from analysis.stats.fit import select_groups
+
     present = select_groups(events)
     if present.is_empty() or not select_groups(events, reason, context).is_empty():
         return
@@ -101,7 +107,9 @@ def fit_sources(
     given) fitted with ``families`` (:func:`~analysis.stats.fit.fit_throttle_groups`) on the
     jiffy of the capturing kernel's CONFIG_HZ, else of the HZ the delays show, else ``hz``;
     an error where the two disagree, or where the selection finds none of the delays."""
+    # Here, not at the top: the fits' SciPy and statsmodels cost `mmlab stalls` a second.
     from analysis.stats.families import FAMILIES
+    from analysis.stats.fit import fit_throttle_groups
 
     if unknown := sorted(set(families or ()) - set(FAMILIES)):
         raise InputError("--family", f"unknown {unknown}; known: {', '.join(sorted(FAMILIES))}")
