@@ -26,7 +26,15 @@ from analysis.report.json_output import undefined_as_null
 from analysis.report.levels import level_notes
 from analysis.report.table import Column, Table
 from analysis.report.text import WIDTH, fit
-from analysis.report.units import Scale, change, common_scale, interval, percent, sig
+from analysis.report.units import (
+    Scale,
+    change,
+    common_scale,
+    interval,
+    percent,
+    sig,
+    up_down,
+)
 from analysis.stats.bootstrap import Interval
 from analysis.stats.significance import (
     DISAGREE,
@@ -135,10 +143,9 @@ def _what(r: RowComparison) -> str:
 
 
 def mde_text(r: RowComparison) -> str:
-    """The minimum detectable effect as ``±x%``: a change of this size or more either
-    way is found with 80 % power (upwards it is the larger of the two on the log scale);
+    """The minimum detectable effect up and down (:func:`~analysis.report.units.up_down`);
     ``-`` where the change is not relative."""
-    return "-" if r.mde is None else f"±{percent(100 * r.mde)}%"
+    return "-" if r.mde is None else up_down(r.mde)
 
 
 def mde_words(r: RowComparison) -> str:

@@ -127,7 +127,8 @@ def verdict_lines(results: Sequence[RowComparison]) -> list[str]:
     if nulls:
         more += wrapped(
             "No change shown is not no change: these runs detect, with 80% power at the "
-            f"verdicts' level, changes either way of at least {', '.join(nulls)}.", "    "
+            f"verdicts' level, changes of at least {', '.join(nulls)}.",
+            "    ",
         )
     return [head, *Table(columns, rows).text(indent=2), *more]
 
