@@ -129,6 +129,7 @@ class EmulationCost:
     guest_loop_us: float
     host_loop_us: float
     guest_boot_s: float | None
+    map_bytes: int
 
     @property
     def slowdown(self) -> float:
@@ -370,6 +371,7 @@ def emulation_cost(sweep: KnobSweep, host: Sequence[Run]) -> EmulationCost:
         guest_loop_us=statistics.median(c.idle_loop_us for c in guest),
         host_loop_us=statistics.median(m.probe_overhead.loop_overhead_median_us for m in metas),
         guest_boot_s=statistics.median(boots) if boots else None,
+        map_bytes=metas[0].probe_overhead.map_bytes,
     )
 
 
