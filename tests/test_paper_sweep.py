@@ -5,6 +5,7 @@ intervals stable to the printed digit across seeds."""
 from __future__ import annotations
 
 import json
+import math
 import re
 import statistics
 from pathlib import Path
@@ -20,7 +21,14 @@ from analysis.report.paper.sweep import (
     sweep_values,
     throttle_table,
 )
-from analysis.study.sweep import CALIBRATION, RESAMPLES, knob_sweep, latency_comparisons
+from analysis.study.runs import study_runs
+from analysis.study.sweep import (
+    CALIBRATION,
+    RESAMPLES,
+    emulation_cost,
+    knob_sweep,
+    latency_comparisons,
+)
 from tests.conftest import DATA, REPO, throttled_lines
 
 SWEEP = DATA / "vm-6.12"
@@ -35,7 +43,8 @@ def sweep():
 
 @pytest.fixture(scope="module")
 def values(sweep):
-    return sweep_values(sweep)
+    host = study_runs([DATA / "stutterp-aa2", DATA / "stutterp-ab-dirty5"])
+    return sweep_values(sweep, emulation_cost(sweep, host))
 
 
 def _grep_shares(capture: Path) -> list[float]:
@@ -232,3 +241,72 @@ def test_the_commands_and_the_sweep_points_score_as_the_sweep(sweep, capsys):
     for r, s in zip(command, scores, strict=True):
         assert r["replayed"] == pytest.approx(s.predicted, rel=1e-12), s.quantity
         assert point[f"{s.quantity}_no_change"] == pytest.approx(s.no_change, rel=1e-12)
+
+
+def test_a_verdict_names_the_baselines_it_beats(sweep, values):
+    """Issue 34: 'no smaller than the baselines'' where the model beat the linear one. The
+    words now follow each printed error (20 ms velocity: model 41, no change 34, linear 55)."""
+    s = next(s for s in sweep.throttle if s.capture == "wb20" and s.quantity == "velocity_pps")
+    verdict = values["sw short velocity verdict"]
+    assert s.linear_error > s.model_error >= s.no_change_error
+    assert verdict == "smaller than the linear baseline's but not than no change's"
+    for key in (k for k in values if k.endswith(" verdict") and k.startswith("sw ")):
+        words = values[key]
+        assert words.startswith(("smaller than", "no smaller than")), key
+
+
+def test_nulls_carry_their_minimum_detectable_effect(sweep, values):
+    """Each 'did not change detectably' has its MDE in the same macro, and the MDE is the
+    block design's: (t_.975 + t_.8) sd sqrt(1/5 + 1/5) on the log scale, by hand."""
+    from scipy import stats
+
+    for role, capture in (("short", "wb20"), ("long", "wb500")):
+        for quantity, name in (("velocity_pps", "velocity"), ("efficiency", "efficiency")):
+            finding = values[f"sw {role} {name} finding"]
+            q = sweep.q[(capture, quantity)]
+            assert (q > 0.05) == finding.startswith("did not change detectably"), finding
+            cal = [math.log(r.value(quantity)) for r in sweep.calibration_runs]
+            new = [math.log(v) for v in next(
+                s.observed for s in sweep.throttle if (s.capture, s.quantity) == (capture, quantity)
+            )]  # fmt: skip
+            sd = math.sqrt((statistics.variance(cal) * 4 + statistics.variance(new) * 4) / 8)
+            reach = stats.t.ppf(0.975, 8) + stats.t.ppf(0.8, 8)
+            factor = math.exp(reach * sd * math.sqrt(2 / 5))
+            assert f"a factor of {factor:.1f} either way" in finding, (finding, factor)
+    probe = sweep.probe
+    assert float(values["sw probe mde low"]) <= float(values["sw probe mde high"])
+    assert all(r.mde >= probe.mde_low for r in sweep.latency if r.unit == "us")
+
+
+def test_only_effects_surviving_the_adjustment_are_credited(sweep, values):
+    """Issue 34: the conclusion credited the 20 ms effect on sleeps at q 0.212 and 0.143."""
+    short = [sweep.q[("wb20", x)] for x in ("p_timeout", "mean_stall_us")]
+    claim = values["sw short claim"]
+    if all(q > 0.05 for q in short):
+        assert claim.startswith("no effect of a 20") and "not credited" in claim
+    else:
+        assert "changed" in claim
+    assert ("wb500", "p_timeout") in sweep.kept and "let writeback wake" in values["sw long claim"]
+    conclusion = (PROSE / "conclusion.tex").read_text()
+    assert "\\SwShortClaim{}" in conclusion and "changed the sleeps" not in conclusion
+
+
+def test_the_emulation_cost_is_the_ratio_of_the_idle_probes(values):
+    """The TCG caveat in numbers, from mmlab.json by hand: the sweep's six captures' idle
+    probe median against the host's two A/B captures."""
+    guest = [
+        json.loads(next((SWEEP / c).glob("*/iter-0/mmlab.json")).read_text())["probe"][
+            "idle_overhead"
+        ]["idle_latency_median_us"]
+        for c in ("aa1", "aa2", "wb20", "wb500", "div1", "divprio")
+    ]
+    host = [
+        json.loads(next((DATA / r).glob("*/iter-0/mmlab.json")).read_text())["probe"][
+            "idle_overhead"
+        ]["idle_latency_median_us"]
+        for r in ("stutterp-aa2", "stutterp-ab-dirty5")
+    ]
+    slowdown = statistics.median(guest) / statistics.median(host)
+    assert slowdown > 10  # the guest is an emulator: an order of magnitude at least
+    assert values["sw tcg slowdown"] == f"{slowdown:.0f}"
+    assert values["sw tcg default tau host ms"] == f"{100 / slowdown:.1f}"

@@ -26,11 +26,20 @@ from analysis.report.json_output import undefined_as_null
 from analysis.report.levels import level_notes
 from analysis.report.table import Column, Table
 from analysis.report.text import WIDTH, fit
-from analysis.report.units import Scale, change, common_scale, interval, percent, sig
+from analysis.report.units import (
+    Scale,
+    change,
+    common_scale,
+    interval,
+    percent,
+    sig,
+    up_down,
+)
 from analysis.stats.bootstrap import Interval
 from analysis.stats.significance import (
     DISAGREE,
     IMPROVED,
+    NO_CHANGE,
     NOT_COMPARED,
     REGRESSED,
     RowComparison,
@@ -133,13 +142,27 @@ def _what(r: RowComparison) -> str:
     return f"{stat} change"
 
 
+def mde_text(r: RowComparison) -> str:
+    """The minimum detectable effect up and down (:func:`~analysis.report.units.up_down`);
+    ``-`` where the change is not relative."""
+    return "-" if r.mde is None else up_down(r.mde)
+
+
+def mde_words(r: RowComparison) -> str:
+    """What "no change shown" means in size: the smallest change the runs detect."""
+    if r.mde is None or r.verdict != NO_CHANGE:
+        return ""
+    return f"these runs detect {mde_text(r)} or more with 80% power"
+
+
 def _paragraph(r: RowComparison, scale: Scale) -> str:
     """What one comparison shows, in words (wrapped to 80 columns); changes in mmtests'
     sign (positive = better), as the table above it; the shift in ``scale``."""
     if r.verdict == NOT_COMPARED:
         text = f"{r.kernel}: not compared: {r.reason}."
     else:
-        text = f"{r.kernel}: {r.verdict}" + (f" ({r.reason})" if r.reason else "") + ". "
+        why = "; ".join(x for x in (r.reason, mde_words(r)) if x)
+        text = f"{r.kernel}: {r.verdict}" + (f" ({why})" if why else "") + ". "
         text += f"{_what(r)} {_pct_ci(r, True)}, {r.runs} vs {r.base_runs} runs"
         if r.p is not None:
             text += f"; p {sig(r.p)} by {r.method}{_beside(r)}; q {sig(r.q)} (BH over "
@@ -297,7 +320,8 @@ def to_json(results: Sequence[RowComparison]) -> list[dict]:
     ("Welch t" or "permutation"), ``p_welch`` and ``p_permutation`` both tests' p;
     ``runs_set_aside`` the base and new run (1-based, in run order) the change and the
     tests left out, or null; ``needed_runs`` is the design calculation for
-    ``design_effect_pct``."""
+    ``design_effect_pct``; ``mde_pct`` the minimum detectable effect at the runs tested
+    (% either way, 80 % power at the row's level; null where the change is not relative)."""
     return [
         {
             "row": r.row,
@@ -332,6 +356,7 @@ def to_json(results: Sequence[RowComparison]) -> list[dict]:
             "method": r.method,
             "needed_runs": r.needed_runs,
             "design_effect_pct": r.effect,
+            "mde_pct": None if r.mde is None else 100 * r.mde,
             "run_sd_log": r.run_sd,
             "notes": list(r.notes),
         }

@@ -3,10 +3,8 @@ reference, per endpoint and stratum, with what cannot be concluded and why."""
 
 from __future__ import annotations
 
-import math
-
 from analysis.report.table import Column, Table, wrapped
-from analysis.report.units import Scale, interval, rounded
+from analysis.report.units import Scale, interval, three_digits, up_down
 from analysis.stats.blocked import BlockedEffects, LevelEffect
 from analysis.study.effects import MIN_ADJUSTED_DF, EndpointFamily, ExperimentEffects
 
@@ -20,16 +18,9 @@ def change_text(effects: BlockedEffects, e: LevelEffect) -> str:
     return interval(e.estimate, e.ci[0], e.ci[1])
 
 
-def _three(value: float) -> str:
-    return rounded(value, 2 - math.floor(math.log10(abs(value)))) if value else "0"
-
-
 def mde_text(effects: BlockedEffects, e: LevelEffect) -> str:
     """On the log scale the same distance up and down: +x % and the smaller -y %."""
-    if effects.scale == "log":
-        down = 100 * (1 - 1 / (1 + e.mde))
-        return f"+{_three(100 * e.mde)}/-{_three(down)} %"
-    return f"±{_three(e.mde)}"
+    return up_down(e.mde) if effects.scale == "log" else f"±{three_digits(e.mde)}"
 
 
 def _verdict(effects: BlockedEffects, e: LevelEffect, aa: tuple[str, ...]) -> str:

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from analysis.report.compare import DECIDING_ROW, signed_change
-from analysis.report.table import Column, Table
+from analysis.report.compare import DECIDING_ROW, mde_text, mde_words, signed_change
+from analysis.report.table import Column, Table, wrapped
 from analysis.report.units import change, interval, sig
 from analysis.stats.significance import NOT_COMPARED
 from analysis.study.provenance import Provenance
@@ -88,7 +88,8 @@ def _change(r: RowComparison) -> str:
 def verdict_lines(results: Sequence[RowComparison]) -> list[str]:
     """One line per compared latency row and new run (the first :data:`MAX_VERDICTS`): the
     deciding statistic of base and new, the change with its CI, q and the verdict
-    (``compare_table``'s, not recomputed); rows not compared are counted, not listed."""
+    (``compare_table``'s, not recomputed), then the size of each "no change shown": the
+    minimum detectable effect at its runs; rows not compared are counted, not listed."""
     compared = [r for r in results if r.verdict != NOT_COMPARED]
     if not compared:
         return [f"No latency row could be compared ({len(results)} rows; see Workload latency)."]
@@ -121,6 +122,14 @@ def verdict_lines(results: Sequence[RowComparison]) -> list[str]:
         "p beside it), Benjamini-Hochberg q; change: positive = better, as every % below:"
     )
     more = [f"  {left} more rows, not compared or not shown: see Workload latency."] if left else []
+    nulls = [f"{r.row if len(news) == 1 else f'{r.row} {r.kernel}'} {mde_text(r)}"
+             for r in results if mde_words(r)]  # fmt: skip
+    if nulls:
+        more += wrapped(
+            "No change shown is not no change: these runs detect, with 80% power at the "
+            f"verdicts' level, changes of at least {', '.join(nulls)}.",
+            "    ",
+        )
     return [head, *Table(columns, rows).text(indent=2), *more]
 
 

@@ -48,7 +48,9 @@ __all__ = [
     "plus_minus",
     "rounded",
     "sig",
+    "three_digits",
     "uncertainty_decimals",
+    "up_down",
 ]
 
 MISSING = "-"
@@ -435,3 +437,15 @@ def sig(value: float | None, digits: int = 3) -> str:
     if value is None or not math.isfinite(value):
         return MISSING
     return f"{value:.{digits}g}"
+
+
+def three_digits(value: float) -> str:
+    """``value`` to three significant digits ("0" for zero)."""
+    return rounded(value, 2 - math.floor(math.log10(abs(value)))) if value else "0"
+
+
+def up_down(relative: float) -> str:
+    """A minimum detectable relative change (0.2 = +20 %) found on the log scale: the same
+    distance up and down, +x % and the smaller -y %."""
+    down = 100 * (1 - 1 / (1 + relative))
+    return f"+{three_digits(100 * relative)}/-{three_digits(down)} %"

@@ -25,7 +25,7 @@ import statsmodels.api as sm
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
-__all__ = ["BlockedEffects", "LevelEffect", "blocked_effects"]
+__all__ = ["BlockedEffects", "LevelEffect", "blocked_effects", "detectable_reach"]
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,13 @@ class BlockedEffects:
     power: float
 
 
+def detectable_reach(df: float, alpha: float = 0.05, power: float = 0.8) -> float:
+    """Standard errors between no change and the minimum detectable effect: a two-sided t
+    test at ``alpha`` with ``df`` residual degrees of freedom finds an effect this many
+    standard errors large with probability ``power`` (t_{1-alpha/2} + t_{power})."""
+    return float(stats.t.ppf(1 - alpha / 2, df) + stats.t.ppf(power, df))
+
+
 def _design(frame: pl.DataFrame, reference: str, covariate: str | None):
     levels = [x for x in frame["level"].unique(maintain_order=True).to_list() if x != reference]
     blocks = sorted(frame["block"].unique().to_list())
@@ -98,7 +105,7 @@ def blocked_effects(
     if df < 1:
         raise ValueError(f"{len(frame)} runs leave no residual degrees of freedom")
     t = stats.t.ppf(1 - alpha / 2, df)
-    reach = t + stats.t.ppf(power, df)
+    reach = detectable_reach(df, alpha, power)
     ps = [float(fit.pvalues[1 + i]) for i in range(len(levels))]
     qs = multipletests(ps, method="fdr_bh")[1] if ps else []
     back = (lambda v: math.expm1(v)) if scale == "log" else float

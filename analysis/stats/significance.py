@@ -64,6 +64,7 @@ from scipy import stats
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.power import TTestIndPower
 
+from analysis.stats.blocked import detectable_reach
 from analysis.stats.bootstrap import MEAN, Interval, run_statistics, t_interval, two_stage
 
 __all__ = [
@@ -73,6 +74,7 @@ __all__ = [
     "IMPROVED",
     "METRICS",
     "NOT_COMPARED",
+    "NO_CHANGE",
     "NO_VERDICT",
     "PERMUTATION",
     "POWER",
@@ -90,6 +92,7 @@ __all__ = [
     "hodges_lehmann",
     "lone_change_floor",
     "min_attainable_p",
+    "minimum_detectable_change",
     "mmtests_summary",
     "paired_far_runs",
     "permutation_p",
@@ -220,6 +223,16 @@ def design_runs(sd: float, effect_pct: float, level: float, rows: int = 1) -> in
     return n
 
 
+def minimum_detectable_change(sd: float, runs_a: int, runs_b: int, level: float) -> float:
+    """The smallest relative change (0.2 = +20 %) of a run statistic that a two-sided t
+    test over ``runs_a`` and ``runs_b`` runs finds at ``level`` with :data:`POWER`, when the
+    run-level sd of its log is ``sd``: a design figure from the spread, not observed power
+    (the block design's MDE, :func:`~analysis.stats.blocked.detectable_reach`, with one
+    block). Downwards the same distance on the log scale is 1/(1 + mde) − 1."""
+    se = sd * math.sqrt(1 / runs_a + 1 / runs_b)
+    return math.expm1(detectable_reach(runs_a + runs_b - 2, level, POWER) * se)
+
+
 def _pooled_sd(groups: Sequence[np.ndarray]) -> float:
     """The sd of the values about their own group's mean, over Σ(n − 1) df."""
     ss = sum(float(np.sum((v - v.mean()) ** 2)) for v in groups if len(v) > 1)
@@ -340,7 +353,9 @@ class RowComparison:
     (``p_welch``) or the permutation test (``p_permutation``) gave it, ``disagree``
     whether the two were :data:`DISAGREE` × apart. ``set_aside``: the positions (in run
     order) of the base and new run left out of the change, its CI and both tests
-    (:func:`paired_far_runs`), None when every run was used."""
+    (:func:`paired_far_runs`), None when every run was used. ``mde``: the minimum
+    detectable effect at the runs tested (:func:`minimum_detectable_change`), a relative
+    change (0.2 = +20 %); None where the change is not relative."""
 
     row: str
     unit: str
@@ -375,6 +390,7 @@ class RowComparison:
     effect: float = DEFAULT_EFFECT
     run_sd: float | None = None
     needed_runs: int | None = None
+    mde: float | None = None
     notes: tuple[str, ...] = ()
 
     @property
@@ -768,10 +784,11 @@ def _verdict(r: RowComparison, tost_ci, level: float, delta: float | None) -> Ro
     docstring)."""
     if r.verdict in (NOT_COMPARED, NO_VERDICT) or r.q is None:
         return r
-    need = None
+    need = mde = None
     if r.run_sd is not None and r.change_kind == "relative":
         need = design_runs(r.run_sd, r.effect, level, r.family_rows)
-    r = replace(r, needed_runs=need)
+        mde = minimum_detectable_change(r.run_sd, *r.tested_runs, level)
+    r = replace(r, needed_runs=need, mde=mde)
     excludes_zero = r.change_ci is not None and (r.change_ci[0] > 0 or r.change_ci[1] < 0)
     if r.q < level and excludes_zero:
         better = (r.change > 0) == r.higher_is_better

@@ -21,11 +21,14 @@ calibration's P(timeout) spread, the probe rows' summary) are cached properties 
 
 from __future__ import annotations
 
+import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
 import numpy as np
+import polars as pl
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
@@ -33,12 +36,14 @@ from analysis.errors import InputError
 from analysis.ingest import benchmarks
 from analysis.ingest.capture_meta import read_iteration, the_vm_below
 from analysis.ingest.captures import traces_below
+from analysis.ingest.mmtests import Run
 from analysis.metrics.throttle import short_reason
 from analysis.models import shrinker_validation, throttle_validation
 from analysis.models.run_scoring import half_width
 from analysis.models.shrinker_validation import ShrinkerScore, divisor_capture
 from analysis.models.throttle import Observation, observe
 from analysis.models.throttle_validation import Calibration, QuantityScore, RunValues, run_values
+from analysis.stats.blocked import BlockedEffects, blocked_effects
 from analysis.stats.significance import RowComparison, compare_table, min_attainable_p
 
 __all__ = [
@@ -47,6 +52,7 @@ __all__ = [
     "LEVEL",
     "RESAMPLES",
     "THROTTLE_KNOB",
+    "EmulationCost",
     "KnobSweep",
     "ProbeSummary",
     "QuantityScore",
@@ -55,6 +61,7 @@ __all__ = [
     "SharesSpread",
     "ShrinkerScore",
     "SweepCapture",
+    "emulation_cost",
     "knob_sweep",
     "latency_comparisons",
     "sweep_capture",
@@ -95,6 +102,42 @@ class SweepCapture:
     duration_s: float
     limit_mb: int
     slab_files: int
+    # The idle probe, measured once per capture before its first iteration
+    # (``probe.idle_overhead`` of mmlab.json): the median µs to map and fault one mapping,
+    # and to retouch it (the probe's loop alone); the guest's boot (vm.json, host clock).
+    idle_probe_us: float | None = None
+    idle_loop_us: float | None = None
+    guest_boot_s: float | None = None
+
+
+@dataclass(frozen=True)
+class EmulationCost:
+    """How much slower the emulated guest does the same CPU work than the host, measured by
+    the latency probe on an idle cgroup, once per capture (``probe.idle_overhead``): the
+    median over captures of the median µs to map and fault one mapping (``idle``: page
+    faults, zeroing, the kernel's allocation path; with the guest captures' range) and to
+    retouch it (``loop``: the probe's own instructions). The throttle timeouts are jiffies
+    of a clock that emulation does not slow, so a timeout spans ``slowdown`` times less of
+    the guest kernel's work than of the host's."""
+
+    guest_captures: int
+    host_captures: int
+    host_cpu: str
+    guest_idle_us: float
+    guest_idle_range_us: tuple[float, float]
+    host_idle_us: float
+    guest_loop_us: float
+    host_loop_us: float
+    guest_boot_s: float | None
+    map_bytes: int
+
+    @property
+    def slowdown(self) -> float:
+        return self.guest_idle_us / self.host_idle_us
+
+    @property
+    def loop_slowdown(self) -> float:
+        return self.guest_loop_us / self.host_loop_us
 
 
 @dataclass(frozen=True)
@@ -135,6 +178,9 @@ class ProbeSummary:
     flags: int
     min_p: float
     widest: RowComparison
+    # The smallest and largest minimum detectable change (RowComparison.mde) of the rows.
+    mde_low: float
+    mde_high: float
 
 
 @dataclass(frozen=True)
@@ -239,12 +285,37 @@ class KnobSweep:
     def probe(self) -> ProbeSummary:
         """The probe latency rows (µs) summarised."""
         rows = [r for r in self.latency if r.unit == "us"]
+        mdes = [r.mde for r in rows if r.mde is not None]
         return ProbeSummary(
             comparisons=len(rows),
             flags=sum(r.verdict in ("improved", "regressed") for r in rows),
             min_p=min(r.p for r in rows if r.p is not None),
             widest=max(rows, key=lambda r: r.change_ci[1] - r.change_ci[0] if r.change_ci else 0),
+            mde_low=min(mdes),
+            mde_high=max(mdes),
         )
+
+    @cached_property
+    def mde(self) -> dict[tuple[str, str], BlockedEffects]:
+        """The minimum detectable effect of every timeout capture's quantity against the
+        calibration, keyed by (capture, quantity): the calibration's and the capture's runs
+        as two levels of one block (:func:`~analysis.stats.blocked.blocked_effects`, 80 %
+        power at :data:`LEVEL`), its only level's ``mde`` a relative change when every
+        value is positive (``scale`` log), else a difference in the quantity's unit. What a
+        knob effect that was not found could still have been."""
+        cal = self.calibration.name
+        out = {}
+        for s in self.throttle:
+            reference = [r.value(s.quantity) for r in self.calibration_runs]
+            frame = pl.DataFrame(
+                {
+                    "level": [cal] * len(reference) + [s.capture] * len(s.observed),
+                    "block": ["one"] * (len(reference) + len(s.observed)),
+                    "value": [*reference, *s.observed],
+                }
+            )
+            out[(s.capture, s.quantity)] = blocked_effects(frame, cal, alpha=LEVEL)
+        return out
 
 
 def sweep_capture(path: Path) -> SweepCapture:
@@ -263,6 +334,8 @@ def sweep_capture(path: Path) -> SweepCapture:
                    "limit_mb": meta.limit_mb, "slab_files": meta.slab_files}  # fmt: skip
     if missing := [k for k, v in needed.items() if v is None]:
         raise InputError(vm.path, f"not an mmlab capture --kernel capture: no {', '.join(missing)}")
+    boot = dict(vm.document.get("timings_s") or {}).get("guest_boot")
+    idle = meta.probe_overhead if meta is not None else None
     return SweepCapture(
         name=path.name, path=path, knobs=vm.knobs(), iterations=len(traces_below(path)),
         kernel=str(build.kernel_release), source_package=str(build.source_package),
@@ -270,7 +343,36 @@ def sweep_capture(path: Path) -> SweepCapture:
         guest_memory_mb=int(guest.memory_mb), workers=int(meta.workers[0]),
         duration_s=float(meta.duration_s), limit_mb=int(meta.limit_mb),
         slab_files=int(meta.slab_files),
+        idle_probe_us=idle.idle_latency_median_us if idle else None,
+        idle_loop_us=idle.loop_overhead_median_us if idle else None,
+        guest_boot_s=None if boot is None else float(boot),
     )  # fmt: skip
+
+
+def emulation_cost(sweep: KnobSweep, host: Sequence[Run]) -> EmulationCost:
+    """:class:`EmulationCost` of the sweep's guest against the ``host`` runs (captured by
+    ``mmlab capture`` on the machine itself: their iterations' idle probe)."""
+    guest = [c for c in (sweep.calibration, *sweep.captures) if c.idle_probe_us is not None]
+    # The probe is measured once per capture and copied into each iteration's mmlab.json.
+    metas = [run.iterations[0].metadata for run in host if run.iterations]
+    metas = [m for m in metas if m is not None and m.probe_overhead is not None]
+    if not metas or not guest:
+        raise InputError(host[0].path, "no idle probe (probe.idle_overhead) in these runs")
+    idle = [c.idle_probe_us for c in guest]
+    boots = [c.guest_boot_s for c in guest if c.guest_boot_s is not None]
+    cpus = {m.system.cpu_model for m in metas if m.system and m.system.cpu_model}
+    return EmulationCost(
+        guest_captures=len(guest),
+        host_captures=len(metas),
+        host_cpu=", ".join(sorted(cpus)) or "unknown",
+        guest_idle_us=statistics.median(idle),
+        guest_idle_range_us=(min(idle), max(idle)),
+        host_idle_us=statistics.median(m.probe_overhead.idle_latency_median_us for m in metas),
+        guest_loop_us=statistics.median(c.idle_loop_us for c in guest),
+        host_loop_us=statistics.median(m.probe_overhead.loop_overhead_median_us for m in metas),
+        guest_boot_s=statistics.median(boots) if boots else None,
+        map_bytes=metas[0].probe_overhead.map_bytes,
+    )
 
 
 def _runs_of(path: Path) -> Path:

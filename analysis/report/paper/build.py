@@ -44,7 +44,7 @@ from analysis.report.throttle import STALL_DIGITS, THROTTLE_DIGITS
 from analysis.report.units import Scale
 from analysis.study.dose import DesignedSweep
 from analysis.study.study import Study
-from analysis.study.sweep import KnobSweep
+from analysis.study.sweep import KnobSweep, emulation_cost
 
 __all__ = ["NEEDS_TRACES", "SECTION_HOOKS", "PaperInputs", "build_inputs", "paper_values"]
 
@@ -295,6 +295,15 @@ def build_inputs(
     return replace(inputs, files=tuple(out / f.relative_to(stage) for f in inputs.files))
 
 
+def _emulation(data: Study, sweep: KnobSweep):
+    """The sweep guest's emulation cost against the study's runs (the host), None when
+    they recorded no idle probe (a plain mmtests tree)."""
+    try:
+        return emulation_cost(sweep, data.runs)
+    except InputError:
+        return None
+
+
 def _build_inputs(
     data: Study, out: Path, sweep: KnobSweep | None, designed: tuple[DesignedSweep, ...]
 ) -> PaperInputs:
@@ -304,11 +313,11 @@ def _build_inputs(
     swept: list[Path] = []
     if sweep is None:
         left_out += ("sweep",)
+    else:
+        sweep_macros, swept = write_sweep(sweep, out, _emulation(data, sweep))
+        values |= sweep_macros
     if not designed:
         left_out += ("designed",)
-    else:
-        sweep_macros, swept = write_sweep(sweep, out)
-        values |= sweep_macros
     tables = {"ops": lambda: ops_table(cmp)}
     tables["throttle"] = lambda: throttle_table(_throttle(data))
     tables["stalls"] = lambda: stall_table(data.stalls)

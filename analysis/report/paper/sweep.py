@@ -21,10 +21,12 @@ from analysis.report.paper.figures import save_pdf
 from analysis.report.paper.latex import escape, fixed, number, table_tex
 from analysis.report.throttle_fits import MS
 from analysis.report.units import MISSING, PLAIN, Scale, interval_texts, mean_sd_texts, sig
+from analysis.stats.blocked import BlockedEffects
 from analysis.stats.significance import CI_LEVEL, RowComparison
 from analysis.study.sweep import (
     LEVEL,
     RESAMPLES,
+    EmulationCost,
     KnobSweep,
     QuantityScore,
     ShrinkerScore,
@@ -419,10 +421,10 @@ _SLEEP = ("model", "observed", "error", "error sd", "none", "linear", "p", "q", 
 _ERRORS = ("error", "none", "linear", "p", "verdict", "wb error")
 _WB = (*_ERRORS, "wb error sd", "wb inside")
 _QUOTED = {
-    ("short", "p_timeout"): (*_SLEEP, "interval"),
-    ("short", "mean_stall_us"): _SLEEP,
-    ("short", "velocity_pps"): _WB,
-    ("short", "efficiency"): _ERRORS,
+    ("short", "p_timeout"): (*_SLEEP, "interval", "mde"),
+    ("short", "mean_stall_us"): (*_SLEEP, "mde"),
+    ("short", "velocity_pps"): (*_WB, "finding", "mde"),
+    ("short", "efficiency"): (*_ERRORS, "finding", "mde"),
     ("long", "p_timeout"): (
         "model",
         "interval",
@@ -435,9 +437,17 @@ _QUOTED = {
         "p",
         "q",
     ),
-    ("long", "mean_stall_us"): ("model", "observed", "error", "none", "km error", "verdict"),
-    ("long", "velocity_pps"): _WB,
-    ("long", "efficiency"): _ERRORS,
+    ("long", "mean_stall_us"): (
+        "model",
+        "observed",
+        "error",
+        "none",
+        "linear",
+        "km error",
+        "verdict",
+    ),
+    ("long", "velocity_pps"): (*_WB, "finding"),
+    ("long", "efficiency"): (*_ERRORS, "finding"),
     ("aa", "p_timeout"): ("observed", "error", "none"),
     ("aa", "efficiency"): ("observed", "p", "q"),
     ("beyond long", "p_timeout"): (
@@ -457,6 +467,7 @@ _QUOTED = {
         "error sd",
         "km error",
         "none",
+        "linear",
         "verdict",
     ),
     ("beyond calibration", "p_timeout"): (
@@ -490,22 +501,56 @@ def _score(scores, capture: str, quantity: str):
     return next(s for s in scores if s.capture == capture and s.quantity == quantity)
 
 
-def _verdict(quantity: str, model: float, *baselines: float) -> str:
-    """The words the prose uses: is the model's error, as printed, below every baseline's?
-    (Equal printed errors are a tie, not a win.)"""
+def _verdict(quantity: str, model: float, baselines: dict[str, float]) -> str:
+    """The words the prose uses: which baselines' errors (name → error) the model's error,
+    as printed, is below, naming them (equal printed errors are a tie, not a win)."""
 
     def printed(v: float) -> float:
         return float(_error(quantity, v).replace("{,}", ""))
 
-    return "smaller than" if printed(model) < min(map(printed, baselines)) else "no smaller than"
+    def listed(names: list[str], word: str) -> str:
+        return ", ".join(names[:-1]) + f" {word} " + names[-1] if len(names) > 1 else names[0]
+
+    beaten = [name for name, v in baselines.items() if printed(model) < printed(v)]
+    rest = [name for name in baselines if name not in beaten]
+    if not rest:
+        return "smaller than " + listed(beaten, "and")
+    if not beaten:
+        return "no smaller than " + listed(rest, "or")
+    return f"smaller than {listed(beaten, 'and')} but not than {listed(rest, 'or')}"
 
 
-def _throttle_fields(s: QuantityScore, q: dict[tuple[str, str], float]) -> dict[str, str]:
-    """Every field of a throttle score the prose may quote, as printed."""
+def _mde(effects: BlockedEffects) -> str:
+    """The minimum detectable effect in words: on the log scale a factor either way
+    (1 + mde up, its inverse down), else a difference in the quantity's unit."""
+    mde = effects.levels[0].mde
+    if effects.scale == "log":
+        return f"a change by a factor of {fixed(1 + mde, 1)} either way"
+    return f"a change of $\\pm${fixed(mde, 2)}"
+
+
+def _finding(effects: BlockedEffects, p: float | None, q: float | None) -> str:
+    """Did the knob change the quantity? Only an effect whose Benjamini–Hochberg q is at
+    most :data:`~analysis.study.sweep.LEVEL` is credited; any other is a null, given with
+    the smallest change its runs detect with 80 % power at that level."""
+    tested = f"$p = {_p(p)}$, $q = {_p(q)}$"
+    if q is not None and q <= LEVEL:
+        return f"changed ({tested})"
+    return (
+        f"did not change detectably ({tested}; these runs detect only {_mde(effects)} "
+        f"with {100 * effects.power:g}\\,\\% power at the {100 * LEVEL:g}\\,\\% level)"
+    )
+
+
+def _throttle_fields(
+    s: QuantityScore, q: dict[tuple[str, str], float], mde: BlockedEffects | None
+) -> dict[str, str]:
+    """Every field of a throttle score the prose may quote, as printed; ``mde``: its
+    minimum detectable effect (only the default calibration's scores have one)."""
     quantity = s.quantity
-    baselines = [s.no_change_error, s.linear_error]
+    baselines = {"no change's": s.no_change_error, "the linear baseline's": s.linear_error}
     if s.kaplan_meier_error is not None:
-        baselines.append(s.kaplan_meier_error)
+        baselines["Kaplan--Meier's"] = s.kaplan_meier_error
     return {
         "model": _predicted(quantity, s.predicted, s.interval),
         "interval": _interval(quantity, s.predicted, s.interval),
@@ -520,10 +565,12 @@ def _throttle_fields(s: QuantityScore, q: dict[tuple[str, str], float]) -> dict[
         "km error": _error(quantity, s.kaplan_meier_error or math.nan),
         "p": _p(s.change_p),
         "q": _p(q.get((s.capture, quantity))),
-        "verdict": _verdict(quantity, s.model_error, *baselines),
+        "verdict": _verdict(quantity, s.model_error, baselines),
         "wb error": _error(quantity, s.given_writeback_error or math.nan),
         "wb error sd": _error(quantity, _nan(s.given_writeback_error_sd)),
         "wb inside": f"{s.given_writeback_inside} of {len(s.observed)}",
+        "finding": "" if mde is None else _finding(mde, s.change_p, q.get((s.capture, quantity))),
+        "mde": "" if mde is None else _mde(mde),
     }
 
 
@@ -583,8 +630,65 @@ def _interval_values(sweep: KnobSweep) -> dict[str, str]:
     }
 
 
-def sweep_values(sweep: KnobSweep) -> dict[str, str]:
-    """Every number and name the prose quotes about the sweep (keys ``sw ...``)."""
+def _credited(sweep: KnobSweep) -> dict[str, str]:
+    """What the conclusion may credit to each timeout, generated from the multiple-testing
+    step: an effect on the sleep is credited only when its q is at most :data:`LEVEL`."""
+    short, long = sweep.roles.short.name, sweep.roles.long.name
+    sleep = ("p_timeout", "mean_stall_us")
+    q = sweep.q
+    tau = _tau(sweep, short)
+    if all((short, x) in sweep.kept for x in sleep):
+        short_words = f"a {tau}\\,ms timeout changed the sleeps it governs"
+    elif any((short, x) in sweep.kept for x in sleep):
+        kept = next(_QUANTITY[x][0] for x in sleep if (short, x) in sweep.kept)
+        short_words = f"a {tau}\\,ms timeout changed the sleeps' {kept} and nothing else detectably"
+    else:
+        qs = " and ".join(f"$q = {_p(q.get((short, x)))}$" for x in sleep)
+        short_words = (
+            f"no effect of a {tau}\\,ms timeout survives the adjustment for "
+            f"{len(q)} tests: its sleeps moved the way a model calibrated at the default "
+            f"predicted, but at {qs} that shift is not credited to the timeout"
+        )
+    kept_long = (long, "p_timeout") in sweep.kept
+    long_words = (
+        f"a {_tau(sweep, long)}\\,ms timeout let writeback wake the sleepers first "
+        f"($q = {_p(q.get((long, 'p_timeout')))}$ for the share that timed out)"
+        if kept_long
+        else f"the share of sleeps that timed out at {_tau(sweep, long)}\\,ms did not change "
+        f"detectably ($q = {_p(q.get((long, 'p_timeout')))}$)"
+    )
+    return {"short claim": short_words, "long claim": long_words}
+
+
+def _emulation_values(cost: EmulationCost, sweep: KnobSweep) -> dict[str, str]:
+    """The TCG caveat in numbers: the idle probe in the guest against the host, and what
+    each timeout of the sweep is worth in the host's CPU time."""
+    low, high = cost.guest_idle_range_us
+    values = {
+        "tcg captures": str(cost.guest_captures),
+        "tcg map mib": f"{cost.map_bytes / 2**20:g}",
+        "tcg host captures": str(cost.host_captures),
+        "tcg host cpu": escape(cost.host_cpu),
+        "tcg guest idle ms": fixed(cost.guest_idle_us / 1000, 1),
+        "tcg guest idle low ms": fixed(low / 1000, 1),
+        "tcg guest idle high ms": fixed(high / 1000, 1),
+        "tcg host idle us": fixed(cost.host_idle_us, 0),
+        "tcg slowdown": fixed(cost.slowdown, 0),
+        "tcg slowdown low": fixed(low / cost.host_idle_us, 0),
+        "tcg slowdown high": fixed(high / cost.host_idle_us, 0),
+        "tcg loop slowdown": fixed(cost.loop_slowdown, 0),
+        "tcg boot s": "--" if cost.guest_boot_s is None else fixed(cost.guest_boot_s, 0),
+    }
+    for role, capture in (("default", sweep.roles.aa), ("short", sweep.roles.short),
+                          ("long", sweep.roles.long)):  # fmt: skip
+        ms = sweep.tau_us(capture.name) / 1000 / cost.slowdown
+        values[f"tcg {role} tau host ms"] = fixed(ms, 1)
+    return values
+
+
+def sweep_values(sweep: KnobSweep, cost: EmulationCost | None = None) -> dict[str, str]:
+    """Every number and name the prose quotes about the sweep (keys ``sw ...``); ``cost``:
+    the guest's emulation cost against the host runs, when there are host runs."""
     cal, roles = sweep.calibration, sweep.roles
     short, long, aa = roles.short, roles.long, roles.aa
     div1, divprio = roles.div_one, roles.div_prio
@@ -628,7 +732,8 @@ def sweep_values(sweep: KnobSweep) -> dict[str, str]:
     }
     for (role, quantity), fields in _QUOTED.items():
         scores, capture = quoted[role]
-        every = _throttle_fields(_score(scores, capture.name, quantity), q)
+        mde = sweep.mde.get((capture.name, quantity)) if scores is sweep.throttle else None
+        every = _throttle_fields(_score(scores, capture.name, quantity), q, mde)
         values |= {f"{role} {_QUANTITY[quantity][0]} {f}": every[f] for f in fields}
     for role, c in (("div one", div1), ("div prio", divprio), ("aa", aa)):
         for quantity in ("scanned_objects", "backlog_objects"):
@@ -652,12 +757,19 @@ def sweep_values(sweep: KnobSweep) -> dict[str, str]:
     _, low, high = change_cells(probe.widest)
     values["probe widest capture"] = escape(probe.widest.kernel)
     values |= {"probe widest low": f"${low}$", "probe widest high": f"${high}$"}
+    values["probe mde low"] = fixed(1 + probe.mde_low, 1)
+    values["probe mde high"] = fixed(1 + probe.mde_high, 1)
+    values |= _credited(sweep)
+    if cost is not None:
+        values |= _emulation_values(cost, sweep)
     values["resamples"] = fixed(RESAMPLES, 0)
     return {f"sw {k}": v for k, v in values.items()}
 
 
-def write_sweep(sweep: KnobSweep, out: Path) -> tuple[dict[str, str], list[Path]]:
-    """Tables and the figure of the sweep under ``out``; its macros."""
+def write_sweep(
+    sweep: KnobSweep, out: Path, cost: EmulationCost | None = None
+) -> tuple[dict[str, str], list[Path]]:
+    """Tables and the figure of the sweep under ``out``; its macros (with ``cost``'s)."""
     written = []
     for name, tex in (
         ("sweep-throttle", throttle_table(sweep)),
@@ -670,4 +782,4 @@ def write_sweep(sweep: KnobSweep, out: Path) -> tuple[dict[str, str], list[Path]
         path.write_text(tex)
         written.append(path)
     written.append(save_pdf(sweep_figure(sweep), out / "figures" / "sweep-timeout.pdf"))
-    return sweep_values(sweep), written
+    return sweep_values(sweep, cost), written
