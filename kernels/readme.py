@@ -184,7 +184,9 @@ def experiment_readme(out: Path) -> str:
         f"({vm0['host']['cpu']['model']}, {vm0['host']['cpu']['logical_cpus']} CPUs, kernel "
         f"{vm0['host']['kernel_release']}), shared with other work: its load is in each row.",
         "- Journal: " + ", ".join(f"{n} {e}" for e, n in events.items())
-        + (f"; failed runs (left out, in failed/): {len(failed)}" if failed else "; no failed run."),
+        + (f"; failed attempts (left out, in failed/): {len(failed)}, "
+           f"{sum(t.stem in {b['run_id'] for _, _, b, _ in boots} for t in failed)} of them run "
+           "again and finished" if failed else "; no failed run."),
         "",
         "## Settings",
         "",
@@ -215,8 +217,13 @@ def experiment_readme(out: Path) -> str:
             f"| {d.get('with_deferred', 0)} of {d.get('calls', 0)} | {meta.get('oom_kills', 0)} "
             f"| {median:.0f} | {p99:.0f} |"
         )
+    # A failed attempt run again with --retry-failed and finished is a boot above; its
+    # failed/ record stays as the history of that attempt.
+    finished = {b["run_id"]: f"{it.parent.name}/{it.name}" for _, it, b, _ in boots}
     for txt in failed:
-        lines.append(f"\nFailed run {txt.stem}: {txt.read_text().strip()}")
+        again = finished.get(txt.stem)
+        note = f" (run again and finished: {again})" if again else " (not run again)"
+        lines.append(f"\nFailed attempt {txt.stem}{note}: {txt.read_text().strip()}")
     return "\n".join(lines) + "\n"
 
 

@@ -29,7 +29,7 @@ def _text(iteration) -> str:
     return zstandard.ZstdDecompressor().stream_reader(raw).read().decode()
 
 
-@pytest.mark.parametrize("tree", ["paths", "demo", "pilot"])
+@pytest.mark.parametrize("tree", ["paths", "demo", "pilot", "sweep-divisor"])
 def test_every_run_is_its_own_boot_in_the_plans_order(tree):
     found = _boots(tree)
     order = json.loads((LAB / tree / "order.json").read_text())
