@@ -55,6 +55,8 @@ __all__ = [
     "format_compare",
     "format_markdown",
     "format_mmtests",
+    "mde_text",
+    "mde_words",
     "signed_change",
     "to_json",
 ]

@@ -22,7 +22,7 @@ from analysis.report.paper.latex import escape, fixed, number, table_tex
 from analysis.report.throttle_fits import MS
 from analysis.report.units import MISSING, PLAIN, Scale, interval_texts, mean_sd_texts, sig
 from analysis.stats.blocked import BlockedEffects
-from analysis.stats.significance import CI_LEVEL, RowComparison
+from analysis.stats.significance import CI_LEVEL, POWER, RowComparison
 from analysis.study.sweep import (
     LEVEL,
     RESAMPLES,
@@ -418,7 +418,7 @@ def sweep_figure(sweep: KnobSweep) -> alt.HConcatChart:
 # default calibration's scores of the short and long timeouts and of the A/A capture, and
 # the short timeout's scores beyond it (of the long timeout, the calibration, the A/A).
 _SLEEP = ("model", "observed", "error", "error sd", "none", "linear", "p", "q", "verdict")
-_ERRORS = ("error", "none", "linear", "p", "verdict", "wb error")
+_ERRORS = ("error", "none", "linear", "verdict", "wb error")
 _WB = (*_ERRORS, "wb error sd", "wb inside")
 _QUOTED = {
     ("short", "p_timeout"): (*_SLEEP, "interval", "mde"),
@@ -757,6 +757,7 @@ def sweep_values(sweep: KnobSweep, cost: EmulationCost | None = None) -> dict[st
     _, low, high = change_cells(probe.widest)
     values["probe widest capture"] = escape(probe.widest.kernel)
     values |= {"probe widest low": f"${low}$", "probe widest high": f"${high}$"}
+    values["power"] = f"{100 * POWER:g}"
     values["probe mde low"] = fixed(1 + probe.mde_low, 1)
     values["probe mde high"] = fixed(1 + probe.mde_high, 1)
     values |= _credited(sweep)
