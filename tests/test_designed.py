@@ -126,17 +126,18 @@ def test_an_aa_verdict_is_called_false_and_kept_out_of_the_answer(tmp_path):
     s = _sweep(_level("default2", 0.3, (0.1, 0.5), 0.01, True),
                _level("div1", 0.01, (-0.1, 0.1), 0.9, False), aa=("default2",))  # fmt: skip
     assert "no divisor setting changed" in answer_sentences(s)  # the control is not a setting
-    body, _ = section([s], tmp_path)
+    body, _, _ = section([s], tmp_path)
     assert "A/A control (default2, run exactly as default) gave a verdict on" in body
     assert "a false one" in body
 
 
 def test_the_section_without_an_experiment_says_so(tmp_path):
-    assert section([], tmp_path) == (NO_EXPERIMENT + "\n", "")
+    assert section([], tmp_path) == (NO_EXPERIMENT + "\n", "", [])
 
 
 def test_the_section_writes_its_table_and_figure(sweep, tmp_path):
-    body, answer = section([sweep], tmp_path)
+    body, answer, written = section([sweep], tmp_path)
+    assert sorted(p.name for p in written) == ["designed-pilot-6.12.pdf", "designed-pilot-6.12.tex"]
     assert "\\input{tables/designed-pilot-6.12}" in body
     assert (tmp_path / "figures" / "designed-pilot-6.12.pdf").stat().st_size > 1000
     table = (tmp_path / "tables" / "designed-pilot-6.12.tex").read_text()
@@ -146,7 +147,7 @@ def test_the_section_writes_its_table_and_figure(sweep, tmp_path):
 
 
 def test_the_section_says_where_the_covariate_narrowed_the_intervals(sweep, tmp_path):
-    body, _ = section([sweep], tmp_path)
+    body, _, _ = section([sweep], tmp_path)
     used = [f for f in sweep.effects.families
             if f.adjusted is not None and f.adjusted.df >= MIN_ADJUSTED_DF]  # fmt: skip
     if not used:

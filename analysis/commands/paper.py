@@ -40,6 +40,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+# What each left-out part of the paper is, as stderr says it.
+_LEFT_OUT = {
+    "sweep": "no --sweep: the sweep's tables, figure and \\Sw... macros are not written "
+    "(papers/reclaim-throttling/main.tex quotes them)",
+    "designed": "no --experiment: the Results say that no designed sweep was given",
+}
+
+
+def _say_left_out(left_out: tuple[str, ...], needs_traces: tuple[str, ...]) -> None:
+    traceless = [name for name in left_out if name in needs_traces]
+    if traceless:
+        print(
+            f"mmlab paper: no ftrace captures in these runs: left out {', '.join(traceless)}"
+            " (each written as a sentence saying so)",
+            file=sys.stderr,
+        )
+    for name in (n for n in _LEFT_OUT if n in left_out):
+        print(f"mmlab paper: {_LEFT_OUT[name]}", file=sys.stderr)
+
+
 def run(args: argparse.Namespace) -> int:
     from analysis.outputs import Stages
     from analysis.report.json_output import dumps
@@ -50,36 +70,18 @@ def run(args: argparse.Namespace) -> int:
     from analysis.study.study import Study
     from analysis.study.sweep import knob_sweep
 
-    stages = Stages("paper", 1 + (args.sweep is not None) + len(args.experiment))
+    stages = Stages("paper", 1 + (args.sweep is not None) + bool(args.experiment))
     sweep = knob_sweep(args.sweep) if args.sweep is not None else None
     if sweep is not None:
         stages.done(f"sweep {args.sweep}")
-    designed = []
-    for out in args.experiment:
-        designed.append(designed_sweep(out))
-        stages.done(f"designed sweep {out}")
+    designed = [designed_sweep(out) for out in args.experiment]
+    if designed:
+        stages.done(f"{len(designed)} designed sweep(s) {', '.join(map(str, args.experiment))}")
     runs = study_runs(args.runs or [args.data])
     study = Study(runs, fit_bootstrap=BOOTSTRAP, progress=stages)
     inputs = build_inputs(study, args.out, sweep, tuple(designed))
     stages.done(f"{len(inputs.files)} files written")
-    traceless = [name for name in inputs.left_out if name in NEEDS_TRACES]
-    if traceless:
-        print(
-            f"mmlab paper: no ftrace captures in these runs: left out {', '.join(traceless)}"
-            " (each written as a sentence saying so)",
-            file=sys.stderr,
-        )
-    if sweep is None:
-        print(
-            "mmlab paper: no --sweep: the sweep's tables, figure and \\Sw... macros are not "
-            "written (papers/reclaim-throttling/main.tex quotes them)",
-            file=sys.stderr,
-        )
-    if not designed:
-        print(
-            "mmlab paper: no --experiment: the Results say that no designed sweep was given",
-            file=sys.stderr,
-        )
+    _say_left_out(inputs.left_out, NEEDS_TRACES)
     if args.json:
         print(
             dumps(

@@ -430,6 +430,8 @@ class VmRecord:
     knob_checks: tuple[Mapping[str, object], ...]
     knob_check_note: str | None
     document: Mapping[str, object]
+    # Seconds from the guest's start to its capture's (``timings_s.guest_boot``).
+    guest_boot_s: float | None = None
 
     def knobs(self) -> dict[str, str]:
         """sysctl → the value the guest read back before the capture."""
@@ -466,6 +468,7 @@ def vm_record(document: Mapping, path: Path) -> VmRecord:
         knob_checks=() if note is not None else tuple(c.doc for c in f.objects("knob_check")),
         knob_check_note=note,
         document=document,
+        guest_boot_s=f.sub("timings_s").number("guest_boot"),
     )
 
 

@@ -334,7 +334,7 @@ def sweep_capture(path: Path) -> SweepCapture:
                    "limit_mb": meta.limit_mb, "slab_files": meta.slab_files}  # fmt: skip
     if missing := [k for k, v in needed.items() if v is None]:
         raise InputError(vm.path, f"not an mmlab capture --kernel capture: no {', '.join(missing)}")
-    boot = dict(vm.document.get("timings_s") or {}).get("guest_boot")
+    boot = vm.guest_boot_s
     idle = meta.probe_overhead if meta is not None else None
     return SweepCapture(
         name=path.name, path=path, knobs=vm.knobs(), iterations=len(traces_below(path)),

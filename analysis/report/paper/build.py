@@ -336,9 +336,7 @@ def _build_inputs(
     }
     files += [_write(out / "generated" / f"{name}.tex", tex) for name, tex in sections.items()]
     section_macros = {name: defined_macros(tex) for name, tex in sections.items()}
-    body, answer = designed_section(designed, out)
+    body, answer, written = designed_section(designed, out)
     files += [_write(out / "generated" / "designed.tex", body),
-              _write(out / "generated" / "designed-answer.tex", answer),
-              *sorted((out / "tables").glob("designed-*.tex")),
-              *sorted((out / "figures").glob("designed-*.pdf"))]  # fmt: skip
+              _write(out / "generated" / "designed-answer.tex", answer), *written]  # fmt: skip
     return PaperInputs(values, section_macros, tuple(files), left_out)

@@ -162,14 +162,15 @@ def _covariate_sentence(result: ExperimentEffects) -> str:
     )
 
 
-def _plan_section(sweep: DesignedSweep, out: Path) -> str:
+def _plan_section(sweep: DesignedSweep, out: Path, written: list[Path]) -> str:
+    """One plan's subsection; the table and figure it writes are appended to ``written``."""
     result = sweep.effects
     name = result.plan
     primary = [f for f in result.families if f.primary]
     shown = [c for c in sweep.curves if c.primary or any(
         p.effect is not None and p.effect.changed for p in c.points)]  # fmt: skip
     if shown:
-        save(dose_chart(shown, ""), out / "figures" / f"designed-{name}.pdf", "pdf")
+        written.append(save(dose_chart(shown, ""), out / "figures" / f"designed-{name}.pdf", "pdf"))
     caption = (
         f"{escape(name)}: each {escape(result.factor)} setting against {escape(result.reference)}, "
         "block-adjusted change with its 95\\,\\% interval; MDE: the smallest change these runs "
@@ -183,6 +184,7 @@ def _plan_section(sweep: DesignedSweep, out: Path) -> str:
     tables = out / "tables" / f"designed-{name}.tex"
     tables.parent.mkdir(parents=True, exist_ok=True)
     tables.write_text(table)
+    written.append(tables)
     text = " ".join(escape(_primary_sentence(sweep, f)) for f in primary)
     return (
         f"\\subsection{{Designed sweep: {escape(name)}}}\\label{{sec:designed-{name}}}\n"
@@ -205,11 +207,12 @@ def _figure(name: str, result: ExperimentEffects) -> str:
     )
 
 
-def section(sweeps: Sequence[DesignedSweep], out: Path) -> tuple[str, str]:
-    """``generated/designed.tex`` and ``generated/designed-answer.tex`` for ``sweeps``,
-    writing their tables and figures under ``out``."""
+def section(sweeps: Sequence[DesignedSweep], out: Path) -> tuple[str, str, list[Path]]:
+    """``generated/designed.tex`` and ``generated/designed-answer.tex`` for ``sweeps``, and
+    the tables and figures written for them under ``out``."""
     if not sweeps:
-        return NO_EXPERIMENT + "\n", ""
-    body = "\n".join(_plan_section(s, out) for s in sweeps)
+        return NO_EXPERIMENT + "\n", "", []
+    written: list[Path] = []
+    body = "\n".join(_plan_section(s, out, written) for s in sweeps)
     answer = " ".join(escape(answer_sentences(s)) for s in sweeps)
-    return body, answer + "\n"
+    return body, answer + "\n", written

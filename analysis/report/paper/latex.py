@@ -24,7 +24,7 @@ __all__ = [
 _DIGITS = ["Zero", "One", "Two", "Three", "Four", "Five", "Six", "Seven", "Eight", "Nine"]
 _SPECIAL = {c: "\\" + c for c in "&%$#_{}"} | {"~": r"\textasciitilde{}", "^": r"\^{}"}
 # Without T1 font encoding, text-mode < and > print as inverted ! and ?.
-_SPECIAL |= {"<": "$<$", ">": "$>$", "≤": r"$\leq$", "≥": r"$\geq$", "±": r"$\pm$"}
+_SPECIAL |= {"<": "$<$", ">": "$>$", "≤": r"$\leq$", "≥": r"$\geq$"}
 
 
 def macro_name(key: str) -> str:
