@@ -159,6 +159,9 @@ def experiment_readme(out: Path) -> str:
     for e in journal:
         events[e["event"]] = events.get(e["event"], 0) + 1
     failed = sorted((out / "failed").glob("*.txt")) if (out / "failed").is_dir() else []
+    # A failed attempt run again with --retry-failed and finished is one of the boots; its
+    # failed/ record stays as the history of that attempt.
+    finished = {b["run_id"]: f"{it.parent.name}/{it.name}" for _, it, b, _ in boots}
     lines = [
         f"# {order['plan']}: a designed experiment on the patched 6.12 kernel "
         f"({vm0['accelerator'].upper()} guests, one boot per run)",
@@ -185,7 +188,7 @@ def experiment_readme(out: Path) -> str:
         f"{vm0['host']['kernel_release']}), shared with other work: its load is in each row.",
         "- Journal: " + ", ".join(f"{n} {e}" for e, n in events.items())
         + (f"; failed attempts (left out, in failed/): {len(failed)}, "
-           f"{sum(t.stem in {b['run_id'] for _, _, b, _ in boots} for t in failed)} of them run "
+           f"{sum(t.stem in finished for t in failed)} of them run "
            "again and finished" if failed else "; no failed run."),
         "",
         "## Settings",
@@ -217,9 +220,6 @@ def experiment_readme(out: Path) -> str:
             f"| {d.get('with_deferred', 0)} of {d.get('calls', 0)} | {meta.get('oom_kills', 0)} "
             f"| {median:.0f} | {p99:.0f} |"
         )
-    # A failed attempt run again with --retry-failed and finished is a boot above; its
-    # failed/ record stays as the history of that attempt.
-    finished = {b["run_id"]: f"{it.parent.name}/{it.name}" for _, it, b, _ in boots}
     for txt in failed:
         again = finished.get(txt.stem)
         note = f" (run again and finished: {again})" if again else " (not run again)"

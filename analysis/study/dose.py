@@ -19,7 +19,7 @@ from pathlib import Path
 
 from analysis.errors import InputError
 from analysis.ingest import mmtests
-from analysis.ingest.capture_meta import ExperimentSetting, read_iteration, read_order
+from analysis.ingest.capture_meta import ExperimentSetting, read_order
 from analysis.stats.blocked import LevelEffect
 from analysis.study.effects import ExperimentEffects, experiment_effects
 
@@ -75,8 +75,7 @@ def knob_settings(out: Path, setting: ExperimentSetting, knob: str) -> str:
     seen = set()
     for run in mmtests.find_runs(directory) if directory.is_dir() else ():
         for it in run.iterations:
-            meta = read_iteration(it.path)
-            value = meta.sysctls_before.get(knob) if meta is not None else None
+            value = it.metadata.sysctls_before.get(knob) if it.metadata is not None else None
             if value is None:
                 raise InputError(it.path, f"mmlab.json records no {knob} before the capture")
             seen.add(value)
