@@ -31,8 +31,10 @@ from pathlib import Path
 
 import altair as alt
 import polars as pl
+from IPython.display import Markdown
 
 from analysis.report.charts import theme
+from analysis.report.findings import seed_finding
 from analysis.report.seeds import format_checks
 from analysis.seeds.checks import all_checks
 
@@ -41,6 +43,9 @@ theme.offline()  # static SVG charts: they show with no network and in any viewe
 checks = all_checks(Path(mail))
 Path(build_dir).mkdir(parents=True, exist_ok=True)
 checks.write_csv(Path(build_dir) / "seed-checks.csv")
+Markdown(f"**Finding.** {seed_finding(checks)}")
+
+# %%
 checks.group_by("seed", "verdict").len().sort("seed", "verdict").pivot(
     "verdict", index="seed", values="len"
 ).fill_null(0)

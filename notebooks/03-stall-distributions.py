@@ -39,6 +39,7 @@ from pathlib import Path
 import altair as alt
 import numpy as np
 import polars as pl
+from IPython.display import Markdown
 
 from analysis.ingest.captures import traces_below
 from analysis.metrics.trace_files import analyse_file
@@ -47,6 +48,7 @@ from analysis.models.throttle_validation import run_values
 from analysis.models.throttle_waits import fit_reasons, woken_wait
 from analysis.report.charts import theme
 from analysis.report.charts.fits import bins_chart, km_chart, survival_chart
+from analysis.report.findings import timeout_prediction_finding
 from analysis.report.fit import format_duration_fits, format_fits
 from analysis.seeds.throttle import seed_groups
 from analysis.stats.durations import fit_duration_models
@@ -57,6 +59,24 @@ theme.offline()  # static SVG charts: they show with no network and in any viewe
 
 figures = Path(build_dir) / "figures"
 figures.mkdir(parents=True, exist_ok=True)
+# The finding first (from the sweep's section below): each wait, calibrated on one
+# capture, predicting P(timeout) at the timeouts the others ran.
+WB, taus = "VMSCAN_THROTTLE_WRITEBACK", [20_000.0, 100_000.0, 500_000.0]
+sweep_runs = {Path(c).name: observe(c) for c in sweep}
+rows = [
+    {"capture": name, "wait": label}
+    | {f"p_{t / 1000:.0f}ms": np.mean([w(o).survival(np.array([t]))[0] for o in obs]) for t in taus}
+    for name, obs in sweep_runs.items()
+    for label, w in (("Kaplan-Meier", lambda o: calibrate([o]).reason(WB).wait),
+                     ("woken fit", lambda o: woken_wait(o, WB)))
+]  # fmt: skip
+values = [run_values(o, WB) for obs in sweep_runs.values() for o in obs]
+seen = {t: np.mean([v.p_timeout for v in values if v.tau_us == t]) for t in taus}
+rows.append({"capture": "observed", "wait": "kernel"}
+            | {f"p_{t / 1000:.0f}ms": seen[t] for t in taus})  # fmt: skip
+own = {name: f"p_{run_values(obs[0], WB).tau_us / 1000:.0f}ms" for name, obs in sweep_runs.items()}
+predictions = pl.DataFrame(rows)
+Markdown(f"**Finding.** {timeout_prediction_finding(predictions, own)}")
 
 # %% [markdown]
 # ## Seed 000 (5.15-rc1 + reclaim throttling, HZ 250 from the delay quantum)
@@ -91,22 +111,9 @@ seed_chart
 # woken fits (means over runs); last row: what the kernels that ran each timeout observed.
 
 # %%
-WB, taus = "VMSCAN_THROTTLE_WRITEBACK", [20_000.0, 100_000.0, 500_000.0]
-sweep_runs = {Path(c).name: observe(c) for c in sweep}
 for name, fit in ((n, fit_reasons(obs)[WB]) for n, obs in sweep_runs.items()):
     print(name, fit if isinstance(fit, str) else (fit.best.name, fit.identifiability or "ok"))
-rows = [
-    {"capture": name, "wait": label}
-    | {f"p_{t / 1000:.0f}ms": np.mean([w(o).survival(np.array([t]))[0] for o in obs]) for t in taus}
-    for name, obs in sweep_runs.items()
-    for label, w in (("Kaplan-Meier", lambda o: calibrate([o]).reason(WB).wait),
-                     ("woken fit", lambda o: woken_wait(o, WB)))
-]  # fmt: skip
-values = [run_values(o, WB) for obs in sweep_runs.values() for o in obs]
-seen = {t: np.mean([v.p_timeout for v in values if v.tau_us == t]) for t in taus}
-rows.append({"capture": "observed", "wait": "kernel"}
-            | {f"p_{t / 1000:.0f}ms": seen[t] for t in taus})  # fmt: skip
-print(pl.DataFrame(rows))
+print(predictions)
 
 # %% [markdown]
 # ## Reclaim stalls: Kaplan–Meier and censored fits per iteration, log-rank. memcg reclaim

@@ -42,9 +42,9 @@ from analysis.models.throttle import observe
 from analysis.models.throttle_validation import QUANTITIES, run_values
 from analysis.report.charts import theme
 from analysis.report.compare import format_markdown
-from analysis.report.findings import knob_finding
+from analysis.report.findings import ALPHA, knob_finding
 from analysis.report.throttle_model import VALIDATION_LABELS
-from analysis.stats.significance import compare_table, runs_of, shift_function
+from analysis.stats.significance import compare_table, run_mde, runs_of, shift_function
 from analysis.stats.validation_compare import rates_frame
 
 theme.offline()  # static SVG charts: they show with no network and in any viewer
@@ -66,14 +66,19 @@ per_run = pl.DataFrame(
 )
 first = Path(sweep[0]).name
 columns, base = [*QUANTITIES, "writeback_pps"], per_run.filter(pl.col("capture") == first)
-p_values = pl.DataFrame(
-    {"pair": f"{first} vs {name}"}
-    | {q: change_p(base[q].to_list(), group[q].to_list()) for q in columns}
+pairs_of_runs = [
+    (f"{first} vs {name}", group)
     for (name,), group in per_run.group_by("capture", maintain_order=True)
     if name != first
-)
+]
+p_values, detectable = (
+    pl.DataFrame({"pair": pair} | {q: test(base[q].to_list(), group[q].to_list()) for q in columns}
+                 for pair, group in pairs_of_runs)
+    for test in (change_p, lambda b, n: run_mde(b, n, ALPHA))
+)  # fmt: skip
 labels = {q: v[0] for q, v in VALIDATION_LABELS.items()} | {"writeback_pps": "writeback rate"}
-Markdown(f"**Finding.** {knob_finding(p_values, first, labels)} (aa2 ran the defaults again.)")
+finding = knob_finding(p_values, detectable, first, labels)
+Markdown(f"**Finding.** {finding} (aa2 ran the defaults again.)")
 
 
 # %% [markdown]
@@ -114,6 +119,7 @@ shift_chart
 # %%
 print(per_run.group_by("capture", maintain_order=True).agg(pl.col(columns).mean()))
 print(p_values)
+print("smallest change detectable (80 % power, relative):", detectable, sep="\n")
 
 # %% [markdown]
 # ## Validation on SYNTHETIC data (`python -m analysis.stats.validation_compare`): heavy-tailed

@@ -95,8 +95,8 @@ pair = [curve_chart(throttle.timeout_curve(m, WB, taus), 100_000, k) for k, m in
         (("censored fit", fitted), ("Kaplan-Meier", model))]  # fmt: skip
 curves = alt.vconcat(*pair)  # one above the other: side by side is wider than the page
 curves.save(figures / "06-writeback-curves.svg")
-# Each curve is a what-if: its standing out of sample (the kernels scored below).
-scores = tv.validate(calibrated, {k: throttle.observe(k) for k in kernels}, [WB])
+# Each curve is a what-if: its standing out of sample (the kernels scored below, the
+# same scores the finding above states).
 print(fit("\n".join(standing_lines(tv.standings(scores), WHAT_IF_LABELS, "timeout"))))
 curves
 

@@ -28,12 +28,13 @@ build_dir = "build"
 # %%
 from pathlib import Path
 
-from IPython.display import display
+from IPython.display import Markdown, display
 
 from analysis.ingest.mmtests import find_runs
 from analysis.ingest.proc_monitors import runs_monitor
 from analysis.report.charts import theme
 from analysis.report.charts.monitors import buddy_chart, slab_chart, vmstat8_chart
+from analysis.report.findings import monitor_finding
 
 theme.offline()  # static SVG charts: they show with no network and in any viewer
 
@@ -68,7 +69,7 @@ def show(frame, chart_of, figure: str) -> None:
 
 # %%
 vmstat8 = monitor("vmstat")
-print(f"{vmstat8.height} vmstat samples")
+display(Markdown(f"**Finding.** {monitor_finding(vmstat8)}"))
 show(vmstat8, vmstat8_chart, "vmstat8")
 
 # %% [markdown]

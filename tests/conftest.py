@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -43,3 +44,13 @@ CAPTURES = tuple(
         "stutterp-dirty5",
     )
 )
+
+
+@pytest.fixture(scope="session", autouse=True)
+def fits_of_this_run(tmp_path_factory) -> Path:
+    """Duration fits are kept (analysis/stats/memo.py) for this test run alone, shared by
+    its xdist workers: no test's outcome depends on fits an earlier run left in build/."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    os.environ["MMLAB_FIT_CACHE"] = str(shared / "fits")
+    return shared / "fits"

@@ -7,7 +7,15 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from analysis.report.findings import knob_finding, trace_finding, trace_overview, validation_finding
+from analysis.report.findings import (
+    knob_finding,
+    monitor_finding,
+    seed_finding,
+    timeout_prediction_finding,
+    trace_finding,
+    trace_overview,
+    validation_finding,
+)
 
 
 @dataclass(frozen=True)
@@ -49,8 +57,15 @@ def test_knob_finding_names_each_pair_changes_and_the_smallest_other_p():
     p = pl.DataFrame(
         {"pair": ["aa1 vs aa2", "aa1 vs wb20"], "stall": [0.22, 0.048], "eff": [0.016, 0.17]}
     )
-    text = knob_finding(p, "aa1", {"stall": "stall us", "eff": "efficiency"})
-    assert "aa1 vs aa2: efficiency (p 0.016) changed; the rest did not (p ≥ 0.22)." in text
+    # MDE 0.25 = +25 % up, and down the same log distance: 1 - 1/1.25 = 20 %.
+    mde = pl.DataFrame({"pair": ["aa1 vs aa2", "aa1 vs wb20"], "stall": [0.25, 1.0],
+                        "eff": [0.1, None]})  # fmt: skip
+    text = knob_finding(p, mde, "aa1", {"stall": "stall us", "eff": "efficiency"})
+    assert (
+        "aa1 vs aa2: efficiency (p 0.016) changed; the rest did not (p ≥ 0.22), and its runs "
+        "detect only changes of stall us +25.0/-20.0 %." in text
+    )
+    # A null without a log scale (None) is stated without a size it does not have.
     assert "aa1 vs wb20: stall us (p 0.048) changed; the rest did not (p ≥ 0.17)." in text
 
 
@@ -75,3 +90,49 @@ def test_trace_overview_and_finding_from_the_study_tables():
     assert "0.0–5.1 % reached the timeout" in text
     none = trace_finding(trace_overview(pl.DataFrame(), stalls))
     assert none.endswith("No task was throttled (`mm_vmscan_throttled`).")
+
+
+def test_seed_finding_counts_the_verdicts_and_names_what_differs():
+    checks = pl.DataFrame(
+        {"seed": ["000", "000", "001", "001", "002", "003"],
+         "row": ["Kswapd velocity", "Direct velocity", "delta", "delta", "x", "y"],
+         "verdict": ["differs", "agrees", "differs", "differs", "cannot recompute",
+                     "mmlab only"]}
+    )  # fmt: skip
+    assert seed_finding(checks) == (
+        "Of the 5 figures the seeds print and mmlab checks, 1 agree and 3 differ, each for a "
+        "reason stated below (seed 000: Kswapd velocity; seed 001: delta). 1 cannot be "
+        "recomputed (the mail omits an input), and mmlab adds 1 figures of its own."
+    )
+
+
+def test_monitor_finding_reads_kib_and_takes_each_runs_first_sample():
+    vmstat = pl.DataFrame(
+        {"run": ["b", "a", "a", "a"], "iteration": [0, 1, 0, 0], "t_s": [0.0, 0.0, 10.0, 0.0],
+         "free": [3 * 2**20, 2**19, 2**20, 2 * 2**20], "so": [0, 7, 1200, 3],
+         "wa": [1, 9, 0, 2]}
+    )  # fmt: skip
+    assert monitor_finding(vmstat) == (
+        "vmstat(8), per run: a: 3 samples in 2 iteration(s), free memory 2.00 GiB at the first "
+        "and 0.50 GiB at its lowest, swap-out peak 1,200 KiB/s, I/O wait peak 9 %; b: 1 samples "
+        "in 1 iteration(s), free memory 3.00 GiB at the first and 3.00 GiB at its lowest, "
+        "swap-out peak 0 KiB/s, I/O wait peak 1 %."
+    )
+    assert monitor_finding(vmstat.clear()) == "The tree holds no vmstat(8) monitor."
+
+
+def test_timeout_prediction_finding_scores_only_the_timeouts_not_run():
+    rows = pl.DataFrame(
+        {"capture": ["wb20", "wb20", "aa1", "aa1", "observed"],
+         "wait": ["Kaplan-Meier", "woken fit"] * 2 + ["kernel"],
+         "p_20ms": [0.6, 0.57, 0.62, 0.64, 0.6], "p_100ms": [0.6, 0.11, 0.27, 0.27, 0.165],
+         "p_500ms": [0.6, 0.0007, 0.27, 0.17, 0.0]}
+    )  # fmt: skip
+    # By hand, in points: Kaplan-Meier 43.5, 60 (wb20 at 100, 500 ms), 2, 27 (aa1 at 20,
+    # 500 ms): mean 33.125; woken fit 5.5, 0.07, 4, 17: mean 6.6425; closer: KM once (2 < 4).
+    assert timeout_prediction_finding(rows, {"wb20": "p_20ms", "aa1": "p_100ms"}) == (
+        "Calibrated on one capture and asked for P(timeout) at a timeout it did not run "
+        "(4 predictions), Kaplan-Meier errs by 33.1 points on average (largest 60.0; the closer "
+        "in 1) and woken fit errs by 6.6 points on average (largest 17.0; the closer in 3). The "
+        "kernels observed 20 ms 60.0 %, 100 ms 16.5 %, 500 ms 0.0 % (run means)."
+    )

@@ -17,15 +17,18 @@ import polars as pl
 from analysis.metrics.compare import Comparison
 from analysis.report.shrinker_model import SHRINKER_LABELS
 from analysis.report.throttle_model import VALIDATION_LABELS
-from analysis.report.units import common_scale, sig
+from analysis.report.units import common_scale, sig, up_down
 from analysis.study.sweep import QuantityScore, ShrinkerScore
 
 __all__ = [
     "ALPHA",
     "Score",
     "knob_finding",
+    "monitor_finding",
     "ops_finding",
     "same_setting",
+    "seed_finding",
+    "timeout_prediction_finding",
     "trace_finding",
     "trace_overview",
     "validation_finding",
@@ -172,17 +175,103 @@ def validation_finding(scores: Sequence[Score], model: str, calibration: str) ->
     )
 
 
-def knob_finding(p_values: pl.DataFrame, base: str, labels: Mapping[str, str]) -> str:
+def knob_finding(
+    p_values: pl.DataFrame, mde: pl.DataFrame, base: str, labels: Mapping[str, str]
+) -> str:
     """Which per-run quantities (columns of ``p_values``, named by ``labels``) changed against
-    ``base`` at p < :data:`ALPHA` in each pair (rows: ``pair`` and one p per quantity), and
-    the smallest p of the rest."""
+    ``base`` at p < :data:`ALPHA` in each pair (rows: ``pair`` and one p per quantity), the
+    smallest p of the rest, and for those the smallest change the pair's runs detect
+    (``mde``, the same rows: :func:`~analysis.stats.significance.run_mde`, None where a
+    quantity has no log scale): a null is stated with its size."""
     sentences = []
+    detectable = {row["pair"]: row for row in mde.iter_rows(named=True)}
     for row in p_values.iter_rows(named=True):
         ps = {q: row[q] for q in labels if row.get(q) is not None}
         moved = [f"{labels[q]} (p {sig(p, 2)})" for q, p in ps.items() if p < ALPHA]
-        rest = [p for p in ps.values() if p >= ALPHA]
+        rest = {q: p for q, p in ps.items() if p >= ALPHA}
         text = f"{row['pair']}: " + (f"{_names(moved)} changed" if moved else "nothing changed")
         if rest:
-            text += f"{'; the rest did not' if moved else ''} (p ≥ {min(rest):.2g})"
+            text += f"{'; the rest did not' if moved else ''} (p ≥ {min(rest.values()):.2g})"
+            sizes = detectable.get(row["pair"], {})
+            seen = [f"{labels[q]} {up_down(sizes[q])}" for q in rest if sizes.get(q) is not None]
+            if seen:
+                text += f", and its runs detect only changes of {_names(seen)}"
         sentences.append(text + ".")
-    return f"Per run, at p < {ALPHA} (permutation over runs against {base}): " + " ".join(sentences)
+    return (
+        f"Per run, at p < {ALPHA} (permutation over runs against {base}; detectable: 80 % "
+        "power, Welch t on the log of the run values): " + " ".join(sentences)
+    )
+
+
+def seed_finding(checks: pl.DataFrame) -> str:
+    """The verdicts of :func:`analysis.seeds.checks.all_checks` (one row per figure) in
+    two sentences: how many printed figures agree, which differ (by seed and row; the
+    table gives each one's reason), how many cannot be recomputed and how many mmlab adds."""
+    count = checks.group_by("verdict").len()
+    n = dict(zip(count["verdict"], count["len"], strict=True))
+    printed = sum(n.get(v, 0) for v in ("agrees", "differs", "cannot recompute"))
+    differs = checks.filter(pl.col("verdict") == "differs")
+    where = [
+        f"seed {seed}: {_names(list(dict.fromkeys(rows['row'])))}"
+        for (seed,), rows in differs.group_by("seed", maintain_order=True)
+    ]
+    text = (
+        f"Of the {printed} figures the seeds print and mmlab checks, {n.get('agrees', 0)} "
+        f"agree and {n.get('differs', 0)} differ, each for a reason stated below"
+    )
+    text += f" ({'; '.join(where)})." if where else "."
+    return text + (
+        f" {n.get('cannot recompute', 0)} cannot be recomputed (the mail omits an input), and "
+        f"mmlab adds {n.get('mmlab only', 0)} figures of its own."
+    )
+
+
+def monitor_finding(vmstat: pl.DataFrame) -> str:
+    """Each run's vmstat(8) monitor (``runs_monitor(runs, "vmstat")``: KiB and percent
+    columns) in one clause: free memory at the first sample and at its lowest, the peak
+    swap-out and the peak share of CPU waiting on I/O."""
+    if vmstat.is_empty():
+        return "The tree holds no vmstat(8) monitor."
+    gib = 2.0**20  # vmstat(8) prints KiB
+    parts = [
+        f"{run}: {rows.height} samples in {rows['iteration'].n_unique()} iteration(s), free "
+        f"memory {rows['free'][0] / gib:.2f} GiB at the first and {rows['free'].min() / gib:.2f} "
+        f"GiB at its lowest, swap-out peak {rows['so'].max():,} KiB/s, I/O wait peak "
+        f"{rows['wa'].max()} %"
+        for (run,), rows in vmstat.sort("run", "iteration", "t_s").group_by(
+            "run", maintain_order=True
+        )
+    ]
+    return "vmstat(8), per run: " + "; ".join(parts) + "."
+
+
+def timeout_prediction_finding(rows: pl.DataFrame, own: Mapping[str, str]) -> str:
+    """How well each wait (``rows``: ``capture``, ``wait`` and one ``p_<τ>`` column per
+    timeout, with a ``capture == "observed"`` row of the kernel's shares) calibrated on one
+    capture predicts P(timeout) at the timeouts that capture did not run (``own``: its
+    column): mean and largest absolute error in points, and how often each wait was the
+    closer one."""
+    observed = rows.filter(pl.col("capture") == "observed").row(0, named=True)
+    columns = [c for c in rows.columns if c.startswith("p_")]
+    errors: dict[str, list[float]] = {}
+    for row in rows.filter(pl.col("capture") != "observed").iter_rows(named=True):
+        errors.setdefault(row["wait"], []).extend(
+            100 * abs(row[c] - observed[c]) for c in columns if c != own[row["capture"]]
+        )
+    waits = list(errors)
+    closer = {w: 0 for w in waits}
+    for pair in zip(*(errors[w] for w in waits), strict=True):
+        closer[waits[pair.index(min(pair))]] += 1
+    n = len(errors[waits[0]])
+    stated = [
+        f"{w} errs by {sum(e) / n:.1f} points on average (largest {max(e):.1f}; the closer "
+        f"in {closer[w]})"
+        for w, e in errors.items()
+    ]
+    shares = ", ".join(
+        f"{c.removeprefix('p_').replace('ms', ' ms')} {100 * observed[c]:.1f} %" for c in columns
+    )
+    return (
+        f"Calibrated on one capture and asked for P(timeout) at a timeout it did not run "
+        f"({n} predictions), {_names(stated)}. The kernels observed {shares} (run means)."
+    )

@@ -43,6 +43,11 @@ class Family:
     rvs: Callable[[int, tuple[float, ...], np.random.Generator], Array]
     starts: Callable[[float], list[Array]]
 
+    def __reduce__(self) -> tuple[Callable[[str], Family], tuple[str]]:
+        # Pickled by name (its functions are lambdas): a kept fit (analysis.stats.memo)
+        # comes back holding the module's own family.
+        return family, (self.name,)
+
 
 def _shape_scale_starts(scale_us: float) -> list[Array]:
     log_s = np.log(scale_us)

@@ -39,6 +39,7 @@ from threadpoolctl import threadpool_limits
 
 from analysis.errors import InputError
 from analysis.stats.families import FAMILIES, Family
+from analysis.stats.memo import memoised
 
 __all__ = [
     "AT_BOUND",
@@ -888,17 +889,30 @@ def fit_group(
     families: Iterable[str] | None = None,
     bootstrap: int = 0,
     seed: int = 0,
+    cache: bool = True,
 ) -> GroupFit:
     """Fit every candidate (or those of ``families``) to one group, rank by AIC, derive the
     observables (averaged over the models by Akaike weight, delta method on the link
     scale, whatever ``bootstrap``), test the fit (``bootstrap`` > 0: parametric-bootstrap
     G² p-values, lack of fit flagged) and say what is not identified. Models with as many
     parameters as the histogram has occupied bins less one are skipped (the fit would be
-    exact and say nothing)."""
-    # One BLAS thread: a multi-threaded reduction sums in another order, and the fit moved
-    # by up to 8e-5 relative between OPENBLAS_NUM_THREADS=1 and 2 (Dask workers run with 1).
-    with threadpool_limits(limits=1, user_api="blas"):
-        return _fit_group(data, event, context, reason, families, bootstrap, seed)
+    exact and say nothing). The fit is kept on disk (:mod:`analysis.stats.memo`) unless
+    ``cache`` is false (simulations, whose every group is new)."""
+    names = None if families is None else tuple(families)
+
+    def compute() -> GroupFit:
+        # One BLAS thread: a multi-threaded reduction sums in another order, and the fit
+        # moved by up to 8e-5 relative between OPENBLAS_NUM_THREADS=1 and 2 (Dask workers
+        # run with 1).
+        with threadpool_limits(limits=1, user_api="blas"):
+            return _fit_group(data, event, context, reason, names, bootstrap, seed)
+
+    if not cache:
+        return compute()
+    counts = np.ascontiguousarray(data.counts)
+    options = (counts.dtype.str, data.jiffy_us, data.timeout_us, event, context, reason)
+    key = counts.tobytes() + repr((*options, names, bootstrap, seed)).encode()
+    return memoised(key, compute)
 
 
 def _fit_group(

@@ -98,6 +98,7 @@ __all__ = [
     "permutation_p",
     "run_difference",
     "run_interval",
+    "run_mde",
     "run_test",
     "runs_of",
     "shift_function",
@@ -231,6 +232,16 @@ def minimum_detectable_change(sd: float, runs_a: int, runs_b: int, level: float)
     block). Downwards the same distance on the log scale is 1/(1 + mde) − 1."""
     se = sd * math.sqrt(1 / runs_a + 1 / runs_b)
     return math.expm1(detectable_reach(runs_a + runs_b - 2, level, POWER) * se)
+
+
+def run_mde(base: Sequence[float], new: Sequence[float], level: float) -> float | None:
+    """:func:`minimum_detectable_change` of two kernels' per-run values (one value a run),
+    from their pooled log sd; None below two runs a side or where a value is not positive
+    (no log scale, so no relative change to state)."""
+    sd = _run_sd(np.asarray(base, float), np.asarray(new, float))
+    if sd is None or min(len(base), len(new)) < 2:
+        return None
+    return minimum_detectable_change(sd, len(base), len(new), level)
 
 
 def _pooled_sd(groups: Sequence[np.ndarray]) -> float:
