@@ -299,3 +299,14 @@ def test_the_minimum_detectable_change_is_found_with_80_percent_power():
         > mde
         > minimum_detectable_change(sd, 20, 20, 0.05)
     )
+
+
+def test_run_mde_takes_the_pooled_sd_of_the_run_logs():
+    from analysis.stats.significance import minimum_detectable_change, run_mde
+
+    # Logs 0, 1, 2 and 1, 2, 3: each side's sd is 1 by hand, so the pooled sd is 1.
+    base, new = np.exp([0.0, 1.0, 2.0]), np.exp([1.0, 2.0, 3.0])
+    assert run_mde(base, new, 0.05) == pytest.approx(minimum_detectable_change(1.0, 3, 3, 0.05))
+    assert run_mde(base, new, 0.05) > run_mde(base, new, 0.2)  # a laxer level sees less
+    assert run_mde(base[:1], new, 0.05) is None  # one run: no spread to size a change by
+    assert run_mde([0.0, 1.0], new, 0.05) is None  # a zero: no log scale, no relative size

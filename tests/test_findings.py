@@ -136,3 +136,20 @@ def test_timeout_prediction_finding_scores_only_the_timeouts_not_run():
         "in 1) and woken fit errs by 6.6 points on average (largest 17.0; the closer in 3). The "
         "kernels observed 20 ms 60.0 %, 100 ms 16.5 %, 500 ms 0.0 % (run means)."
     )
+
+
+def test_a_validation_null_is_stated_with_its_size():
+    from types import SimpleNamespace
+
+    from analysis.report.standing import undetected_lines
+
+    rows = [
+        SimpleNamespace(quantity="a", change_p=0.3, change_mde=0.25),  # null: sized
+        SimpleNamespace(quantity="b", change_p=0.01, change_mde=0.25),  # a change: no line
+        SimpleNamespace(quantity="c", change_p=None, change_mde=1.0),  # untested: sized
+        SimpleNamespace(quantity="d", change_p=0.5, change_mde=None),  # no log scale
+    ]
+    assert undetected_lines(rows, {"a": "stall", "b": "x", "c": "eff", "d": "y"}, 0.05) == [
+        "  stall        no change shown at p < 0.05; these runs detect +25.0/-20.0 %",
+        "  eff          no change shown at p < 0.05; these runs detect +100/-50.0 %",
+    ]

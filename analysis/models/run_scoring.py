@@ -21,14 +21,16 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from analysis.stats.significance import permutation_p
+from analysis.stats.significance import permutation_p, run_mde
 
 __all__ = [
     "BEAT_NO_CHANGE",
+    "CHANGE_LEVEL",
     "DID_NOT_BEAT",
     "LEVEL",
     "NOT_VALIDATED",
     "Standing",
+    "change_mde",
     "change_p",
     "half_width",
     "inside",
@@ -75,6 +77,17 @@ def change_p(
     if len(calibration) < 2 or len(observed) < 2:
         return None
     return permutation_p(np.asarray(calibration, float), np.asarray(observed, float), seed)[0]
+
+
+# The level at which a validation capture's change from the calibration is tested, and
+# its smallest detectable change computed.
+CHANGE_LEVEL = 0.05
+
+
+def change_mde(calibration: Sequence[float], observed: Sequence[float]) -> float | None:
+    """The smallest relative change of the run mean these runs detect (80 % power, Welch t
+    on the logs at :data:`CHANGE_LEVEL`): the size of a null :func:`change_p` states."""
+    return run_mde(calibration, observed, CHANGE_LEVEL)
 
 
 BEAT_NO_CHANGE, DID_NOT_BEAT, NOT_VALIDATED = (

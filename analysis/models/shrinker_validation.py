@@ -46,7 +46,14 @@ from analysis.capture.knobs import DIVISOR_KNOB
 from analysis.errors import InputError
 from analysis.ingest.capture_meta import read_iteration, the_vm_below
 from analysis.ingest.captures import traces_below
-from analysis.models.run_scoring import Standing, change_p, inside, prediction_interval, standing
+from analysis.models.run_scoring import (
+    Standing,
+    change_mde,
+    change_p,
+    inside,
+    prediction_interval,
+    standing,
+)
 from analysis.models.shrinker import Variant, load_invocations, replay
 
 __all__ = [
@@ -127,7 +134,8 @@ class ShrinkerScore:
     """One quantity of one validation capture: replayed (mean of the one-run replays) with
     its run-level interval, the observed runs, how many fall inside, the mean absolute
     per-run error of the replay and of no change (the calibration's run mean), and the
-    permutation p of the observed change from the calibration runs. ``depleted_*``: the
+    permutation p of the observed change from the calibration runs with the smallest
+    relative change those runs detect (``change_mde``). ``depleted_*``: the
     same for the replay with depletion (None for the kswapd share, which it keeps, and
     when the calibration scanned nothing: no freed-per-scanned ratio to deplete by)."""
 
@@ -147,6 +155,7 @@ class ShrinkerScore:
     depleted_interval: tuple[float, float] | None = None
     depleted_inside: int | None = None
     depleted_error: float | None = None
+    change_mde: float | None = None
 
 
 def score_divisor(
@@ -201,6 +210,7 @@ def score_divisor(
                 no_change=float(np.mean(calib)),
                 no_change_error=float(np.mean(np.abs(np.mean(calib) - obs)) * scale),
                 change_p=change_p(calib, list(obs), seed),
+                change_mde=change_mde(calib, list(obs)),
                 **extra,
             )
         )

@@ -68,7 +68,14 @@ import numpy as np
 import statsmodels.api as sm
 
 from analysis.errors import InputError
-from analysis.models.run_scoring import Standing, change_p, inside, prediction_interval, standing
+from analysis.models.run_scoring import (
+    Standing,
+    change_mde,
+    change_p,
+    inside,
+    prediction_interval,
+    standing,
+)
 from analysis.models.throttle import (
     CycleModel,
     CyclePrediction,
@@ -156,7 +163,8 @@ class QuantityScore:
     interval; ``pooled``: the pooled model with its bootstrap interval), the observed
     per-run values, how many fall in the interval, the mean per-run error (``error_unit``:
     ``pp`` or ``relative``) of the model and of the two baselines, and the permutation p
-    of the observed change from the calibration runs.
+    of the observed change from the calibration runs with the smallest relative change
+    those runs detect (``change_mde``, :func:`~analysis.models.run_scoring.change_mde`).
 
     Beyond the calibration's timeout (``extrapolated``) the one-run models use the woken
     fit; ``kaplan_meier`` and its error are the Kaplan–Meier prediction there (an upper
@@ -191,6 +199,7 @@ class QuantityScore:
     given_writeback_inside: int | None = None
     given_writeback_error: float | None = None
     given_writeback_error_sd: float | None = None
+    change_mde: float | None = None
 
 
 def identification_bounds(wait: LatentWait, tau0_us: float, tau_us: float) -> dict:
@@ -324,6 +333,7 @@ def score_capture(
                 linear=linear,
                 linear_error=float(_errors(linear, obs, q).mean()),
                 change_p=change_p(list(calib), list(obs), seed),
+                change_mde=change_mde(list(calib), list(obs)),
                 extrapolated=tau > cycle.wait.support_limit_us,
                 **extra,
             )

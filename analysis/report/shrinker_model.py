@@ -12,12 +12,24 @@ import textwrap
 from collections.abc import Sequence
 
 from analysis.report.json_output import undefined_as_null
-from analysis.report.standing import standing_json, standing_lines, standing_sentence
+from analysis.report.standing import (
+    standing_json,
+    standing_lines,
+    standing_sentence,
+    undetected_lines,
+)
 from analysis.report.table import Column, Table
 from analysis.report.text import fit, path_lines
 from analysis.report.units import PLAIN, interval, plus_minus, sig
 from analysis.stats.describe import mean_sd
-from analysis.study.shrinker_model import ContextWork, ModelRun, ShrinkerScore, Standing, Variant
+from analysis.study.shrinker_model import (
+    CHANGE_LEVEL,
+    ContextWork,
+    ModelRun,
+    ShrinkerScore,
+    Standing,
+    Variant,
+)
 
 __all__ = [
     "SHRINKER_LABELS",
@@ -189,6 +201,7 @@ SHRINKER_LABELS = {
     "backlog_objects": ("nr_deferred", ".0f", "objects"),
     "kswapd_share": ("kswapd calls", ".3f", "pp"),
 }
+_LABEL = {q: v[0] for q, v in SHRINKER_LABELS.items()}
 
 
 def format_shrinker_validation(
@@ -231,6 +244,7 @@ def format_shrinker_validation(
                 )
             )
         lines += Table(_VALIDATION_COLUMNS, cells).text(indent=2)
+        lines += undetected_lines(rows, _LABEL, CHANGE_LEVEL)
         for s in rows:
             if s.depleted is None:
                 continue
@@ -272,6 +286,7 @@ def shrinker_validation_json(
                 "no_change": s.no_change,
                 "no_change_error": s.no_change_error,
                 "change_permutation_p": s.change_p,
+                "change_detectable": s.change_mde,
                 "depleted": s.depleted,
                 "depleted_interval": s.depleted_interval,
                 "depleted_runs_inside_interval": s.depleted_inside,

@@ -8,12 +8,19 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from analysis.report.units import PLAIN
+from analysis.report.units import PLAIN, up_down
 
 if TYPE_CHECKING:
-    from analysis.study.throttle_model import Standing
+    from analysis.study.shrinker_model import ShrinkerScore
+    from analysis.study.throttle_model import QuantityScore, Standing
 
-__all__ = ["error_text", "standing_json", "standing_lines", "standing_sentence"]
+__all__ = [
+    "error_text",
+    "standing_json",
+    "standing_lines",
+    "standing_sentence",
+    "undetected_lines",
+]
 
 
 def error_text(value: float | None, unit: str | None) -> str:
@@ -69,3 +76,17 @@ def standing_lines(
     """``  label: sentence`` per standing (``labels``: quantity → its name), unwrapped
     (:func:`analysis.report.text.fit` wraps them)."""
     return [f"  {labels[s.quantity]}: {standing_sentence(s, setting)}" for s in standings]
+
+
+def undetected_lines(
+    rows: Sequence[QuantityScore | ShrinkerScore], labels: Mapping[str, str], level: float
+) -> list[str]:
+    """A line for each of one capture's quantities whose change from the calibration runs
+    was not shown (p ≥ ``level`` or untestable), with the smallest change those runs
+    detect: a null stated with its size."""
+    return [
+        f"  {labels[s.quantity]:<12} no change shown at p < {level:g}; these runs detect "
+        f"{up_down(s.change_mde)}"
+        for s in rows
+        if (s.change_p is None or s.change_p >= level) and s.change_mde is not None
+    ]

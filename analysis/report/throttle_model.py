@@ -5,12 +5,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from analysis.report.standing import error_text, standing_json, standing_lines, standing_sentence
+from analysis.report.standing import (
+    error_text,
+    standing_json,
+    standing_lines,
+    standing_sentence,
+    undetected_lines,
+)
 from analysis.report.table import Column, Table
 from analysis.report.text import fit
 from analysis.report.units import PLAIN, fixed, interval, plus_minus, sig
 from analysis.stats.describe import mean_sd
 from analysis.study.throttle_model import (
+    CHANGE_LEVEL,
     DESIGN_LEVEL,
     Design,
     Estimate,
@@ -275,6 +282,7 @@ VALIDATION_LABELS = {
     "velocity_pps": ("velocity p/s", ".0f"),
     "efficiency": ("efficiency", ".3f"),
 }
+_LABEL = {q: v[0] for q, v in VALIDATION_LABELS.items()}
 # The PI under the prediction and the sd under the mean keep the table in 80 columns
 # with every quantity's label on one line (a 5-decimal P(timeout) PI is 26 wide).
 _VALIDATION_COLUMNS = (
@@ -337,6 +345,7 @@ def format_validation(scores: Sequence[QuantityScore], calibration: str) -> str:
                 )
             )
         lines += Table(_VALIDATION_COLUMNS, cells).text(indent=2)
+        lines += undetected_lines(rows, _LABEL, CHANGE_LEVEL)
         lines += _beside_lines(rows)
         lines.append("  per run (x: outside the PI):")
         for s in rows:
@@ -405,6 +414,7 @@ def validation_json(scores: Sequence[QuantityScore], calibration: str) -> dict:
                 "linear": s.linear,
                 "linear_error": s.linear_error,
                 "change_permutation_p": s.change_p,
+                "change_detectable": s.change_mde,
                 "extrapolated": s.extrapolated,
                 "kaplan_meier": s.kaplan_meier,
                 "kaplan_meier_error": s.kaplan_meier_error,

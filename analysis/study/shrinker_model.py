@@ -12,11 +12,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from analysis.ingest.captures import traces_below
-from analysis.models.run_scoring import Standing
+from analysis.models.run_scoring import CHANGE_LEVEL, Standing
 from analysis.models.shrinker import ContextWork, ModelRun, Variant, load_invocations, model_trace
 from analysis.models.shrinker_validation import ShrinkerScore, divisor_capture, standings, validate
 
 __all__ = [
+    "CHANGE_LEVEL",
     "ContextWork",
     "ModelRun",
     "ShrinkerScore",

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from analysis.errors import InputError
-from analysis.models.run_scoring import Standing
+from analysis.models.run_scoring import CHANGE_LEVEL, Standing
 from analysis.models.throttle import (
     CycleModel,
     CyclePrediction,
@@ -42,6 +42,7 @@ from analysis.stats.describe import mean_sd
 from analysis.stats.significance import design_runs
 
 __all__ = [
+    "CHANGE_LEVEL",
     "DESIGN_LEVEL",
     "LADDER",
     "Design",
