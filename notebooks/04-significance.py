@@ -48,8 +48,7 @@ from analysis.stats.significance import compare_table, run_mde, runs_of, shift_f
 from analysis.stats.validation_compare import rates_frame
 
 theme.offline()  # static SVG charts: they show with no network and in any viewer
-figures = Path(build_dir) / "figures"
-figures.mkdir(parents=True, exist_ok=True)
+(figures := Path(build_dir) / "figures").mkdir(parents=True, exist_ok=True)
 pairs = (("A/A", aa), ("A/B", ab))
 tables = {name: load_runs([Path(p) for p in paths]).table for name, paths in pairs}
 
@@ -66,20 +65,16 @@ per_run = pl.DataFrame(
 )
 first = Path(sweep[0]).name
 columns, base = [*QUANTITIES, "writeback_pps"], per_run.filter(pl.col("capture") == first)
-pairs_of_runs = [
-    (f"{first} vs {name}", group)
-    for (name,), group in per_run.group_by("capture", maintain_order=True)
-    if name != first
-]
+groups = [(f"{first} vs {n}", g) for (n,), g in per_run.group_by("capture", maintain_order=True)
+          if n != first]  # fmt: skip
 p_values, detectable = (
-    pl.DataFrame({"pair": pair} | {q: test(base[q].to_list(), group[q].to_list()) for q in columns}
-                 for pair, group in pairs_of_runs)
+    pl.DataFrame({"pair": pair} | {q: test(base[q].to_list(), g[q].to_list()) for q in columns}
+                 for pair, g in groups)
     for test in (change_p, lambda b, n: run_mde(b, n, ALPHA))
 )  # fmt: skip
 labels = {q: v[0] for q, v in VALIDATION_LABELS.items()} | {"writeback_pps": "writeback rate"}
 finding = knob_finding(p_values, detectable, first, labels)
 Markdown(f"**Finding.** {finding} (aa2 ran the defaults again.)")
-
 
 # %% [markdown]
 # ## Every row, deciding on the median and on the 99th percentile
@@ -118,8 +113,7 @@ shift_chart
 
 # %%
 print(per_run.group_by("capture", maintain_order=True).agg(pl.col(columns).mean()))
-print(p_values)
-print("smallest change detectable (80 % power, relative):", detectable, sep="\n")
+print(p_values, "smallest change detectable (80 % power, relative):", detectable, sep="\n")
 
 # %% [markdown]
 # ## Validation on SYNTHETIC data (`python -m analysis.stats.validation_compare`): heavy-tailed

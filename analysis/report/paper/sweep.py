@@ -20,7 +20,15 @@ import polars as pl
 from analysis.report.paper.figures import save_pdf
 from analysis.report.paper.latex import escape, fixed, number, table_tex
 from analysis.report.throttle_fits import MS
-from analysis.report.units import MISSING, PLAIN, Scale, interval_texts, mean_sd_texts, sig
+from analysis.report.units import (
+    MISSING,
+    PLAIN,
+    Scale,
+    interval_texts,
+    mean_sd_texts,
+    sig,
+    up_down,
+)
 from analysis.stats.blocked import BlockedEffects
 from analysis.stats.significance import CI_LEVEL, POWER, RowComparison
 from analysis.study.sweep import (
@@ -116,6 +124,11 @@ def _p(value: float | None) -> str:
     return number(sig(value))
 
 
+def _detectable(value: float | None) -> str:
+    """The smallest relative change the runs detect, up and down (``--`` without one)."""
+    return "--" if value is None else escape(up_down(value))
+
+
 def _tau(sweep: KnobSweep, capture: str) -> str:
     return f"{sweep.tau_us(capture) / 1000:g}"
 
@@ -164,9 +177,10 @@ def throttle_table(sweep: KnobSweep) -> str:
                 "wb",
                 "$p$",
                 "$q$",
+                "MDE",
             ],
             rows,
-            "llrrrrrrrrrr",
+            "llrrrrrrrrrrr",
             f"The timeout model calibrated on {cal} (default timeout) against the kernels "
             "that ran each timeout $\\tau$: the mean prediction of the models calibrated on "
             "one run each and its 95\\,\\% prediction interval for one run; observed mean "
@@ -272,6 +286,7 @@ def shrinker_table(sweep: KnobSweep) -> str:
             _error(s.quantity, s.no_change_error),
             _p(s.change_p),
             _p(q.get((s.capture, s.quantity))),
+            _detectable(s.change_mde),
         ]
         for s in sweep.shrinker
     ]
@@ -302,7 +317,8 @@ def shrinker_table(sweep: KnobSweep) -> str:
             "instance's later cache sizes; mean absolute error over runs of the replay, of "
             "the depleted replay and of no change (objects; kswapd share in pp); $p$: "
             f"permutation test over runs, {cal} against the capture; $q$: as in "
-            "Table~\\ref{tab:sweep-throttle}.",
+            "Table~\\ref{tab:sweep-throttle}; MDE: the smallest change these runs detect "
+            "(80\\,\\% power, Welch $t$ on the logs of the run values), up and down.",
             "tab:sweep-shrinker",
         ),
         wide=True,
