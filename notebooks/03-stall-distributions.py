@@ -59,8 +59,7 @@ theme.offline()  # static SVG charts: they show with no network and in any viewe
 
 figures = Path(build_dir) / "figures"
 figures.mkdir(parents=True, exist_ok=True)
-# The finding first (from the sweep's section below): each wait, calibrated on one
-# capture, predicting P(timeout) at the timeouts the others ran.
+# The finding first (the sweep's section below): P(timeout) where a capture did not run.
 WB, taus = "VMSCAN_THROTTLE_WRITEBACK", [20_000.0, 100_000.0, 500_000.0]
 sweep_runs = {Path(c).name: observe(c) for c in sweep}
 rows = [

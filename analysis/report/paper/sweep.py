@@ -177,10 +177,9 @@ def throttle_table(sweep: KnobSweep) -> str:
                 "wb",
                 "$p$",
                 "$q$",
-                "MDE",
             ],
             rows,
-            "llrrrrrrrrrrr",
+            "llrrrrrrrrrr",
             f"The timeout model calibrated on {cal} (default timeout) against the kernels "
             "that ran each timeout $\\tau$: the mean prediction of the models calibrated on "
             "one run each and its 95\\,\\% prediction interval for one run; observed mean "
@@ -306,9 +305,10 @@ def shrinker_table(sweep: KnobSweep) -> str:
                 "none",
                 "$p$",
                 "$q$",
+                "MDE",
             ],
             rows,
-            "llrrrrrrrrrr",
+            "llrrrrrrrrrrr",
             f"The shrinker replay: each run of {cal} (divisor $2^{{\\text{{priority}}}}$) "
             "replayed under the divisor each capture ran, against that kernel's runs: "
             "mean replay and its 95\\,\\% prediction interval for one run; observed mean "
