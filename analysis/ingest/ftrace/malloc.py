@@ -61,7 +61,7 @@ def keep_freed_pages() -> None:
     tens of MB; returned at once (Polars' jemalloc purges in a background thread, PyArrow's
     mimalloc after 10 ms), every page is faulted in and zeroed again by the next block:
     a third of the analysis's system time. Kept, the 655 MiB stand-in's ``mmlab stalls``
-    takes ~0.4 s less system time for ~30 MB more peak RSS (benchmarks/stalls.md). The
+    takes ~0.4 s less system time for ~30 MB more peak RSS (3 alternating runs). The
     options are read when each library loads: call this before Polars and PyArrow are
     imported. A value already in the environment is kept.
     """
