@@ -52,10 +52,6 @@ def run(args: argparse.Namespace) -> int:
     # Before NumPy loads: OpenBLAS starts a thread per core that spins ~0.1 s of CPU after
     # it starts, and the analysis does no linear algebra (as `mmlab ingest`).
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    # First, before Polars and PyArrow load: see the function.
-    from analysis.ingest.ftrace.malloc import keep_freed_pages
-
-    keep_freed_pages()
     # Here, not at the top: `mmlab --help` must not import polars or numpy.
     from analysis.report.json_output import dumps
     from analysis.report.trace_analysis import analysis_json, format_analysis, format_uniq_c

@@ -9,19 +9,12 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
-import os
 
-__all__ = ["give_back_freed_memory", "keep_freed_pages", "one_arena", "reuse_freed_memory"]
+__all__ = ["give_back_freed_memory", "one_arena", "reuse_freed_memory"]
 
 # glibc mallopt parameters (malloc.h).
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _M_ARENA_MAX = -1, -3, -8
 _HEAP_KEEP_BYTES = 256 << 20
-# The environment options of Polars' allocator (jemalloc, prefixed) and PyArrow's
-# (mimalloc) that keep freed pages for reuse for 5 s: see keep_freed_pages.
-_KEEP_FREED_PAGES = {
-    "_RJEM_MALLOC_CONF": "dirty_decay_ms:5000,muzzy_decay_ms:5000",
-    "MIMALLOC_PURGE_DELAY": "5000",
-}
 
 
 def _libc(function: str):
@@ -51,22 +44,6 @@ def reuse_freed_memory() -> None:
     """
     _mallopt(_M_MMAP_THRESHOLD, _HEAP_KEEP_BYTES)
     _mallopt(_M_TRIM_THRESHOLD, _HEAP_KEEP_BYTES)
-
-
-def keep_freed_pages() -> None:
-    """Have Polars' and PyArrow's allocators keep freed pages a few seconds before
-    returning them to the system.
-
-    Each Polars operation of the block-by-block analysis allocates and frees frames of
-    tens of MB; returned at once (Polars' jemalloc purges in a background thread, PyArrow's
-    mimalloc after 10 ms), every page is faulted in and zeroed again by the next block:
-    a third of the analysis's system time. Kept, the 655 MiB stand-in's ``mmlab stalls``
-    takes ~0.4 s less system time for ~30 MB more peak RSS (3 alternating runs). The
-    options are read when each library loads: call this before Polars and PyArrow are
-    imported. A value already in the environment is kept.
-    """
-    for name, value in _KEEP_FREED_PAGES.items():
-        os.environ.setdefault(name, value)
 
 
 def one_arena() -> None:
