@@ -12,6 +12,7 @@ PY := $(VENV)/bin/python
 MMLAB := $(VENV)/bin/mmlab
 SYNCED := $(VENV)/.synced
 WARM := $(VENV)/.jit-warm
+BYTECODE := $(VENV)/.bytecode
 JIT_SOURCES := analysis/models/shrinker_kernel.py analysis/warm.py
 C_SOURCES := $(wildcard analysis/ingest/ftrace/*.c)
 BUILD := build
@@ -46,7 +47,7 @@ all: $(BUILD)/report.txt $(EXECUTED) paper
 # byte-compiled at install: this machine sets PYTHONDONTWRITEBYTECODE, so nothing else would.
 # Installing mmlab compiles its trace reader (C, analysis/ingest/ftrace/_parse.c): a C
 # compiler and Python's headers must be there, and are checked first.
-setup: $(SYNCED) $(WARM)
+setup: $(SYNCED) $(WARM) $(BYTECODE)
 $(SYNCED): pyproject.toml uv.lock $(C_SOURCES)
 	@command -v $${CC:-cc} >/dev/null 2>&1 && $(PYTHON) -c "import os, sysconfig; \
 		assert os.path.exists(os.path.join(sysconfig.get_paths()['include'], 'Python.h'))" \
@@ -55,6 +56,12 @@ $(SYNCED): pyproject.toml uv.lock $(C_SOURCES)
 	@command -v uv >/dev/null 2>&1 || $(PYTHON) -m uv --version >/dev/null 2>&1 \
 		|| $(PYTHON) -m pip install --quiet uv
 	$$(command -v uv || echo $(PYTHON) -m uv) sync --locked --compile-bytecode --python $(PYTHON)
+	@touch $@
+
+# mmlab's own modules byte-compiled too (an editable install, which uv does not compile):
+# without it every command compiles them again, ~0.2 s of CPU each time (benchmarks/stalls.md).
+$(BYTECODE): $(SYNCED) $(SOURCES)
+	$(PY) -m compileall -q analysis
 	@touch $@
 
 # numba compiles the shrinker model's kernels on their first call: done here, once per

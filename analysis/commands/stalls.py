@@ -8,6 +8,8 @@ histogram text pasted from a mail (detected by content), or a capture / mmtests 
 from __future__ import annotations
 
 import argparse
+import gc
+import os
 from pathlib import Path
 
 __all__ = ["add_label_argument", "group_label", "register"]
@@ -47,11 +49,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Before NumPy loads: OpenBLAS starts a thread per core that spins ~0.1 s of CPU after
+    # it starts, and the analysis does no linear algebra (as `mmlab ingest`).
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     # Here, not at the top: `mmlab --help` must not import polars or numpy.
     from analysis.report.json_output import dumps
     from analysis.report.trace_analysis import analysis_json, format_analysis, format_uniq_c
     from analysis.study.sources import analyse_sources
 
+    # The libraries' long-lived objects out of the collector's sight: every full collection
+    # the analysis's allocations trigger would walk them all again.
+    gc.freeze()
     results = analyse_sources(args.paths, dict(args.label), args.hz)
     if args.json:
         print(dumps([analysis_json(r) for r in results]))

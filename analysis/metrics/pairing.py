@@ -240,17 +240,22 @@ class Pairing:
     def _step(self, begin: pl.DataFrame, end: pl.DataFrame, final: bool) -> pl.DataFrame:
         counts = self._counts
         block = pl.concat([_keys(begin, True, self._held_begins.height), _keys(end, False, 0)])
-        # In file order: within this block (:meth:`_restart` makes a block's first event
-        # of a pid no earlier than everything before it).
-        counts["clock_backwards"] += int(
-            _sorted_by(block, "pid", "line")
-            .select(((pl.col("ts_ns") < pl.col("ts_ns").shift(1)) & _same_pid(1)).sum())
-            .item()
-            or 0
-        )
         begins = pl.concat([self._held_begins, begin])
         keys = pl.concat([self._held, block.with_columns(_held=pl.lit(False))])
-        order = _sorted_by(keys, "pid", "ts_ns", "line").with_columns(
+        # In file order. A held event (one per pid, from earlier lines) never counts:
+        # :meth:`_restart` makes a block's first event of a pid no earlier than it.
+        in_file_order = _sorted_by(keys, "pid", "line")
+        backwards = int(
+            in_file_order.select(
+                ((pl.col("ts_ns") < pl.col("ts_ns").shift(1)) & _same_pid(1)).sum()
+            ).item()
+            or 0
+        )
+        counts["clock_backwards"] += backwards
+        # Where no pid steps back in time and every event has a time, file order is the
+        # time order (ties by line): sorting by time again would move no row.
+        timed = not backwards and not keys["ts_ns"].null_count()
+        order = (in_file_order if timed else _sorted_by(keys, "pid", "ts_ns", "line")).with_columns(
             _prev=pl.when(_same_pid(1)).then(pl.col("_begin").shift(1)),
             _next=pl.when(_same_pid(-1)).then(pl.col("_begin").shift(-1)),
             _partner=pl.when(_same_pid(-1)).then(pl.col("_e").shift(-1)),
