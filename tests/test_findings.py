@@ -149,7 +149,8 @@ def test_a_validation_null_is_stated_with_its_size():
         SimpleNamespace(quantity="c", change_p=None, change_mde=1.0),  # untested: sized
         SimpleNamespace(quantity="d", change_p=0.5, change_mde=None),  # no log scale
     ]
-    assert undetected_lines(rows, {"a": "stall", "b": "x", "c": "eff", "d": "y"}, 0.05) == [
+    labels = {"a": ("stall",), "b": ("x",), "c": ("eff",), "d": ("y",)}
+    assert undetected_lines(rows, labels, 0.05) == [
         "  stall        no change shown at p < 0.05; these runs detect +25.0/-20.0 %",
         "  eff          no change shown at p < 0.05; these runs detect +100/-50.0 %",
     ]

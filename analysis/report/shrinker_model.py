@@ -201,7 +201,6 @@ SHRINKER_LABELS = {
     "backlog_objects": ("nr_deferred", ".0f", "objects"),
     "kswapd_share": ("kswapd calls", ".3f", "pp"),
 }
-_LABEL = {q: v[0] for q, v in SHRINKER_LABELS.items()}
 
 
 def format_shrinker_validation(
@@ -244,7 +243,7 @@ def format_shrinker_validation(
                 )
             )
         lines += Table(_VALIDATION_COLUMNS, cells).text(indent=2)
-        lines += undetected_lines(rows, _LABEL, CHANGE_LEVEL)
+        lines += undetected_lines(rows, SHRINKER_LABELS, CHANGE_LEVEL)
         for s in rows:
             if s.depleted is None:
                 continue

@@ -79,13 +79,16 @@ def standing_lines(
 
 
 def undetected_lines(
-    rows: Sequence[QuantityScore | ShrinkerScore], labels: Mapping[str, str], level: float
+    rows: Sequence[QuantityScore | ShrinkerScore],
+    labels: Mapping[str, tuple[str, ...]],
+    level: float,
 ) -> list[str]:
     """A line for each of one capture's quantities whose change from the calibration runs
     was not shown (p ≥ ``level`` or untestable), with the smallest change those runs
-    detect: a null stated with its size."""
+    detect: a null stated with its size. ``labels``: the table's label tuples (label
+    first)."""
     return [
-        f"  {labels[s.quantity]:<12} no change shown at p < {level:g}; these runs detect "
+        f"  {labels[s.quantity][0]:<12} no change shown at p < {level:g}; these runs detect "
         f"{up_down(s.change_mde)}"
         for s in rows
         if (s.change_p is None or s.change_p >= level) and s.change_mde is not None

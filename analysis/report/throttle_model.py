@@ -282,7 +282,6 @@ VALIDATION_LABELS = {
     "velocity_pps": ("velocity p/s", ".0f"),
     "efficiency": ("efficiency", ".3f"),
 }
-_LABEL = {q: v[0] for q, v in VALIDATION_LABELS.items()}
 # The PI under the prediction and the sd under the mean keep the table in 80 columns
 # with every quantity's label on one line (a 5-decimal P(timeout) PI is 26 wide).
 _VALIDATION_COLUMNS = (
@@ -345,7 +344,7 @@ def format_validation(scores: Sequence[QuantityScore], calibration: str) -> str:
                 )
             )
         lines += Table(_VALIDATION_COLUMNS, cells).text(indent=2)
-        lines += undetected_lines(rows, _LABEL, CHANGE_LEVEL)
+        lines += undetected_lines(rows, VALIDATION_LABELS, CHANGE_LEVEL)
         lines += _beside_lines(rows)
         lines.append("  per run (x: outside the PI):")
         for s in rows:
