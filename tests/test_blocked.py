@@ -115,3 +115,10 @@ def test_a_covariate_that_explains_the_runs_narrows_the_intervals():
 def test_a_reference_without_runs_is_an_error():
     with pytest.raises(ValueError, match="reference level 'default'"):
         blocked_effects(_frame({"wb20": [1.0, 2.0]}), "default")
+
+
+def test_runs_that_all_have_one_value_are_an_error_not_a_zero_width_interval():
+    # The designed throttle sweep under global pressure: no reclaimer was ever throttled,
+    # so every run slept 0 s in reclaim_throttle() at every timeout.
+    with pytest.raises(ValueError, match="all 6 runs have the same value, 0: nothing varies"):
+        blocked_effects(_frame({"default": [0.0] * 3, "wb20": [0.0] * 3}), "default")

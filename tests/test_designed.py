@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -118,8 +119,39 @@ def test_the_sentence_flips_when_a_level_changes():
     text = answer_sentences(_sweep(_level("div1", -0.25, (-0.35, -0.12), 0.004, True),
                                    _level("prio", 0.02, (-0.1, 0.15), 0.7, False)))  # fmt: skip
     assert "reclaim_efficiency changed against default: div1 -25 [-35, -12] % (q 0.004)" in text
-    assert "the other settings were indistinguishable from default (prio" in text
+    assert "no other setting gave a verdict against default (prio" in text
     assert "no divisor setting changed" not in text
+
+
+def test_an_interval_clear_of_zero_without_a_verdict_says_its_q():
+    # BH over the family's settings: p 0.016 alone, q 0.055 once six settings are counted.
+    level = LevelEffect("wb20", 6, 7, -0.14, (-0.238, -0.03), 0.016, 0.055, 0.188, False)
+    text = answer_sentences(_sweep(level))
+    assert "wb20 -14.0 [-23.8, -3.0] % (p 0.016, but q 0.055 over the family's settings)" in text
+    assert "within the detectable" not in text
+
+
+def _secondary(endpoint: str, effects: BlockedEffects | None, note: str = "") -> EndpointFamily:
+    return EndpointFamily(endpoint, "s slept", (("pressure", "global"),), False, effects, note,
+                          None, None, "")  # fmt: skip
+
+
+def test_the_section_names_secondary_changes_nulls_and_what_could_not_be_estimated(tmp_path):
+    primary = _sweep(_level("wb4", 0.01, (-0.1, 0.1), 0.9, False))
+    moved = BlockedEffects("default", "log", 7.4, 0.24, 40, 7, 54, None, None,
+                           (_level("wb4", -0.70, (-0.77, -0.62), 1e-10, True),), 0.05, 0.8)  # fmt: skip
+    quiet = replace(moved, levels=(_level("wb4", 0.05, (-0.1, 0.2), 0.5, False),))
+    families = (*primary.effects.families, _secondary("throttle_stall", moved),
+                _secondary("probe_latency", quiet),
+                _secondary("memcg_reclaim_stall", None, "all 55 runs have the same value, 0"))  # fmt: skip
+    s = DesignedSweep(replace(primary.effects, families=families), ())
+    body, _, _ = section([s], tmp_path)
+    assert ("Secondary endpoints a setting changed: throttle\\_stall under pressure global: wb4 "
+            "-70.0 [-77.0, -62.0] \\% (q 1e-10).") in body  # fmt: skip
+    assert ("No other secondary endpoint changed detectably; the largest change each could "
+            "have missed: probe\\_latency under pressure global (+30.0/-23.1 \\%).") in body  # fmt: skip
+    assert ("Not estimable: memcg\\_reclaim\\_stall under pressure global (all 55 runs have "
+            "the same value, 0).") in body  # fmt: skip
 
 
 def test_an_aa_verdict_is_called_false_and_kept_out_of_the_answer(tmp_path):

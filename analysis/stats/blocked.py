@@ -92,10 +92,17 @@ def blocked_effects(
 ) -> BlockedEffects:
     """:class:`BlockedEffects` of ``frame`` (columns ``level``, ``block``, ``value``, and
     ``covariate`` if given; one row per run, rows with a null value left out first).
-    ValueError when the reference or the residual degrees of freedom are missing."""
+    ValueError when the reference or the residual degrees of freedom are missing, or when
+    every run has the same value (nothing varies: an effect of 0 with an interval of no
+    width would claim a precision no run gave)."""
     frame = frame.drop_nulls(["value", *([covariate] if covariate else [])])
     if reference not in frame["level"].to_list():
         raise ValueError(f"no run of the reference level {reference!r} has a value")
+    if frame["value"].n_unique() == 1:
+        raise ValueError(
+            f"all {len(frame)} runs have the same value, {frame['value'][0]:g}: nothing varies, "
+            "so no level can differ"
+        )
     scale = "log" if (frame["value"] > 0).all() else "raw"
     y = frame["value"].to_numpy().astype(float)
     y = np.log(y) if scale == "log" else y

@@ -59,6 +59,11 @@ class DoseResponse:
     covariate: str | None
     points: tuple[DosePoint, ...]
 
+    @property
+    def knob_unit(self) -> str:
+        """The unit of the knob's settings, from the sysctl's name (``..._ms``: ms)."""
+        return "ms" if self.knob.endswith("_ms") else ""
+
 
 def _numeric(setting: str) -> float | None:
     try:

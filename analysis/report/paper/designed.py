@@ -35,7 +35,7 @@ def _where(family: EndpointFamily) -> str:
 def _settings(sweep: DesignedSweep, family: EndpointFamily) -> dict[str, str]:
     """Level -> the knob setting its runs read back, for this family's stratum."""
     return {
-        p.level: p.setting
+        p.level: f"{p.setting} {c.knob_unit}".rstrip()
         for c in sweep.curves
         if (c.endpoint, c.stratum) == (family.endpoint, family.stratum)
         for p in c.points
@@ -51,6 +51,9 @@ def _effect_phrase(effects: BlockedEffects, e: LevelEffect, name: str) -> str:
     change = change_text(effects, e) + (" %" if effects.scale == "log" else "")
     if e.changed:
         return f"{name} {change} (q {e.q:.2g})"
+    if not e.ci[0] <= 0.0 <= e.ci[1]:
+        # An interval clear of 0 whose q is not: said as such, never as "indistinguishable".
+        return f"{name} {change} (p {e.p:.2g}, but q {e.q:.2g} over the family's settings)"
     return f"{name} {change}, within the detectable {mde_text(effects, e)}"
 
 
@@ -68,7 +71,7 @@ def _primary_sentence(sweep: DesignedSweep, family: EndpointFamily) -> str:
         moved = "; ".join(_effect_phrase(effects, e, names[e.level]) for e in changed)
         rest = [e for e in levels if not e.changed]
         tail = (
-            f"; the other settings were indistinguishable from {result.reference} "
+            f"; no other setting gave a verdict against {result.reference} "
             f"({'; '.join(_effect_phrase(effects, e, names[e.level]) for e in rest)})"
             if rest
             else ""
@@ -126,23 +129,39 @@ def _rows(sweep: DesignedSweep) -> list[list[str]]:
     return rows
 
 
-def _nulls(result: ExperimentEffects) -> str:
-    """The secondary endpoints without a verdict, each with its largest detectable change."""
-    quiet = []
+def _secondary(sweep: DesignedSweep) -> str:
+    """The secondary endpoints: those a setting changed (with the change), those without a
+    verdict (with the largest change each could have missed), those not estimable (why)."""
+    result = sweep.effects
+    moved, quiet, unestimated = [], [], []
     for f in result.families:
         effects = f.answer
-        if f.primary or effects is None or any(e.changed for e in effects.levels):
+        if f.primary:
             continue
-        widest = max(effects.levels, key=lambda e: e.mde, default=None)
-        if widest is not None:
-            quiet.append(f"{f.endpoint} under {_where(f)} ({mde_text(effects, widest)})")
-    if not quiet:
-        return ""
-    return (
-        " No other endpoint changed detectably; the largest change each could have missed: "
-        + "; ".join(quiet)
-        + "."
-    )
+        if effects is None:
+            unestimated.append(f"{f.endpoint} under {_where(f)} ({f.note})")
+            continue
+        changed = [e for e in effects.levels if e.changed and e.level not in result.aa_controls]
+        if changed:
+            each = "; ".join(_effect_phrase(effects, e, _level(sweep, f, e)) for e in changed)
+            moved.append(f"{f.endpoint} under {_where(f)}: {each}")
+        elif not any(e.changed for e in effects.levels):
+            widest = max(effects.levels, key=lambda e: e.mde, default=None)
+            if widest is not None:
+                quiet.append(f"{f.endpoint} under {_where(f)} ({mde_text(effects, widest)})")
+    text = ""
+    if moved:
+        text += " Secondary endpoints a setting changed: " + "; ".join(moved) + "."
+    if quiet:
+        head = "No other secondary endpoint" if moved else "No secondary endpoint"
+        text += (
+            f" {head} changed detectably; the largest change each could have missed: "
+            + "; ".join(quiet)
+            + "."
+        )
+    if unestimated:
+        text += " Not estimable: " + "; ".join(unestimated) + "."
+    return text
 
 
 def _covariate_sentence(result: ExperimentEffects) -> str:
@@ -192,7 +211,7 @@ def _plan_section(sweep: DesignedSweep, out: Path, written: list[Path]) -> str:
         f"{result.runs_done} of {result.runs_planned} planned runs, one guest boot each, in "
         f"randomised blocks; the primary endpoint, {escape(result.primary_endpoint)}, was named "
         f"in the plan before any run. {text}{escape(_aa_sentence(result, result.families))}"
-        f"{escape(_nulls(result))}{escape(_covariate_sentence(result))}\n\n"
+        f"{escape(_secondary(sweep))}{escape(_covariate_sentence(result))}\n\n"
         f"\\input{{tables/designed-{name}}}\n\n" + (_figure(name, result) if shown else "")
     )
 
