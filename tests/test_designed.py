@@ -138,25 +138,49 @@ def _secondary(endpoint: str, effects: BlockedEffects | None, note: str = "") ->
 
 def test_the_section_names_secondary_changes_nulls_and_what_could_not_be_estimated(tmp_path):
     primary = _sweep(_level("wb4", 0.01, (-0.1, 0.1), 0.9, False))
-    moved = BlockedEffects("default", "log", 7.4, 0.24, 40, 7, 54, None, None,
-                           (_level("wb4", -0.70, (-0.77, -0.62), 1e-10, True),), 0.05, 0.8)  # fmt: skip
+    moved = BlockedEffects(
+        "default",
+        "log",
+        7.4,
+        0.24,
+        40,
+        7,
+        54,
+        None,
+        None,
+        (_level("wb4", -0.70, (-0.77, -0.62), 1e-10, True),),
+        0.05,
+        0.8,
+    )
     quiet = replace(moved, levels=(_level("wb4", 0.05, (-0.1, 0.2), 0.5, False),))
-    families = (*primary.effects.families, _secondary("throttle_stall", moved),
-                _secondary("probe_latency", quiet),
-                _secondary("memcg_reclaim_stall", None, "all 55 runs have the same value, 0"))  # fmt: skip
+    families = (
+        *primary.effects.families,
+        _secondary("throttle_stall", moved),
+        _secondary("probe_latency", quiet),
+        _secondary("memcg_reclaim_stall", None, "all 55 runs have the same value, 0"),
+    )
     s = DesignedSweep(replace(primary.effects, families=families), ())
     body, _, _ = section([s], tmp_path)
-    assert ("Secondary endpoints a setting changed: throttle\\_stall under pressure global: wb4 "
-            "-70.0 [-77.0, -62.0] \\% (q 1e-10).") in body  # fmt: skip
-    assert ("No other secondary endpoint changed detectably; the largest change each could "
-            "have missed: probe\\_latency under pressure global (+30.0/-23.1 \\%).") in body  # fmt: skip
-    assert ("Not estimable: memcg\\_reclaim\\_stall under pressure global (all 55 runs have "
-            "the same value, 0).") in body  # fmt: skip
+    assert (
+        "Secondary endpoints a setting changed: throttle\\_stall under pressure global: wb4 "
+        "-70.0 [-77.0, -62.0] \\% (q 1e-10)."
+    ) in body
+    assert (
+        "No other secondary endpoint changed detectably; the largest change each could "
+        "have missed: probe\\_latency under pressure global (+30.0/-23.1 \\%)."
+    ) in body
+    assert (
+        "Not estimable: memcg\\_reclaim\\_stall under pressure global (all 55 runs have "
+        "the same value, 0)."
+    ) in body
 
 
 def test_an_aa_verdict_is_called_false_and_kept_out_of_the_answer(tmp_path):
-    s = _sweep(_level("default2", 0.3, (0.1, 0.5), 0.01, True),
-               _level("div1", 0.01, (-0.1, 0.1), 0.9, False), aa=("default2",))  # fmt: skip
+    s = _sweep(
+        _level("default2", 0.3, (0.1, 0.5), 0.01, True),
+        _level("div1", 0.01, (-0.1, 0.1), 0.9, False),
+        aa=("default2",),
+    )
     assert "no divisor setting changed" in answer_sentences(s)  # the control is not a setting
     body, _, _ = section([s], tmp_path)
     assert "A/A control (default2, run exactly as default) gave a verdict on" in body
@@ -180,8 +204,11 @@ def test_the_section_writes_its_table_and_figure(sweep, tmp_path):
 
 def test_the_section_says_where_the_covariate_narrowed_the_intervals(sweep, tmp_path):
     body, _, _ = section([sweep], tmp_path)
-    used = [f for f in sweep.effects.families
-            if f.adjusted is not None and f.adjusted.df >= MIN_ADJUSTED_DF]  # fmt: skip
+    used = [
+        f
+        for f in sweep.effects.families
+        if f.adjusted is not None and f.adjusted.df >= MIN_ADJUSTED_DF
+    ]
     if not used:
         assert "No endpoint is adjusted for a per-run covariate" in body
     for f in used:
