@@ -12,17 +12,19 @@
 # ---
 
 # %% [markdown]
-# # Is a change real? `mmlab compare` and run-level tests on the patched-kernel sweep
+# # Is a change real? Designed sweeps, `mmlab compare` and run-level tests
 #
-# The patched 6.12 kernel in a TCG guest (`data/vm-6.12`, 5 runs each; times comparable
-# only within the sweep): defaults twice (A/A: aa1, aa2), WRITEBACK timeout 20 and 500 ms.
-# Verdicts over runs (Welch's t, permutation p, BH q): docs/statistics.md "The deciding test".
-# The finding (per-run table below), the evidence, a SYNTHETIC-data validation.
+# The answer comes from the designed sweeps (`mmlab experiment run`: one guest boot per run,
+# settings interleaved in randomised blocks, the primary endpoint named in the plan before any
+# run): each knob setting against the default, block-adjusted, with its interval or the
+# change its runs could have missed. Then `mmlab compare` on the earlier single-boot sweep
+# (`data/vm-6.12`; its iterations share a boot, as compare says). Verdicts over runs:
+# docs/statistics.md "The deciding test". Last, a SYNTHETIC-data validation.
 
 # %% tags=["parameters"]
+experiments = ["data/vm-6.12-lab/sweep-divisor"]
 aa = ["data/vm-6.12/aa1", "data/vm-6.12/aa2"]
 ab = ["data/vm-6.12/aa1", "data/vm-6.12/wb20"]
-sweep = ["data/vm-6.12/aa1", "data/vm-6.12/aa2", "data/vm-6.12/wb20", "data/vm-6.12/wb500"]
 row = "mmap-8"
 resamples = 500
 validation = "analysis/stats/validation_compare/results.json"
@@ -34,18 +36,17 @@ from pathlib import Path
 
 import altair as alt
 import polars as pl
-from IPython.display import Markdown
+from IPython.display import Markdown, display
 
 from analysis.ingest.benchmarks import load_runs
-from analysis.models.run_scoring import change_p
-from analysis.models.throttle import observe
-from analysis.models.throttle_validation import QUANTITIES, run_values
 from analysis.report.charts import theme
+from analysis.report.charts.dose import dose_chart
 from analysis.report.compare import format_markdown
-from analysis.report.findings import ALPHA, knob_finding
-from analysis.report.throttle_model import VALIDATION_LABELS
-from analysis.stats.significance import compare_table, run_mde, runs_of, shift_function
+from analysis.report.effects import format_effects
+from analysis.report.paper.designed import answer_sentences
+from analysis.stats.significance import compare_table, runs_of, shift_function
 from analysis.stats.validation_compare import rates_frame
+from analysis.study.dose import designed_sweep
 
 theme.offline()  # static SVG charts: they show with no network and in any viewer
 (figures := Path(build_dir) / "figures").mkdir(parents=True, exist_ok=True)
@@ -57,27 +58,25 @@ def kernels(table: pl.DataFrame) -> list[str]:
     return list(dict.fromkeys(table["kernel"]))
 
 
-per_run = pl.DataFrame(
-    {"capture": Path(c).name, "writeback_pps": o.writeback_pps}
-    | {q: run_values(o, "VMSCAN_THROTTLE_WRITEBACK").value(q) for q in QUANTITIES}
-    for c in sweep
-    for o in observe(c)
-)
-first = Path(sweep[0]).name
-columns, base = [*QUANTITIES, "writeback_pps"], per_run.filter(pl.col("capture") == first)
-groups = [(f"{first} vs {n}", g) for (n,), g in per_run.group_by("capture", maintain_order=True)
-          if n != first]  # fmt: skip
-p_values, detectable = (
-    pl.DataFrame({"pair": pair} | {q: test(base[q].to_list(), g[q].to_list()) for q in columns}
-                 for pair, g in groups)
-    for test in (change_p, lambda b, n: run_mde(b, n, ALPHA))
-)  # fmt: skip
-labels = {q: v[0] for q, v in VALIDATION_LABELS.items()} | {"writeback_pps": "writeback rate"}
-finding = knob_finding(p_values, detectable, first, labels)
-Markdown(f"**Finding.** {finding} (aa2 ran the defaults again.)")
+designed = [designed_sweep(Path(p)) for p in experiments]
+Markdown("**Finding.** " + " ".join(f"*{d.effects.plan}* ({d.effects.runs_done} boots): "
+                                    f"{answer_sentences(d)}" for d in designed))  # fmt: skip
 
 # %% [markdown]
-# ## Every row, deciding on the median and on the 99th percentile
+# ## Each designed sweep: every setting against the default, every endpoint, per pressure
+# The figure: the primary endpoint and every endpoint a setting changed, with the band of
+# changes the runs could have missed (±MDE, grey).
+
+# %%
+for d in designed:
+    print(format_effects(d.effects))
+    if d.shown:
+        chart = dose_chart(d.shown, d.effects.plan)
+        chart.save(figures / f"04-dose-{d.effects.plan}.svg")
+        display(chart)
+
+# %% [markdown]
+# ## `mmlab compare` on the single-boot sweep: each row on the median and the 99th percentile
 
 # %%
 for name, table in tables.items():
@@ -107,13 +106,6 @@ shift_chart = (
     y="independent")  # fmt: skip
 shift_chart.save(figures / "04-shift-functions.svg")
 shift_chart
-
-# %% [markdown]
-# ## Per run (WRITEBACK; writeback rate: vmstat `nr_written`/s), p: permutation over runs
-
-# %%
-print(per_run.group_by("capture", maintain_order=True).agg(pl.col(columns).mean()))
-print(p_values, "smallest change detectable (80 % power, relative):", detectable, sep="\n")
 
 # %% [markdown]
 # ## Validation on SYNTHETIC data (`python -m analysis.stats.validation_compare`): heavy-tailed

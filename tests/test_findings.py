@@ -8,7 +8,6 @@ from dataclasses import dataclass
 import polars as pl
 
 from analysis.report.findings import (
-    knob_finding,
     monitor_finding,
     seed_finding,
     timeout_prediction_finding,
@@ -51,22 +50,6 @@ def test_validation_finding_says_where_the_model_lost_to_no_change():
     assert "No observed quantity changed at p < 0.05" in validation_finding(flipped, "model", "aa1")
     worse = [Score(s.capture, s.quantity, 1.0, 0.5, None) for s in scores]
     assert "does not beat no change for any quantity" in validation_finding(worse, "model", "aa1")
-
-
-def test_knob_finding_names_each_pair_changes_and_the_smallest_other_p():
-    p = pl.DataFrame(
-        {"pair": ["aa1 vs aa2", "aa1 vs wb20"], "stall": [0.22, 0.048], "eff": [0.016, 0.17]}
-    )
-    # MDE 0.25 = +25 % up, and down the same log distance: 1 - 1/1.25 = 20 %.
-    mde = pl.DataFrame({"pair": ["aa1 vs aa2", "aa1 vs wb20"], "stall": [0.25, 1.0],
-                        "eff": [0.1, None]})  # fmt: skip
-    text = knob_finding(p, mde, "aa1", {"stall": "stall us", "eff": "efficiency"})
-    assert (
-        "aa1 vs aa2: efficiency (p 0.016) changed; the rest did not (p ≥ 0.22), and its runs "
-        "detect only changes of stall us +25.0/-20.0 %." in text
-    )
-    # A null without a log scale (None) is stated without a size it does not have.
-    assert "aa1 vs wb20: stall us (p 0.048) changed; the rest did not (p ≥ 0.17)." in text
 
 
 def test_trace_overview_and_finding_from_the_study_tables():

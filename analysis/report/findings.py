@@ -17,13 +17,12 @@ import polars as pl
 from analysis.metrics.compare import Comparison
 from analysis.report.shrinker_model import SHRINKER_LABELS
 from analysis.report.throttle_model import VALIDATION_LABELS
-from analysis.report.units import common_scale, sig, up_down
+from analysis.report.units import common_scale, sig
 from analysis.study.sweep import QuantityScore, ShrinkerScore
 
 __all__ = [
     "ALPHA",
     "Score",
-    "knob_finding",
     "monitor_finding",
     "ops_finding",
     "same_setting",
@@ -172,34 +171,6 @@ def validation_finding(scores: Sequence[Score], model: str, calibration: str) ->
         f" Changed from {calibration} (permutation over runs, p < {ALPHA}): {'; '.join(changes)}."
         if changes
         else f" No observed quantity changed at p < {ALPHA} (permutation over runs)."
-    )
-
-
-def knob_finding(
-    p_values: pl.DataFrame, mde: pl.DataFrame, base: str, labels: Mapping[str, str]
-) -> str:
-    """Which per-run quantities (columns of ``p_values``, named by ``labels``) changed against
-    ``base`` at p < :data:`ALPHA` in each pair (rows: ``pair`` and one p per quantity), the
-    smallest p of the rest, and for those the smallest change the pair's runs detect
-    (``mde``, the same rows: :func:`~analysis.stats.significance.run_mde`, None where a
-    quantity has no log scale): a null is stated with its size."""
-    sentences = []
-    detectable = {row["pair"]: row for row in mde.iter_rows(named=True)}
-    for row in p_values.iter_rows(named=True):
-        ps = {q: row[q] for q in labels if row.get(q) is not None}
-        moved = [f"{labels[q]} (p {sig(p, 2)})" for q, p in ps.items() if p < ALPHA]
-        rest = {q: p for q, p in ps.items() if p >= ALPHA}
-        text = f"{row['pair']}: " + (f"{_names(moved)} changed" if moved else "nothing changed")
-        if rest:
-            text += f"{'; the rest did not' if moved else ''} (p ≥ {min(rest.values()):.2g})"
-            sizes = detectable.get(row["pair"], {})
-            seen = [f"{labels[q]} {up_down(sizes[q])}" for q in rest if sizes.get(q) is not None]
-            if seen:
-                text += f", and its runs detect only changes of {_names(seen)}"
-        sentences.append(text + ".")
-    return (
-        f"Per run, at p < {ALPHA} (permutation over runs against {base}; detectable: 80 % "
-        "power, Welch t on the log of the run values): " + " ".join(sentences)
     )
 
 

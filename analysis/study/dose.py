@@ -146,6 +146,15 @@ class DesignedSweep:
     effects: ExperimentEffects
     curves: tuple[DoseResponse, ...]
 
+    @property
+    def shown(self) -> tuple[DoseResponse, ...]:
+        """The curves worth a figure: the primary endpoint's, and any a level changed."""
+        return tuple(
+            c
+            for c in self.curves
+            if c.primary or any(p.effect is not None and p.effect.changed for p in c.points)
+        )
+
 
 def designed_sweep(out: Path) -> DesignedSweep:
     """:class:`DesignedSweep` of the executed plan in ``out``."""

@@ -186,8 +186,7 @@ def _plan_section(sweep: DesignedSweep, out: Path, written: list[Path]) -> str:
     result = sweep.effects
     name = result.plan
     primary = [f for f in result.families if f.primary]
-    shown = [c for c in sweep.curves if c.primary or any(
-        p.effect is not None and p.effect.changed for p in c.points)]  # fmt: skip
+    shown = sweep.shown
     if shown:
         written.append(save(dose_chart(shown, ""), out / "figures" / f"designed-{name}.pdf", "pdf"))
     caption = (
