@@ -108,19 +108,37 @@ def _sweep(*levels: LevelEffect, aa: tuple[str, ...] = ()) -> DesignedSweep:
     return DesignedSweep(result, ())
 
 
-def test_a_null_is_stated_with_the_change_it_could_have_missed():
-    text = answer_sentences(_sweep(_level("div1", -0.04, (-0.2, 0.15), 0.6, False)))
-    assert "no divisor setting changed reclaim_efficiency detectably" in text
+def test_a_null_is_stated_with_the_change_it_could_have_missed(tmp_path):
+    s = _sweep(_level("div1", -0.04, (-0.2, 0.15), 0.6, False),
+               _level("prio", 0.02, (-0.1, 0.15), 0.7, False))  # fmt: skip
     # +30 % up is 1 - 1/1.3 = 23.1 % down.
-    assert "div1 -4 [-20, 15] %, within the detectable +30.0/-23.1 %" in text
+    assert answer_sentences(s) == (
+        "Setting divisor (sweep-x: 30 boots, primary endpoint reclaim_efficiency against "
+        "default): under pressure memcg1, no setting changed reclaim_efficiency detectably "
+        "(changes -4 to 2 %; the runs detect +30.0/-23.1 %)."
+    )
+    # The Results subsection gives every setting.
+    body, _, _ = section([s], tmp_path)
+    assert "no divisor setting changed reclaim\\_efficiency detectably" in body
+    assert "div1 -4 [-20, 15] \\%, within the detectable +30.0/-23.1 \\%" in body
 
 
 def test_the_sentence_flips_when_a_level_changes():
     text = answer_sentences(_sweep(_level("div1", -0.25, (-0.35, -0.12), 0.004, True),
                                    _level("prio", 0.02, (-0.1, 0.15), 0.7, False)))  # fmt: skip
-    assert "reclaim_efficiency changed against default: div1 -25 [-35, -12] % (q 0.004)" in text
-    assert "no other setting gave a verdict against default (prio" in text
-    assert "no divisor setting changed" not in text
+    assert "reclaim_efficiency changed: div1 -25 [-35, -12] % (q 0.004)" in text
+    assert "; the other setting gave no verdict (changes 2 %; the runs detect" in text
+    assert "no setting changed" not in text
+
+
+def test_a_value_every_run_shared_is_said_in_the_answer():
+    s = _sweep(_level("wb4", 0.009, (-0.05, 0.07), 0.8, False))
+    # Under global pressure no reclaimer slept in reclaim_throttle(): 0 s in every run.
+    slept = EndpointFamily("throttle_stall", "s slept", (("pressure", "memcg1"),), False, None,
+                           "all 55 runs have the same value, 0", None, None, "", 0.0)  # fmt: skip
+    s = DesignedSweep(replace(s.effects, families=(*s.effects.families, slept)), ())
+    assert answer_sentences(s).endswith("(changes 0.9 %; the runs detect +30.0/-23.1 %); "
+                                        "throttle_stall was 0 in every run.")  # fmt: skip
 
 
 def test_an_interval_clear_of_zero_without_a_verdict_says_its_q():
@@ -181,7 +199,7 @@ def test_an_aa_verdict_is_called_false_and_kept_out_of_the_answer(tmp_path):
         _level("div1", 0.01, (-0.1, 0.1), 0.9, False),
         aa=("default2",),
     )
-    assert "no divisor setting changed" in answer_sentences(s)  # the control is not a setting
+    assert "no setting changed" in answer_sentences(s)  # the control is not a setting
     body, _, _ = section([s], tmp_path)
     assert "A/A control (default2, run exactly as default) gave a verdict on" in body
     assert "a false one" in body
@@ -199,7 +217,8 @@ def test_the_section_writes_its_table_and_figure(sweep, tmp_path):
     table = (tmp_path / "tables" / "designed-pilot-6.12.tex").read_text()
     # The primary endpoint's row in each stratum, marked, with the read-back setting.
     assert table.count("reclaim\\_velocity *") == 2 and "shrinker (1)" in table
-    assert answer.startswith("Under pressure ") and "\\%" in answer
+    assert answer.startswith("Setting vm.shrinker\\_deferred\\_divisor (pilot-6.12: 16 boots")
+    assert "under pressure memcg1" in answer and "\\%" in answer
 
 
 def test_the_section_says_where_the_covariate_narrowed_the_intervals(sweep, tmp_path):

@@ -25,7 +25,7 @@ import statsmodels.api as sm
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
-__all__ = ["BlockedEffects", "LevelEffect", "blocked_effects", "detectable_reach"]
+__all__ = ["BlockedEffects", "LevelEffect", "NoVariation", "blocked_effects", "detectable_reach"]
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,19 @@ class BlockedEffects:
     power: float
 
 
+class NoVariation(ValueError):
+    """Every run has the same ``value``: nothing varies, so no level can differ (e.g. no
+    reclaimer slept in ``reclaim_throttle()`` at any timeout)."""
+
+    def __init__(self, value: float, runs: int) -> None:
+        super().__init__(
+            f"all {runs} runs have the same value, {value:g}: nothing varies, so no level "
+            "can differ"
+        )
+        self.value = value
+        self.runs = runs
+
+
 def detectable_reach(df: float, alpha: float = 0.05, power: float = 0.8) -> float:
     """Standard errors between no change and the minimum detectable effect: a two-sided t
     test at ``alpha`` with ``df`` residual degrees of freedom finds an effect this many
@@ -92,17 +105,14 @@ def blocked_effects(
 ) -> BlockedEffects:
     """:class:`BlockedEffects` of ``frame`` (columns ``level``, ``block``, ``value``, and
     ``covariate`` if given; one row per run, rows with a null value left out first).
-    ValueError when the reference or the residual degrees of freedom are missing, or when
-    every run has the same value (nothing varies: an effect of 0 with an interval of no
-    width would claim a precision no run gave)."""
+    ValueError when the reference or the residual degrees of freedom are missing;
+    :class:`NoVariation` when every run has the same value (an effect of 0 with an interval
+    of no width would claim a precision no run gave)."""
     frame = frame.drop_nulls(["value", *([covariate] if covariate else [])])
     if reference not in frame["level"].to_list():
         raise ValueError(f"no run of the reference level {reference!r} has a value")
     if frame["value"].n_unique() == 1:
-        raise ValueError(
-            f"all {len(frame)} runs have the same value, {frame['value'][0]:g}: nothing varies, "
-            "so no level can differ"
-        )
+        raise NoVariation(float(frame["value"][0]), len(frame))
     scale = "log" if (frame["value"] > 0).all() else "raw"
     y = frame["value"].to_numpy().astype(float)
     y = np.log(y) if scale == "log" else y

@@ -28,7 +28,7 @@ from analysis.errors import InputError
 from analysis.ingest import mmtests
 from analysis.ingest.capture_meta import ExperimentSetting, read_boot, read_order
 from analysis.metrics.endpoints import COVARIATES, ENDPOINT_UNITS, endpoint_values
-from analysis.stats.blocked import BlockedEffects, blocked_effects
+from analysis.stats.blocked import BlockedEffects, NoVariation, blocked_effects
 
 __all__ = [
     "MIN_ADJUSTED_DF",
@@ -59,6 +59,8 @@ class EndpointFamily:
     adjusted: BlockedEffects | None
     narrowing: float | None
     covariate_note: str
+    # The one value every run had, where nothing varied (blocked.NoVariation).
+    constant: float | None = None
 
     @property
     def answer(self) -> BlockedEffects | None:
@@ -157,6 +159,9 @@ def _family(frame: pl.DataFrame, endpoint: str, stratum, reference: str, primary
     data = frame.select("level", "block", pl.col(endpoint).alias("value"), covariate)
     try:
         plain = blocked_effects(data, reference, alpha=alpha)
+    except NoVariation as exc:
+        return EndpointFamily(endpoint, ENDPOINT_UNITS[endpoint], stratum, primary, None,
+                              str(exc), None, None, "", exc.value)  # fmt: skip
     except ValueError as exc:
         return EndpointFamily(endpoint, ENDPOINT_UNITS[endpoint], stratum, primary, None,
                               str(exc), None, None, "")  # fmt: skip

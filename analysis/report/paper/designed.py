@@ -105,10 +105,60 @@ def _aa_sentence(result: ExperimentEffects, families: Sequence[EndpointFamily]) 
     return f" The A/A control ({controls}, run exactly as {result.reference}) {said}."
 
 
+def _range_phrase(effects: BlockedEffects, levels: Sequence[LevelEffect]) -> str:
+    """The estimates of levels without a verdict as a range (each rounded where its interval
+    is), and the widest change their runs could have missed (each detects at least that)."""
+    unit = " %" if effects.scale == "log" else ""
+    lo, hi = (min(levels, key=lambda e: e.estimate), max(levels, key=lambda e: e.estimate))
+    texts = [change_text(effects, e).split(" [")[0] for e in (lo, hi)]
+    values = texts[0] if lo is hi else f"{texts[0]} to {texts[1]}"
+    widest = max(levels, key=lambda e: e.mde)
+    return f"changes {values}{unit}; the runs detect {mde_text(effects, widest)}"
+
+
+def _compact_sentence(sweep: DesignedSweep, family: EndpointFamily) -> str:
+    """The abstract's form of one stratum's answer: the settings that changed the primary
+    endpoint with their interval and q, the rest as a range with what they could have
+    missed, an interval clear of 0 without a verdict with its p and q; and every secondary
+    endpoint that had one value in every run of the stratum (the knob had nothing to act
+    on there)."""
+    result = sweep.effects
+    effects = family.answer
+    head = f"under {_where(family)}, "
+    if effects is None:
+        return f"{head}{family.endpoint} could not be estimated ({family.note})"
+    levels = [e for e in effects.levels if e.level not in result.aa_controls]
+
+    def phrase(e: LevelEffect) -> str:
+        return _effect_phrase(effects, e, _level(sweep, family, e))
+
+    changed = [e for e in levels if e.changed]
+    rest = [e for e in levels if not e.changed]
+    parts = []
+    if changed:
+        parts.append(f"{family.endpoint} changed: " + "; ".join(map(phrase, changed)))
+        if rest:
+            who = "the other setting" if len(rest) == 1 else f"the other {len(rest)}"
+            parts.append(f"{who} gave no verdict ({_range_phrase(effects, rest)})")
+    elif rest:
+        parts.append(f"no setting changed {family.endpoint} detectably "
+                     f"({_range_phrase(effects, rest)})")  # fmt: skip
+    parts += [phrase(e) for e in rest if not e.ci[0] <= 0.0 <= e.ci[1]]
+    constant = [f"{f.endpoint} was {f.constant:g} in every run" for f in result.families
+                if f.stratum == family.stratum and f.constant is not None]  # fmt: skip
+    return head + "; ".join(parts + constant)
+
+
 def answer_sentences(sweep: DesignedSweep) -> str:
-    """The abstract's answer for one plan: its primary endpoint in every stratum."""
-    primary = [f for f in sweep.effects.families if f.primary]
-    return " ".join(_primary_sentence(sweep, f) for f in primary)
+    """The abstract's answer for one plan: what its knobs did to its primary endpoint in
+    every stratum, compactly (the Results subsection gives every setting)."""
+    result = sweep.effects
+    knobs = " and ".join(dict.fromkeys(c.knob for c in sweep.curves)) or result.factor
+    strata = "; ".join(_compact_sentence(sweep, f) for f in result.families if f.primary)
+    return (
+        f"Setting {knobs} ({result.plan}: {result.runs_done} boots, primary endpoint "
+        f"{result.primary_endpoint} against {result.reference}): {strata}."
+    )
 
 
 def _rows(sweep: DesignedSweep) -> list[list[str]]:
