@@ -18,7 +18,7 @@ import pytest
 
 from analysis.errors import InputError
 from analysis.ingest.capture_meta import read_order
-from analysis.report.paper.designed import NO_EXPERIMENT, answer_sentences, section
+from analysis.report.paper.designed import ANSWER_LEAD, NO_EXPERIMENT, answer_sentences, section
 from analysis.stats.blocked import BlockedEffects, LevelEffect
 from analysis.study.dose import DesignedSweep, designed_sweep, knob_settings
 from analysis.study.effects import MIN_ADJUSTED_DF, EndpointFamily, ExperimentEffects
@@ -217,7 +217,7 @@ def test_the_section_writes_its_table_and_figure(sweep, tmp_path):
     table = (tmp_path / "tables" / "designed-pilot-6.12.tex").read_text()
     # The primary endpoint's row in each stratum, marked, with the read-back setting.
     assert table.count("reclaim\\_velocity *") == 2 and "shrinker (1)" in table
-    assert answer.startswith("Setting vm.shrinker\\_deferred\\_divisor (pilot-6.12: 16 boots")
+    assert answer.startswith(ANSWER_LEAD + "Setting vm.shrinker\\_deferred\\_divisor (pilot-6.12")
     assert "under pressure memcg1" in answer and "\\%" in answer
 
 

@@ -23,8 +23,14 @@ from analysis.stats.blocked import BlockedEffects, LevelEffect
 from analysis.study.dose import DesignedSweep
 from analysis.study.effects import MIN_ADJUSTED_DF, EndpointFamily, ExperimentEffects
 
-__all__ = ["NO_EXPERIMENT", "answer_sentences", "section"]
+__all__ = ["ANSWER_LEAD", "NO_EXPERIMENT", "answer_sentences", "section"]
 
+# What the abstract says before the answer sentences (the sweeps' common design).
+ANSWER_LEAD = (
+    "In designed sweeps (one emulated guest boot per run, every setting once per block in a "
+    "random order, the primary endpoint named in the plan before any run), with 95\\,\\% "
+    "intervals, and where nothing was found the change the runs could have missed: "
+)
 NO_EXPERIMENT = "No designed sweep was given (\\tp{mmlab paper --experiment OUT})."
 
 
@@ -283,4 +289,4 @@ def section(sweeps: Sequence[DesignedSweep], out: Path) -> tuple[str, str, list[
     written: list[Path] = []
     body = "\n".join(_plan_section(s, out, written) for s in sweeps)
     answer = " ".join(escape(answer_sentences(s)) for s in sweeps)
-    return body, answer + "\n", written
+    return body, ANSWER_LEAD + answer + "\n", written
