@@ -23,11 +23,15 @@ def dose_frame(curves: Sequence[DoseResponse]) -> pl.DataFrame:
     and its ``position`` on the knob's axis, ``kind`` (reference, A/A control, level), the
     ``change`` with ``low``/``high`` and the detectable band ``mde_low``/``mde_high``."""
     rows = []
+    # Several knobs (a throttle sweep sets two timeouts): one panel per knob, never two
+    # knobs' settings on one axis.
+    several = len({c.knob for c in curves}) > 1
     for c in curves:
         where = ", ".join(f"{k} {v}" for k, v in c.stratum)
         unit = "change %" if c.scale == "log" else f"difference, {c.unit}"
+        knob = f"{c.knob.removeprefix('vm.')}: " if several else ""
         for i, p in enumerate(c.points):
-            row = {"panel": f"{c.endpoint} ({unit}) {where}".strip(), "level": p.level,
+            row = {"panel": f"{knob}{c.endpoint} ({unit}) {where}".strip(), "level": p.level,
                    "setting": p.setting, "position": i,
                    "kind": "reference" if p.effect is None
                    else "A/A control" if p.aa_control else "level"}  # fmt: skip
@@ -51,8 +55,13 @@ def dose_chart(curves: Sequence[DoseResponse], title: str) -> alt.FacetChart:
     change on y: a point and its interval per level, the reference at 0, and a grey bar per
     level from -MDE to +MDE (a change inside it could have been missed)."""
     frame = dose_frame(curves)
-    x = alt.X("setting:N", title=curves[0].knob if curves else None,
-              sort=alt.EncodingSortField("position"), axis=alt.Axis(labelAngle=0))  # fmt: skip
+    knobs = list(dict.fromkeys(c.knob for c in curves))
+    unit = {c.knob_unit for c in curves} - {""}
+    name = knobs[0] if len(knobs) == 1 else "setting read back"
+    # The reference and an A/A control share a setting: the axis orders by its first point.
+    x = alt.X("setting:N", title=f"{name} ({unit.pop()})" if len(unit) == 1 else name,
+              sort=alt.EncodingSortField("position", op="min"),
+              axis=alt.Axis(labelAngle=0))  # fmt: skip
     base = alt.Chart().encode(x=x)
     band = base.mark_bar(opacity=0.18, color="grey", size=14).encode(
         y=alt.Y("mde_low:Q", title=None), y2="mde_high:Q"
