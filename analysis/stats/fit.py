@@ -13,10 +13,13 @@ P(k=K) = (R(KJ) − R((K−1)J))/J. Histogram counts are the likelihood weights,
 events cost no more than a hundred.
 
 Estimation: ``scipy.optimize.minimize`` (SLSQP, whose small dense steps do not wake
-the threaded BLAS that L-BFGS-B calls) from several starts; standard errors
-from the observed information (``statsmodels.tools.numdiff.approx_hess3`` of the negative
-log-likelihood, delta method to every derived quantity on a logit / log scale, averaged
-over the candidate models by Akaike weight so that the CI carries the model choice);
+the threaded BLAS that L-BFGS-B calls) from several starts, given the forward-difference
+gradient it would compute itself, but from one vectorised likelihood of all the steps
+(:func:`forward_gradient`); standard errors from the observed information
+(``statsmodels.tools.numdiff.approx_hess3``'s differences of the negative log-likelihood,
+batched likewise: :func:`hessian`), delta method to every derived quantity on a logit /
+log scale, averaged over the candidate models by Akaike weight so that the CI carries the
+model choice);
 optional bootstrap: a parametric-bootstrap p-value of the G² goodness-of-fit statistic
 (a rejected best model is flagged) and the best model's refits to multinomial resamples.
 Inference assumes independent sleeps, which events of one capture are not exactly (one
@@ -26,6 +29,7 @@ the run-to-run spread.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
@@ -267,12 +271,20 @@ class FittedWait:
         return np.where(u >= 1.0 - self.cure_fraction, math.inf, t)
 
 
+@functools.cache
+def _grid(k_timeout: int, jiffy_us: float) -> np.ndarray:
+    """0, J, ..., KJ: kept, since the likelihood asks for the same one 10⁵ times a fit."""
+    grid = jiffy_us * np.arange(k_timeout + 1, dtype=np.float64)
+    grid.flags.writeable = False
+    return grid
+
+
 def bin_probabilities(
     wait: FittedWait, k_timeout: int, jiffy_us: float, *, phase: bool = True
 ) -> np.ndarray:
     """P(k = 0..K) under the observation model (module docstring); ``phase=False`` is the
     naive floor binning k = floor(T/J), kept to show what ignoring the tick phase costs."""
-    grid = jiffy_us * np.arange(k_timeout + 1, dtype=np.float64)
+    grid = _grid(k_timeout, jiffy_us)
     # Along the last axis: a batch of waits (:func:`_latent_waits`) gives one row each.
     if not phase:
         s = wait.survival(grid[1:])
@@ -333,7 +345,7 @@ def _masses(zero: bool, cure: bool, logits: np.ndarray) -> tuple[np.ndarray, np.
     bits), at a fraction of its 80 µs a call on three numbers."""
     if not (zero or cure):
         return 0.0, 0.0
-    top = np.maximum(np.max(logits, axis=0), 0.0)
+    top = np.maximum(logits.max(axis=0), 0.0)
     e = np.exp(logits - top)
     total = np.exp(-top) + e[0]
     if zero and cure:
@@ -394,23 +406,24 @@ def _nll_fn(
     mask = counts > 0
     weights = counts[mask]
 
-    def minus_loglik(p: np.ndarray) -> np.ndarray:
-        # Rows contiguous (p[:, mask] is column-major) and one dot product each: BLAS sums
-        # strided vectors and matrix products in other orders than a contiguous vector.
-        log_p = np.log(np.maximum(np.compress(mask, p, axis=1), 1e-300))
-        values = -np.array([np.dot(weights, row) for row in log_p])
-        return np.where(np.isfinite(values), values, 1e300)
+    def minus_loglik(p: np.ndarray) -> float:
+        value = -float(np.dot(weights, np.log(np.maximum(p[mask], 1e-300))))
+        return value if math.isfinite(value) else 1e300
 
     def nll(theta: np.ndarray) -> float:
         with np.errstate(all="ignore"):
             wait = latent_wait(fam, zero, cure, theta)
-            p = bin_probabilities(wait, data.k_timeout, data.jiffy_us, phase=phase)
-            return float(minus_loglik(p[None])[0])
+            return minus_loglik(bin_probabilities(wait, data.k_timeout, data.jiffy_us, phase=phase))
 
     def nll_batch(thetas: np.ndarray) -> np.ndarray:
         with np.errstate(all="ignore"):
             wait = _latent_waits(fam, zero, cure, thetas)
-            return minus_loglik(bin_probabilities(wait, data.k_timeout, data.jiffy_us, phase=phase))
+            p = bin_probabilities(wait, data.k_timeout, data.jiffy_us, phase=phase)
+            log_p = np.log(np.maximum(np.compress(mask, p, axis=1), 1e-300))
+            # A dot product a row, rows contiguous (unlike p[:, mask]): BLAS sums a matrix
+            # product, or a strided vector, in another order than a single theta's.
+            values = -np.array([np.dot(weights, row) for row in log_p])
+        return np.where(np.isfinite(values), values, 1e300)
 
     return nll, nll_batch
 
