@@ -18,9 +18,9 @@ from analysis.stats.fit import (
     STEP,
     FittedWait,
     JiffyData,
-    _nll_fn,
     forward_gradient,
     hessian,
+    nll_functions,
     search_bounds,
 )
 
@@ -54,7 +54,7 @@ def test_batch_gradient_and_hessian_match_scipy_and_statsmodels(family, zero, cu
     data = _data()
     fam = FAMILIES[family]
     bounds = search_bounds(fam, J, data.timeout_us, zero + cure)
-    nll, batch = _nll_fn(fam, zero, cure, data, data.counts, True)
+    nll, batch = nll_functions(fam, zero, cure, data, data.counts, True)
     gradient = forward_gradient(batch, bounds)
     rng = np.random.default_rng(5)
     for theta in _thetas(bounds, rng):

@@ -52,6 +52,7 @@ __all__ = [
     "NOT_FITTED",
     "OBSERVABLES",
     "QUANTILES",
+    "STEP",
     "Z95",
     "Estimate",
     "FittedWait",
@@ -76,6 +77,7 @@ __all__ = [
     "latent_wait",
     "log_likelihood",
     "model_name",
+    "nll_functions",
     "observed_covariance",
     "optimise",
     "refits",
@@ -396,7 +398,7 @@ def log_likelihood(data: JiffyData, wait: FittedWait, *, phase: bool = True) -> 
     return float(np.dot(data.counts[mask], np.log(p[mask])))
 
 
-def _nll_fn(
+def nll_functions(
     fam: Family, zero: bool, cure: bool, data: JiffyData, counts: np.ndarray, phase: bool
 ) -> tuple[Callable[[np.ndarray], float], Callable[[np.ndarray], np.ndarray]]:
     """The negative log-likelihood (1e300 where it is not finite) of a theta, and of each
@@ -560,7 +562,7 @@ def fit_model(
     skips the standard errors, ``phase=False`` fits the naive floor binning instead."""
     fam = FAMILIES[family]
     counts = data.counts if counts is None else counts
-    nll, nll_batch = _nll_fn(fam, zero, cure, data, counts, phase)
+    nll, nll_batch = nll_functions(fam, zero, cure, data, counts, phase)
     bounds = search_bounds(fam, data.jiffy_us, data.timeout_us, zero + cure)
     res = optimise(
         nll,
