@@ -127,7 +127,11 @@ def fit_durations(
     res = optimise(nll, [np.concatenate([s, extra]) for s in fam.starts(typical)], bounds)
     theta = np.asarray(res.x)
     lo, hi = np.array(bounds).T
-    cov = observed_covariance(nll, theta, (theta - lo < 1e-3) | (hi - theta < 1e-3))
+    cov = observed_covariance(
+        lambda thetas: np.array([nll(th) for th in thetas]),
+        theta,
+        (theta - lo < 1e-3) | (hi - theta < 1e-3),
+    )
     wait = latent_wait(fam, False, cure, theta)
     horizon = float(t.max())
 

@@ -9,6 +9,9 @@ Gauss hypergeometric).
 
 Parameters travel in an unconstrained vector ``theta`` (logs of scales and shapes, a logit
 for the mixture weight) so the optimiser needs no bounds logic; ``natural`` names them.
+The closed forms broadcast: parameters given as (B, 1) columns (``to_natural`` of a batch
+of thetas) give a (B, len(t)) table, which the fits' finite-difference gradient evaluates
+in one vectorised call, element for element the same arithmetic as B scalar calls.
 """
 
 from __future__ import annotations
@@ -29,13 +32,14 @@ class Family:
     """A continuous distribution on (0, ∞) with everything the fits need.
 
     ``natural(theta)`` maps the unconstrained vector to the named parameters (``params``;
-    scales in µs). ``starts(scale_us)`` proposes unconstrained starting points for a wait
-    of typical size ``scale_us``.
+    scales in µs); ``to_natural`` does so for arrays whose first axis runs over theta (a
+    batch along the others). ``starts(scale_us)`` proposes unconstrained starting points
+    for a wait of typical size ``scale_us``.
     """
 
     name: str
     params: tuple[str, ...]
-    natural: Callable[[Array], tuple[float, ...]]
+    to_natural: Callable[[Array], tuple[Array, ...]]
     sf: Callable[[Array, tuple[float, ...]], Array]
     integrated_sf: Callable[[Array, tuple[float, ...]], Array]
     logpdf: Callable[[Array, tuple[float, ...]], Array]
@@ -43,10 +47,17 @@ class Family:
     rvs: Callable[[int, tuple[float, ...], np.random.Generator], Array]
     starts: Callable[[float], list[Array]]
 
+    def natural(self, theta: Array) -> tuple[float, ...]:
+        return tuple(float(x) for x in self.to_natural(theta))
+
     def __reduce__(self) -> tuple[Callable[[str], Family], tuple[str]]:
         # Pickled by name (its functions are lambdas): a kept fit (analysis.stats.memo)
         # comes back holding the module's own family.
         return family, (self.name,)
+
+
+def _exp_each(th: Array) -> tuple[Array, ...]:
+    return tuple(np.exp(th))
 
 
 def _shape_scale_starts(scale_us: float) -> list[Array]:
@@ -62,7 +73,7 @@ def _exp_isf(t: Array, p: tuple[float, ...]) -> Array:
 EXPONENTIAL = Family(
     name="exponential",
     params=("scale_us",),
-    natural=lambda th: (float(np.exp(th[0])),),
+    to_natural=_exp_each,
     sf=lambda t, p: stats.expon.sf(t, scale=p[0]),
     integrated_sf=_exp_isf,
     logpdf=lambda t, p: stats.expon.logpdf(t, scale=p[0]),
@@ -81,7 +92,7 @@ def _weibull_isf(t: Array, p: tuple[float, ...]) -> Array:
 WEIBULL = Family(
     name="weibull",
     params=("shape", "scale_us"),
-    natural=lambda th: (float(np.exp(th[0])), float(np.exp(th[1]))),
+    to_natural=_exp_each,
     sf=lambda t, p: stats.weibull_min.sf(t, p[0], scale=p[1]),
     integrated_sf=_weibull_isf,
     logpdf=lambda t, p: stats.weibull_min.logpdf(t, p[0], scale=p[1]),
@@ -94,16 +105,19 @@ WEIBULL = Family(
 def _lognorm_isf(t: Array, p: tuple[float, ...]) -> Array:
     sigma, s = p
     mu = np.log(s)
+    # libm's pow, as Python's float ** takes it: numpy's ** squares (x*x), a last bit
+    # apart in 0.1 % of values, and scalar and batched likelihoods must agree to the bit.
+    var = np.float_power(sigma, 2)
     with np.errstate(divide="ignore"):
         log_t = np.log(t)
-    partial = np.exp(mu + sigma**2 / 2) * special.ndtr((log_t - mu - sigma**2) / sigma)
+    partial = np.exp(mu + var / 2) * special.ndtr((log_t - mu - var) / sigma)
     return partial + t * special.ndtr((mu - log_t) / sigma)
 
 
 LOGNORMAL = Family(
     name="lognormal",
     params=("sigma", "scale_us"),
-    natural=lambda th: (float(np.exp(th[0])), float(np.exp(th[1]))),
+    to_natural=_exp_each,
     sf=lambda t, p: stats.lognorm.sf(t, p[0], scale=p[1]),
     integrated_sf=_lognorm_isf,
     logpdf=lambda t, p: stats.lognorm.logpdf(t, p[0], scale=p[1]),
@@ -121,7 +135,7 @@ def _gamma_isf(t: Array, p: tuple[float, ...]) -> Array:
 GAMMA = Family(
     name="gamma",
     params=("shape", "scale_us"),
-    natural=lambda th: (float(np.exp(th[0])), float(np.exp(th[1]))),
+    to_natural=_exp_each,
     sf=lambda t, p: stats.gamma.sf(t, p[0], scale=p[1]),
     integrated_sf=_gamma_isf,
     logpdf=lambda t, p: stats.gamma.logpdf(t, p[0], scale=p[1]),
@@ -140,7 +154,7 @@ def _fisk_isf(t: Array, p: tuple[float, ...]) -> Array:
 LOGLOGISTIC = Family(
     name="log-logistic",
     params=("shape", "scale_us"),
-    natural=lambda th: (float(np.exp(th[0])), float(np.exp(th[1]))),
+    to_natural=_exp_each,
     sf=lambda t, p: stats.fisk.sf(t, p[0], scale=p[1]),
     integrated_sf=_fisk_isf,
     logpdf=lambda t, p: stats.fisk.logpdf(t, p[0], scale=p[1]),
@@ -153,15 +167,16 @@ LOGLOGISTIC = Family(
 def _lomax_isf(t: Array, p: tuple[float, ...]) -> Array:
     c, s = p
     log1p = np.log1p(t / s)
-    if abs(c - 1.0) < 1e-9:
-        return s * log1p
-    return s * -np.expm1((1.0 - c) * log1p) / (c - 1.0)
+    # At c = 1 the general form is 0/0; np.where computes both and keeps the limit there.
+    with np.errstate(divide="ignore", invalid="ignore"):
+        general = s * -np.expm1((1.0 - c) * log1p) / (c - 1.0)
+    return np.where(np.abs(c - 1.0) < 1e-9, s * log1p, general)
 
 
 LOMAX = Family(
     name="lomax",
     params=("shape", "scale_us"),
-    natural=lambda th: (float(np.exp(th[0])), float(np.exp(th[1]))),
+    to_natural=_exp_each,
     sf=lambda t, p: stats.lomax.sf(t, p[0], scale=p[1]),
     integrated_sf=_lomax_isf,
     logpdf=lambda t, p: stats.lomax.logpdf(t, p[0], scale=p[1]),
@@ -171,11 +186,10 @@ LOMAX = Family(
 )
 
 
-def _mix_natural(th: Array) -> tuple[float, ...]:
+def _mix_natural(th: Array) -> tuple[Array, ...]:
     # The second component is the slower one (scale2 > scale1), so the labels cannot swap.
-    w = float(special.expit(th[0]))
-    s1 = float(np.exp(th[2]))
-    return (w, float(np.exp(th[1])), s1, float(np.exp(th[3])), s1 * float(np.exp(th[4])))
+    s1 = np.exp(th[2])
+    return (special.expit(th[0]), np.exp(th[1]), s1, np.exp(th[3]), s1 * np.exp(th[4]))
 
 
 def _mix(fn: Callable, t: Array, p: tuple[float, ...]) -> Array:
@@ -218,7 +232,7 @@ def _mix_rvs(n: int, p: tuple[float, ...], rng: np.random.Generator) -> Array:
 MIXTURE = Family(
     name="lognormal-mixture",
     params=("weight1", "sigma1", "scale1_us", "sigma2", "scale2_us"),
-    natural=_mix_natural,
+    to_natural=_mix_natural,
     sf=lambda t, p: _mix(LOGNORMAL.sf, t, p),
     integrated_sf=lambda t, p: _mix(_lognorm_isf, t, p),
     logpdf=_mix_logpdf,

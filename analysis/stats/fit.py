@@ -13,10 +13,13 @@ P(k=K) = (R(KJ) − R((K−1)J))/J. Histogram counts are the likelihood weights,
 events cost no more than a hundred.
 
 Estimation: ``scipy.optimize.minimize`` (SLSQP, whose small dense steps do not wake
-the threaded BLAS that L-BFGS-B calls) from several starts; standard errors
-from the observed information (``statsmodels.tools.numdiff.approx_hess3`` of the negative
-log-likelihood, delta method to every derived quantity on a logit / log scale, averaged
-over the candidate models by Akaike weight so that the CI carries the model choice);
+the threaded BLAS that L-BFGS-B calls) from several starts, given the forward-difference
+gradient it would compute itself, but from one vectorised likelihood of all the steps
+(:func:`forward_gradient`); standard errors from the observed information
+(``statsmodels.tools.numdiff.approx_hess3``'s differences of the negative log-likelihood,
+batched likewise: :func:`hessian`), delta method to every derived quantity on a logit /
+log scale, averaged over the candidate models by Akaike weight so that the CI carries the
+model choice);
 optional bootstrap: a parametric-bootstrap p-value of the G² goodness-of-fit statistic
 (a rejected best model is flagged) and the best model's refits to multinomial resamples.
 Inference assumes independent sleeps, which events of one capture are not exactly (one
@@ -26,6 +29,7 @@ the run-to-run spread.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
@@ -34,7 +38,7 @@ import numpy as np
 import polars as pl
 from scipy import optimize, special
 from statsmodels.stats.proportion import proportion_confint
-from statsmodels.tools.numdiff import approx_fprime, approx_hess3
+from statsmodels.tools.numdiff import approx_fprime
 from threadpoolctl import threadpool_limits
 
 from analysis.errors import InputError
@@ -48,6 +52,7 @@ __all__ = [
     "NOT_FITTED",
     "OBSERVABLES",
     "QUANTILES",
+    "STEP",
     "Z95",
     "Estimate",
     "FittedWait",
@@ -63,13 +68,16 @@ __all__ = [
     "fit_group",
     "fit_model",
     "fit_throttle_groups",
+    "forward_gradient",
     "frame_data",
+    "hessian",
     "jacobian",
     "jiffy_data",
     "lack_of_fit",
     "latent_wait",
     "log_likelihood",
     "model_name",
+    "nll_functions",
     "observed_covariance",
     "optimise",
     "refits",
@@ -265,21 +273,30 @@ class FittedWait:
         return np.where(u >= 1.0 - self.cure_fraction, math.inf, t)
 
 
+@functools.cache
+def _grid(k_timeout: int, jiffy_us: float) -> np.ndarray:
+    """0, J, ..., KJ: kept, since the likelihood asks for the same one 10⁵ times a fit."""
+    grid = jiffy_us * np.arange(k_timeout + 1, dtype=np.float64)
+    grid.flags.writeable = False
+    return grid
+
+
 def bin_probabilities(
     wait: FittedWait, k_timeout: int, jiffy_us: float, *, phase: bool = True
 ) -> np.ndarray:
     """P(k = 0..K) under the observation model (module docstring); ``phase=False`` is the
     naive floor binning k = floor(T/J), kept to show what ignoring the tick phase costs."""
-    grid = jiffy_us * np.arange(k_timeout + 1, dtype=np.float64)
+    grid = _grid(k_timeout, jiffy_us)
+    # Along the last axis: a batch of waits (:func:`_latent_waits`) gives one row each.
     if not phase:
         s = wait.survival(grid[1:])
-        upper = np.concatenate([[1.0], s])
-        return np.concatenate([upper[:-1] - upper[1:], s[-1:]])
+        upper = np.concatenate([np.ones_like(s[..., :1]), s], axis=-1)
+        return np.concatenate([upper[..., :-1] - upper[..., 1:], s[..., -1:]], axis=-1)
     r = wait._restricted_means(grid)
-    p = np.empty(k_timeout + 1)
-    p[0] = 1.0 - r[1] / jiffy_us
-    p[1:-1] = -(r[2:] - 2.0 * r[1:-1] + r[:-2]) / jiffy_us
-    p[-1] = (r[-1] - r[-2]) / jiffy_us
+    p = np.empty(r.shape)
+    p[..., 0] = 1.0 - r[..., 1] / jiffy_us
+    p[..., 1:-1] = -(r[..., 2:] - 2.0 * r[..., 1:-1] + r[..., :-2]) / jiffy_us
+    p[..., -1] = (r[..., -1] - r[..., -2]) / jiffy_us
     return p
 
 
@@ -323,17 +340,38 @@ class ModelFit:
         return model_name(self.family, self.zero, self.cure)
 
 
+def _masses(zero: bool, cure: bool, logits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Zero mass and cure fraction (0.0 when absent) from their logits, the rows of
+    ``logits``: the softmax against the continuous part's logit 0 written out as
+    ``scipy.special.softmax`` computes it, exp(x - max) over a left-to-right sum (the same
+    bits), at a fraction of its 80 µs a call on three numbers."""
+    if not (zero or cure):
+        return 0.0, 0.0
+    top = np.maximum(logits.max(axis=0), 0.0)
+    e = np.exp(logits - top)
+    total = np.exp(-top) + e[0]
+    if zero and cure:
+        total = total + e[1]
+    return (e[0] / total if zero else 0.0), (e[-1] / total if cure else 0.0)
+
+
 def latent_wait(fam: Family, zero: bool, cure: bool, theta: np.ndarray) -> FittedWait:
     """The wait an unconstrained ``theta`` stands for: the family's parameters, then the
     zero-mass and cure logits (softmax against the continuous part) when present."""
     m = len(fam.params)
-    logits = [0.0]
-    logits += [theta[m]] if zero else []
-    logits += [theta[m + zero]] if cure else []
-    w = special.softmax(logits)
-    z = float(w[1]) if zero else 0.0
-    c = float(w[-1]) if cure else 0.0
-    return FittedWait("", fam, fam.natural(theta[:m]), z, c, math.inf)
+    z, c = _masses(zero, cure, np.asarray(theta[m:], dtype=np.float64))
+    return FittedWait("", fam, fam.natural(theta[:m]), float(z), float(c), math.inf)
+
+
+def _latent_waits(fam: Family, zero: bool, cure: bool, thetas: np.ndarray) -> FittedWait:
+    """The waits of a batch of thetas (rows) as one FittedWait whose parameters and masses
+    are (B, 1) columns, so that its survival and restricted means come as (B, t) tables:
+    B likelihoods in one vectorised evaluation, each the same arithmetic as
+    :func:`latent_wait`'s."""
+    m = len(fam.params)
+    columns = np.ascontiguousarray(thetas.T)[:, :, None]
+    z, c = _masses(zero, cure, columns[m:])
+    return FittedWait("", fam, fam.to_natural(columns[:m]), z, c, math.inf)
 
 
 def search_bounds(
@@ -360,20 +398,75 @@ def log_likelihood(data: JiffyData, wait: FittedWait, *, phase: bool = True) -> 
     return float(np.dot(data.counts[mask], np.log(p[mask])))
 
 
-def _nll_fn(
+def nll_functions(
     fam: Family, zero: bool, cure: bool, data: JiffyData, counts: np.ndarray, phase: bool
-) -> Callable[[np.ndarray], float]:
+) -> tuple[Callable[[np.ndarray], float], Callable[[np.ndarray], np.ndarray]]:
+    """The negative log-likelihood (1e300 where it is not finite) of a theta, and of each
+    row of a (B, params) batch of thetas: the same arithmetic, to the bit, so that
+    finite differences of the batch are those of the single one. (The single one keeps
+    the wait's parameters Python floats: cheaper than (1, 1) arrays.)"""
     mask = counts > 0
     weights = counts[mask]
+
+    def minus_loglik(p: np.ndarray) -> float:
+        value = -float(np.dot(weights, np.log(np.maximum(p[mask], 1e-300))))
+        return value if math.isfinite(value) else 1e300
 
     def nll(theta: np.ndarray) -> float:
         with np.errstate(all="ignore"):
             wait = latent_wait(fam, zero, cure, theta)
-            p = bin_probabilities(wait, data.k_timeout, data.jiffy_us, phase=phase)
-            value = -float(np.dot(weights, np.log(np.clip(p[mask], 1e-300, None))))
-        return value if math.isfinite(value) else 1e300
+            return minus_loglik(bin_probabilities(wait, data.k_timeout, data.jiffy_us, phase=phase))
 
-    return nll
+    def nll_batch(thetas: np.ndarray) -> np.ndarray:
+        with np.errstate(all="ignore"):
+            wait = _latent_waits(fam, zero, cure, thetas)
+            p = bin_probabilities(wait, data.k_timeout, data.jiffy_us, phase=phase)
+            log_p = np.log(np.maximum(np.compress(mask, p, axis=1), 1e-300))
+            # A dot product a row, rows contiguous (unlike p[:, mask]): BLAS sums a matrix
+            # product, or a strided vector, in another order than a single theta's.
+            values = -np.array([np.dot(weights, row) for row in log_p])
+        return np.where(np.isfinite(values), values, 1e300)
+
+    return nll, nll_batch
+
+
+# SLSQP's default finite-difference step (scipy.optimize._slsqp_py._epsilon).
+STEP = math.sqrt(np.finfo(np.float64).eps)
+
+
+def forward_gradient(
+    nll: Callable[[np.ndarray], np.ndarray], bounds
+) -> Callable[[np.ndarray], np.ndarray]:
+    """The gradient SLSQP estimates without ``jac`` (scipy's ``approx_derivative``,
+    '2-point', absolute step ``STEP``, a step lost to rounding replaced by a relative one,
+    steps flipped or shortened to stay inside the bounds as ``_adjust_scheme_to_bounds``
+    does), from one call of the batched ``nll`` at theta and at each forward step: the
+    same differences to the bit, so the optimiser takes the same path, at the cost of
+    about two likelihoods instead of one per parameter."""
+    lo, hi = np.array(bounds, dtype=np.float64).T
+    n = lo.size
+    diagonal = (np.arange(1, n + 1), np.arange(n))
+
+    def gradient(theta: np.ndarray) -> np.ndarray:
+        h = np.full(n, STEP)
+        lost = (theta + h) - theta == 0
+        if lost.any():
+            sign = (theta >= 0).astype(float) * 2 - 1
+            h = np.where(lost, STEP * sign * np.maximum(1.0, np.abs(theta)), h)
+        ahead = theta + h
+        if ((ahead < lo) | (ahead > hi)).any():
+            lower, upper = theta - lo, hi - theta
+            fitting = np.abs(h) <= np.maximum(lower, upper)
+            h = np.where(((ahead < lo) | (ahead > hi)) & fitting, -h, h)
+            h = np.where(fitting, h, np.where(upper >= lower, upper, -lower))
+            ahead = theta + h
+        steps = np.empty((n + 1, n))
+        steps[:] = theta
+        steps[diagonal] = ahead
+        values = nll(steps)
+        return (values[1:] - values[0]) / (ahead - theta)
+
+    return gradient
 
 
 def _starts(fam: Family, data: JiffyData, zero: bool, cure: bool) -> list[np.ndarray]:
@@ -420,19 +513,27 @@ def _g2(counts: np.ndarray, p: np.ndarray) -> float:
     return float(2.0 * np.sum(counts[mask] * np.log(counts[mask] / expected)))
 
 
-def optimise(nll, starts: list[np.ndarray], bounds) -> optimize.OptimizeResult:
-    """A short run from every start, then the best one to convergence."""
+def optimise(nll, starts: list[np.ndarray], bounds, jac=None) -> optimize.OptimizeResult:
+    """A short run from every start, then the best one to convergence (``jac``: the
+    gradient, SLSQP's own finite differences without it)."""
     lo, hi = np.array(bounds).T
     if len(starts) == 1:
-        return optimize.minimize(nll, np.clip(starts[0], lo, hi), method="SLSQP", bounds=bounds)
+        return optimize.minimize(
+            nll, np.clip(starts[0], lo, hi), method="SLSQP", jac=jac, bounds=bounds
+        )
     rough = [
         optimize.minimize(
-            nll, np.clip(x0, lo, hi), method="SLSQP", bounds=bounds, options={"maxiter": 40}
+            nll,
+            np.clip(x0, lo, hi),
+            method="SLSQP",
+            jac=jac,
+            bounds=bounds,
+            options={"maxiter": 40},
         )
         for x0 in starts
     ]
     best = min(rough, key=lambda r: r.fun)
-    return optimize.minimize(nll, best.x, method="SLSQP", bounds=bounds)
+    return optimize.minimize(nll, best.x, method="SLSQP", jac=jac, bounds=bounds)
 
 
 def _natural_vector(fam: Family, zero: bool, cure: bool, theta: np.ndarray) -> np.ndarray:
@@ -461,9 +562,14 @@ def fit_model(
     skips the standard errors, ``phase=False`` fits the naive floor binning instead."""
     fam = FAMILIES[family]
     counts = data.counts if counts is None else counts
-    nll = _nll_fn(fam, zero, cure, data, counts, phase)
+    nll, nll_batch = nll_functions(fam, zero, cure, data, counts, phase)
     bounds = search_bounds(fam, data.jiffy_us, data.timeout_us, zero + cure)
-    res = optimise(nll, starts or _starts(fam, data, zero, cure), bounds)
+    res = optimise(
+        nll,
+        starts or _starts(fam, data, zero, cure),
+        bounds,
+        jac=forward_gradient(nll_batch, bounds),
+    )
     theta = np.asarray(res.x)
     lo, hi = np.array(bounds).T
     at_bound = (theta - lo < 1e-3) | (hi - theta < 1e-3)
@@ -472,7 +578,7 @@ def fit_model(
     theta_names = [n for n, f in zip(names, free, strict=True) if f]
     cov = None
     if information:
-        cov = observed_covariance(nll, theta, at_bound)
+        cov = observed_covariance(nll_batch, theta, at_bound)
     natural = _natural_vector(fam, zero, cure, theta)
     # Intervals on the scale where the parameter is unbounded (log of a positive scale or
     # shape, logit of the zero mass and cure fraction), taken back: they stay in range.
@@ -538,19 +644,36 @@ def fit_model(
     )
 
 
-def observed_covariance(nll, theta: np.ndarray, at_bound: np.ndarray) -> np.ndarray | None:
-    """Inverse observed information over the interior parameters (boundary ones fixed)."""
+def hessian(f: Callable[[np.ndarray], np.ndarray], x: np.ndarray) -> np.ndarray:
+    """statsmodels' ``approx_hess3`` (Ridout's central differences, steps EPS^¼·max(|x|,
+    0.1)) of a function ``f`` of a batch of points (rows), its 4·n(n+1)/2 points in one
+    call: the same points and differences as its loop, to the bit."""
+    h = np.finfo(float).eps ** (1.0 / 4) * np.maximum(np.abs(x), 0.1)
+    ee = np.diag(h)
+    i, j = np.triu_indices(x.size)
+    points = [x + ee[i] + ee[j], x + ee[i] - ee[j], x - ee[i] + ee[j], x - ee[i] - ee[j]]
+    pp, pm, mp, mm = f(np.concatenate(points)).reshape(4, -1)
+    hess = np.empty((x.size, x.size))
+    hess[i, j] = hess[j, i] = (pp - pm - (mp - mm)) / (4.0 * np.outer(h, h)[i, j])
+    return hess
+
+
+def observed_covariance(
+    nll: Callable[[np.ndarray], np.ndarray], theta: np.ndarray, at_bound: np.ndarray
+) -> np.ndarray | None:
+    """Inverse observed information over the interior parameters (boundary ones fixed);
+    ``nll`` takes a batch of thetas (rows)."""
     free = np.flatnonzero(~at_bound)
     cov = np.zeros((theta.size, theta.size))
     if free.size == 0:
         return cov
 
-    def sub(x: np.ndarray) -> float:
-        full = theta.copy()
-        full[free] = x
+    def sub(x: np.ndarray) -> np.ndarray:
+        full = np.tile(theta, (len(x), 1))
+        full[:, free] = x
         return nll(full)
 
-    hess = approx_hess3(theta[free], sub)
+    hess = hessian(sub, theta[free])
     try:
         inv = np.linalg.inv(hess)
     except np.linalg.LinAlgError:
