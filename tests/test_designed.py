@@ -236,3 +236,27 @@ def test_the_section_says_where_the_covariate_narrowed_the_intervals(sweep, tmp_
             f"{f.endpoint} under {where}, {round(100 * f.narrowing)} \\%".replace("_", "\\_")
             in body
         )
+
+
+def test_each_knob_of_a_sweep_gets_its_own_panels():
+    from analysis.report.charts.dose import dose_frame
+    from analysis.study.dose import DosePoint, DoseResponse
+
+    def curve(knob: str, setting: str, level: str) -> DoseResponse:
+        points = (
+            DosePoint("default", "100" if "writeback" in knob else "4", None, None, False),
+            DosePoint(level, setting, float(setting), _level(level, 0.1, (0.0, 0.2), 0.3, False),
+                      False),
+        )  # fmt: skip
+        return DoseResponse(knob, "reclaim_efficiency", "reclaimed/scanned",
+                            (("pressure", "memcg1"),), True, "log", None, points)  # fmt: skip
+
+    wb, np_ = "vm.reclaim_throttle_writeback_ms", "vm.reclaim_throttle_noprogress_ms"
+    frame = dose_frame([curve(wb, "500", "wb500"), curve(np_, "500", "np500")])
+    panels = frame.group_by("panel").agg("level")
+    # The two timeouts' 500 ms settings are two knobs: never one axis.
+    assert sorted(panels["panel"]) == [
+        "reclaim_throttle_noprogress_ms: reclaim_efficiency (change %) pressure memcg1",
+        "reclaim_throttle_writeback_ms: reclaim_efficiency (change %) pressure memcg1",
+    ]
+    assert curve(wb, "500", "wb500").knob_unit == "ms"
