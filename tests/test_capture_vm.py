@@ -347,3 +347,25 @@ def test_sigterm_stops_the_guest_and_leaves_nothing(tmp_path):
     assert "interrupted by SIGTERM" in proc.stderr.read()
     assert not Path(f"/proc/{pid_file.read_text().strip()}").exists()
     assert not out.exists()
+
+
+def test_vng_beside_this_python_finds_its_own_helpers(tmp_path, monkeypatch):
+    """`.venv/bin/mmlab experiment run` without the venv on PATH: vng starts virtme-run by
+    name, which must resolve in vng's own folder (every run of a retried sweep failed with
+    "virtme-run: not found")."""
+    import subprocess
+
+    bin_dir = tmp_path / "venv-bin"
+    bin_dir.mkdir()
+    helper = bin_dir / "virtme-run"
+    helper.write_text("#!/bin/sh\necho helper ran\n")
+    vng = bin_dir / "vng"
+    vng.write_text("#!/bin/sh\nexec virtme-run\n")
+    for f in (helper, vng):
+        f.chmod(f.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    out = subprocess.run([str(vng)], env=vm.tool_env(str(vng)), capture_output=True, text=True)
+    assert (out.returncode, out.stdout) == (0, "helper ran\n")
+    bare = subprocess.run([str(vng)], capture_output=True, text=True)
+    assert bare.returncode == 127  # what the sweep's runs hit without it
+    assert vm.tool_env("vng")["PATH"] == "/usr/bin:/bin"  # a vng found on PATH: PATH as is

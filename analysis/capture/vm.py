@@ -51,6 +51,7 @@ __all__ = [
     "provenance",
     "read_build_record",
     "run_guest_capture",
+    "tool_env",
     "vng_command",
     "vng_path",
 ]
@@ -225,6 +226,16 @@ def vng_path() -> str:
     return found
 
 
+def tool_env(vng: str) -> dict[str, str]:
+    """The environment vng runs in: ours, with vng's own folder first on PATH. vng starts
+    ``virtme-run`` (and the guest's helpers) by name, so a vng found beside this Python
+    (``.venv/bin/mmlab`` run without the venv on PATH) failed every run with "virtme-run: not
+    found"."""
+    folder = str(Path(vng).parent) if os.sep in vng else ""
+    path = os.environ.get("PATH", "")
+    return {**os.environ, "PATH": f"{folder}{os.pathsep}{path}" if folder else path}
+
+
 def _throttle_opts(guest: GuestConfig) -> list[str]:
     """qemu ``-set`` options throttling the guest's disk (virtme-ng names its first virtio-blk
     drive ``blk-disk0``; ``--qemu-opts`` come after it on qemu's command line)."""
@@ -385,6 +396,7 @@ def _boot(guest: GuestConfig, command: list[str], share: Path) -> subprocess.Pop
                 proc = subprocess.Popen(
                     command, stdin=subprocess.DEVNULL, stdout=console,
                     stderr=subprocess.STDOUT, cwd=PACKAGE_PARENT, start_new_session=True,
+                    env=tool_env(command[0]),
                 )  # fmt: skip
                 (share / VNG_PID).write_text(f"{proc.pid}\n")
             proc.wait(timeout=guest.timeout_s)
