@@ -63,14 +63,25 @@ def _effect_phrase(effects: BlockedEffects, e: LevelEffect, name: str) -> str:
     return f"{name} {change}, within the detectable {mde_text(effects, e)}"
 
 
+def _not_estimated(family: EndpointFamily) -> str:
+    return f"{family.endpoint} could not be estimated ({family.note})"
+
+
+def _settings_of(sweep: DesignedSweep, family: EndpointFamily) -> list[LevelEffect]:
+    """The family's levels that are settings (its A/A controls left out); none when the
+    family could not be estimated."""
+    effects = family.answer
+    controls = sweep.effects.aa_controls
+    return [] if effects is None else [e for e in effects.levels if e.level not in controls]
+
+
 def _primary_sentence(sweep: DesignedSweep, family: EndpointFamily) -> str:
     """What the factor did to the primary endpoint in one stratum, from the numbers."""
     result = sweep.effects
-    effects = family.answer
+    effects, levels = family.answer, _settings_of(sweep, family)
     head = f"Under {_where(family)}, "
     if effects is None:
-        return f"{head}{family.endpoint} could not be estimated ({family.note})."
-    levels = [e for e in effects.levels if e.level not in result.aa_controls]
+        return f"{head}{_not_estimated(family)}."
     changed = [e for e in levels if e.changed]
     names = {e.level: _level(sweep, family, e) for e in effects.levels}
     if changed:
@@ -129,11 +140,10 @@ def _compact_sentence(sweep: DesignedSweep, family: EndpointFamily) -> str:
     endpoint that had one value in every run of the stratum (the knob had nothing to act
     on there)."""
     result = sweep.effects
-    effects = family.answer
+    effects, levels = family.answer, _settings_of(sweep, family)
     head = f"under {_where(family)}, "
     if effects is None:
-        return f"{head}{family.endpoint} could not be estimated ({family.note})"
-    levels = [e for e in effects.levels if e.level not in result.aa_controls]
+        return head + _not_estimated(family)
 
     def phrase(e: LevelEffect) -> str:
         return _effect_phrase(effects, e, _level(sweep, family, e))
