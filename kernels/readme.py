@@ -158,9 +158,9 @@ def experiment_readme(out: Path) -> str:
     events: dict[str, int] = {}
     for e in journal:
         events[e["event"]] = events.get(e["event"], 0) + 1
-    failed = sorted((out / "failed").glob("*.txt")) if (out / "failed").is_dir() else []
-    # A failed attempt run again with --retry-failed and finished is one of the boots; its
-    # failed/ record stays as the history of that attempt.
+    # Every failed attempt is in the journal (failed/<run>.* keeps only a run's last one's
+    # evidence). One run again with --retry-failed and finished is one of the boots.
+    failed = [e for e in journal if e["event"] == "failed"]
     finished = {b["run_id"]: f"{it.parent.name}/{it.name}" for _, it, b, _ in boots}
     lines = [
         f"# {order['plan']}: a designed experiment on the patched 6.12 kernel "
@@ -187,9 +187,10 @@ def experiment_readme(out: Path) -> str:
         f"({vm0['host']['cpu']['model']}, {vm0['host']['cpu']['logical_cpus']} CPUs, kernel "
         f"{vm0['host']['kernel_release']}), shared with other work: its load is in each row.",
         "- Journal: " + ", ".join(f"{n} {e}" for e, n in events.items())
-        + (f"; failed attempts (left out, in failed/): {len(failed)}, "
-           f"{sum(t.stem in finished for t in failed)} of them run "
-           "again and finished" if failed else "; no failed run."),
+        + (f"; failed attempts (left out; listed at the end): {len(failed)} attempt(s) of "
+           f"{len({e['run'] for e in failed})} run(s), "
+           f"{len({e['run'] for e in failed} & set(finished))} of those run again and finished"
+           if failed else "; no failed run."),
         "",
         "## Settings",
         "",
@@ -220,10 +221,17 @@ def experiment_readme(out: Path) -> str:
             f"| {d.get('with_deferred', 0)} of {d.get('calls', 0)} | {meta.get('oom_kills', 0)} "
             f"| {median:.0f} | {p99:.0f} |"
         )
-    for txt in failed:
-        again = finished.get(txt.stem)
-        note = f" (run again and finished: {again})" if again else " (not run again)"
-        lines.append(f"\nFailed attempt {txt.stem}{note}: {txt.read_text().strip()}")
+    if failed:
+        lines += ["", "## Failed attempts (journal.jsonl; the last one's evidence in failed/)", ""]
+    for e in failed:
+        again = finished.get(e["run"])
+        note = f"run again and finished: {again}" if again else "not run again"
+        # The guest console follows the reason in the journal: its first line is enough here.
+        reason = e["reason"].split("; console:")[0]
+        lines.append(f"- {e['t'][:19]} `{e['run']}` ({note}): {reason}")
+    notes = out / "NOTES.md"
+    if notes.is_file():
+        lines += ["", "## Notes (by hand, in NOTES.md)", "", notes.read_text().strip()]
     return "\n".join(lines) + "\n"
 
 

@@ -22,7 +22,7 @@
 # docs/statistics.md "The deciding test". Last, a SYNTHETIC-data validation.
 
 # %% tags=["parameters"]
-experiments = ["data/vm-6.12-lab/sweep-divisor"]
+experiments = ["data/vm-6.12-lab/sweep-divisor", "data/vm-6.12-lab/sweep-throttle"]
 aa = ["data/vm-6.12/aa1", "data/vm-6.12/aa2"]
 ab = ["data/vm-6.12/aa1", "data/vm-6.12/wb20"]
 row = "mmap-8"

@@ -29,7 +29,7 @@ def _text(iteration) -> str:
     return zstandard.ZstdDecompressor().stream_reader(raw).read().decode()
 
 
-@pytest.mark.parametrize("tree", ["paths", "demo", "pilot", "sweep-divisor"])
+@pytest.mark.parametrize("tree", ["paths", "demo", "pilot", "sweep-divisor", "sweep-throttle"])
 def test_every_run_is_its_own_boot_in_the_plans_order(tree):
     found = _boots(tree)
     order = json.loads((LAB / tree / "order.json").read_text())
@@ -72,3 +72,47 @@ def test_the_demo_was_interrupted_twice_and_finished():
               for line in (LAB / "demo" / "journal.jsonl").read_text().splitlines()]  # fmt: skip
     assert {"interrupted", "abandoned"} <= set(events)
     assert events.count("done") == 4
+
+
+def _writeback_timeout_us(sysctl: dict, hz: int = 250) -> int:
+    """The WRITEBACK timeout a run's kernel slept with: the sysctl in ms (default HZ/10)
+    in whole jiffies, rounded up as msecs_to_jiffies() does."""
+    ms = int(sysctl.get("vm.reclaim_throttle_writeback_ms", 1000 // 10))
+    jiffy_us = 1_000_000 // hz
+    return -(-ms * 1000 // jiffy_us) * jiffy_us
+
+
+def test_the_throttle_sweep_ran_each_timeout_and_global_pressure_throttled_nobody():
+    found = _boots("sweep-throttle")
+    assert len(found) == 160
+    for b in found:
+        throttles = b["knob_check"]["throttle"]
+        if b["params"]["pressure"] == "global":
+            assert throttles == [], b["run_id"]  # no reclaimer slept in reclaim_throttle()
+            continue
+        writeback = [t for t in throttles if t["reason"] == "VMSCAN_THROTTLE_WRITEBACK"]
+        assert writeback and writeback[0]["events"] > 0, b["run_id"]
+        assert writeback[0]["seen_us"] == [_writeback_timeout_us(b["params"].get("sysctl", {}))]
+    # One block read as text, independently of the capture's own check.
+    for b in (b for b in found if b["block"] == 0):
+        text = _text(b["dir"])
+        if b["params"]["pressure"] == "global":
+            assert "mm_vmscan_kswapd_wake:" in text and "mm_vmscan_throttled:" not in text
+        else:
+            timeout = _writeback_timeout_us(b["params"].get("sysctl", {}))
+            assert f"usec_timeout={timeout} " in text, b["run_id"]
+
+
+@pytest.mark.parametrize("pressure", ["memcg1", "global"])
+def test_the_throttle_sweeps_two_default_settings_are_an_aa_with_no_verdict(pressure):
+    from analysis.ingest.benchmarks import load_runs
+    from analysis.stats.significance import compare_table
+
+    runs = [LAB / "sweep-throttle" / f"{pressure}-{name}" for name in ("default", "default2")]
+    table = load_runs(runs).table
+    base, new = list(dict.fromkeys(table["kernel"]))
+    rows = compare_table(table, base, [new], "p50", 0.05, None, 500, 0)
+    assert {r.row for r in rows} == {"mmap-8", "elapsed"}
+    for r in rows:  # ten boots a side: no verdict, and every interval covers no change
+        assert r.verdict == "no change shown", r
+        assert r.change_ci[0] < 0 < r.change_ci[1], r

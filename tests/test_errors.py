@@ -26,6 +26,7 @@ from analysis.capture.run import (
 from analysis.errors import InputError
 from analysis.notebooks.execute import NotebookFailed
 from analysis.report.json_output import NonFiniteError
+from analysis.stats.blocked import NoVariation
 
 # One instance of every exception class the package defines; the discovery test below
 # fails when a new one is added without an entry here.
@@ -35,6 +36,7 @@ EXAMPLES = {
     MachineBusy: MachineBusy("/run/lock/mmlab-capture.lock", "another mmlab capture (pid 7)"),
     WorkloadFailed: WorkloadFailed(Path("out/x/iter-1"), ["the command ended exit 3"]),
     NonFiniteError: NonFiniteError("$.rows[0].mean is nan: JSON has no NaN or infinity"),
+    NoVariation: NoVariation(0.0, 55),
     NotebookFailed: NotebookFailed(
         Path("notebooks/01-vmstat-metrics.py"), 3, 41, "KeyError: 'x'", "frame['x']"
     ),

@@ -68,12 +68,16 @@ class NoVariation(ValueError):
     reclaimer slept in ``reclaim_throttle()`` at any timeout)."""
 
     def __init__(self, value: float, runs: int) -> None:
-        super().__init__(
-            f"all {runs} runs have the same value, {value:g}: nothing varies, so no level "
-            "can differ"
-        )
+        # The arguments are the exception's args, so it pickles (Dask workers, xdist).
+        super().__init__(value, runs)
         self.value = value
         self.runs = runs
+
+    def __str__(self) -> str:
+        return (
+            f"all {self.runs} runs have the same value, {self.value:g}: nothing varies, so no "
+            "level can differ"
+        )
 
 
 def detectable_reach(df: float, alpha: float = 0.05, power: float = 0.8) -> float:
