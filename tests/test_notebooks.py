@@ -63,6 +63,8 @@ def test_notebooks_are_short_with_a_parameters_cell():
 # Notebook 03's bands and sweep made smaller (make runs them whole): 50 band replicates
 # and four captures' per-run fits were its 100 s here; three captures keep every timeout.
 SMALLER = {
+    # The divisor sweep alone (60 boots); make reads the throttle sweep's 160 too.
+    "04-significance": {"experiments": ["data/vm-6.12-lab/sweep-divisor"]},
     "03-stall-distributions": {
         "band_bootstrap": 5,
         "sweep": ["data/vm-6.12/wb20", "data/vm-6.12/aa1", "data/vm-6.12/wb500"],
