@@ -32,6 +32,8 @@ SWEEP := data/vm-6.12
 # The designed sweeps (mmlab experiment run, one boot per run, randomised blocks) the
 # paper's Results report, once bundled complete (kernels/in-progress keeps unfinished ones).
 EXPERIMENTS := $(wildcard data/vm-6.12-lab/sweep-*)
+# Each designed sweep's effects report (every setting, endpoint and pressure type).
+EFFECTS := $(patsubst data/vm-6.12-lab/%,$(BUILD)/effects-%.txt,$(EXPERIMENTS))
 # Debian packages the paper needs (pdflatex + booktabs, fonts, latexmk; bibtex with natbib's
 # plainnat from texlive-binaries/texlive-latex-base; pdftotext/pdftoppm).
 LATEX_PACKAGES := texlive-latex-recommended texlive-fonts-recommended texlive-binaries \
@@ -40,8 +42,9 @@ LATEX_PACKAGES := texlive-latex-recommended texlive-fonts-recommended texlive-bi
 .PHONY: all setup test lint format bench lock clean paper latex browser validation kernels \
 	kernels-test
 
-all: $(BUILD)/report.txt $(EXECUTED) paper
-	@echo "== done: $(BUILD)/report.txt, $(BUILD)/notebooks/, $(PAPER_OUT)/main.pdf =="
+all: $(BUILD)/report.txt $(EFFECTS) $(EXECUTED) paper
+	@echo "== done: $(BUILD)/report.txt, $(BUILD)/effects-*.txt, $(BUILD)/notebooks/," \
+		"$(PAPER_OUT)/main.pdf =="
 
 # uv from PyPI if it is missing, then the locked environment (a no-op when current),
 # byte-compiled at install: this machine sets PYTHONDONTWRITEBYTECODE, so nothing else would.
@@ -75,6 +78,11 @@ $(BUILD)/report.txt: $(WARM) $(SOURCES) $(DATA)
 	@echo "== report $@ =="
 	@mkdir -p $(BUILD)
 	@$(MMLAB) report $(AB_RUNS) --out $@
+
+$(BUILD)/effects-%.txt: $(WARM) $(SOURCES) $(DATA)
+	@echo "== effects $@ =="
+	@mkdir -p $(BUILD)
+	@$(MMLAB) experiment effects data/vm-6.12-lab/$* > $@
 
 # papermill via `mmlab notebook`: .ipynb + .html; a failing cell names notebook, cell, line.
 $(BUILD)/notebooks/%.ipynb: notebooks/%.py $(WARM) $(SOURCES) $(DATA)
