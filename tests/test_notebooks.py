@@ -68,7 +68,7 @@ SMALLER = {
     "03-stall-distributions": {
         "band_bootstrap": 5,
         "sweep": ["data/vm-6.12/wb20", "data/vm-6.12/aa1", "data/vm-6.12/wb500"],
-    }
+    },
 }
 
 
