@@ -227,7 +227,7 @@ def experiment_readme(out: Path) -> str:
         again = finished.get(e["run"])
         note = f"run again and finished: {again}" if again else "not run again"
         # The guest console follows the reason in the journal: its first line is enough here.
-        reason = e["reason"].split("; console:")[0]
+        reason = e["reason"].split("; console:")[0].splitlines()[0]
         lines.append(f"- {e['t'][:19]} `{e['run']}` ({note}): {reason}")
     notes = out / "NOTES.md"
     if notes.is_file():
