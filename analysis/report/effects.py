@@ -11,11 +11,12 @@ from analysis.study.effects import MIN_ADJUSTED_DF, EndpointFamily, ExperimentEf
 __all__ = ["change_text", "format_effects", "mde_text"]
 
 
-def change_text(effects: BlockedEffects, e: LevelEffect) -> str:
-    """The level's change and its 95 % CI: in % on the log scale, a difference otherwise."""
+def change_text(effects: BlockedEffects, e: LevelEffect, ends: bool = True) -> str:
+    """The level's change and its 95 % CI: in % on the log scale, a difference otherwise;
+    the change alone, rounded where its CI is, when not ``ends``."""
     if effects.scale == "log":
-        return interval(100 * e.estimate, 100 * e.ci[0], 100 * e.ci[1], Scale("%"))
-    return interval(e.estimate, e.ci[0], e.ci[1])
+        return interval(100 * e.estimate, 100 * e.ci[0], 100 * e.ci[1], Scale("%"), ends)
+    return interval(e.estimate, e.ci[0], e.ci[1], ends=ends)
 
 
 def mde_text(effects: BlockedEffects, e: LevelEffect) -> str:

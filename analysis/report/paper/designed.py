@@ -127,7 +127,7 @@ def _range_phrase(effects: BlockedEffects, levels: Sequence[LevelEffect]) -> str
     is), and the widest change their runs could have missed (each detects at least that)."""
     unit = " %" if effects.scale == "log" else ""
     lo, hi = (min(levels, key=lambda e: e.estimate), max(levels, key=lambda e: e.estimate))
-    texts = [change_text(effects, e).split(" [")[0] for e in (lo, hi)]
+    texts = [change_text(effects, e, ends=False) for e in (lo, hi)]
     values = texts[0] if lo is hi else f"{texts[0]} to {texts[1]}"
     widest = max(levels, key=lambda e: e.mde)
     return f"changes {values}{unit}; the runs detect {mde_text(effects, widest)}"
