@@ -44,6 +44,15 @@ class LevelEffect:
     # The verdict: BH q below the family's alpha and an interval that excludes no change.
     changed: bool
 
+    @property
+    def excludes_no_change(self) -> bool:
+        """Whether the interval lies clear of no change (0), whatever its q."""
+        return _excludes_zero(self.ci)
+
+
+def _excludes_zero(ci: tuple[float, float]) -> bool:
+    return not ci[0] <= 0.0 <= ci[1]
+
 
 @dataclass(frozen=True)
 class BlockedEffects:
@@ -138,7 +147,7 @@ def blocked_effects(
         ci = (back(b - t * se), back(b + t * se))
         found.append(LevelEffect(
             level, n[level], n[reference], back(b), ci, ps[i], float(qs[i]), back(reach * se),
-            bool(qs[i] < alpha and not ci[0] <= 0.0 <= ci[1]),
+            bool(qs[i] < alpha and _excludes_zero(ci)),
         ))  # fmt: skip
     ref = y[(frame["level"] == reference).to_numpy()]
     slope = (float(fit.params[-1]), float(fit.bse[-1])) if covariate else None

@@ -57,7 +57,7 @@ def _effect_phrase(effects: BlockedEffects, e: LevelEffect, name: str) -> str:
     change = change_text(effects, e) + (" %" if effects.scale == "log" else "")
     if e.changed:
         return f"{name} {change} (q {e.q:.2g})"
-    if not e.ci[0] <= 0.0 <= e.ci[1]:
+    if e.excludes_no_change:
         # An interval clear of 0 whose q is not: said as such, never as "indistinguishable".
         return f"{name} {change} (p {e.p:.2g}, but q {e.q:.2g} over the family's settings)"
     return f"{name} {change}, within the detectable {mde_text(effects, e)}"
@@ -159,7 +159,7 @@ def _compact_sentence(sweep: DesignedSweep, family: EndpointFamily) -> str:
     elif rest:
         parts.append(f"no setting changed {family.endpoint} detectably "
                      f"({_range_phrase(effects, rest)})")  # fmt: skip
-    parts += [phrase(e) for e in rest if not e.ci[0] <= 0.0 <= e.ci[1]]
+    parts += [phrase(e) for e in rest if e.excludes_no_change]
     constant = [f"{f.endpoint} was {f.constant:g} in every run" for f in result.families
                 if f.stratum == family.stratum and f.constant is not None]  # fmt: skip
     return head + "; ".join(parts + constant)
