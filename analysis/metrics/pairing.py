@@ -524,11 +524,18 @@ class Labeller:
     are the only candidates for "the pid's latest interval beginning at or before the
     event" (the label is the same as against all intervals)."""
 
-    def __init__(self, intervals: pl.DataFrame) -> None:
-        self._sorted = intervals.sort("begin_ts_ns", "pid", maintain_order=True)
+    def __init__(self, intervals: pl.DataFrame, *, ordered: bool = False) -> None:
+        self._sorted = (
+            intervals if ordered else intervals.sort("begin_ts_ns", "pid", maintain_order=True)
+        )
         self._begins = self._sorted["begin_ts_ns"].to_numpy()
         self._upto = 0
         self._last = self._sorted.clear()
+
+    def fork(self) -> Labeller:
+        """Another labeller of the same intervals with a state of its own, for event frames
+        fed on another thread."""
+        return Labeller(self._sorted, ordered=True)
 
     def _before(self, index: int) -> pl.DataFrame:
         """Each pid's last interval among the first ``index`` (by begin), kept as the

@@ -27,6 +27,7 @@ from analysis.metrics import (
     lru,
     pairing,
     shrinker,
+    streams,
     throttle,
 )
 from analysis.metrics.deferred import Deferred
@@ -203,14 +204,15 @@ def _pair_reclaim(
         compact.append(rows.select(pl.col("kind").cast(kinds), "pid", "begin_ts_ns", "end_ts_ns"))
         stalls.append(attribution.stall_sums(rows, context))
 
-    for frames in pairing.event_blocks(trace, columns):
-        for name, frame in frames.items():
-            every.add(name, frame)
-        for context, paired in pairs.items():
-            begin, end = pairing.RECLAIM_EVENTS[context]
-            keep(context, paired.add(frames[begin], frames[end]))
-            begins.append(attribution.begin_counts(frames[begin], context))
-        store.add("compaction", compaction.with_context(comp.add(*map(frames.get, _COMPACTION))))
+    with streams.Ordered() as fed:
+        for frames in streams.ahead(pairing.event_blocks(trace, columns)):
+            fed.submit(_feed, every, frames, ())
+            for context, paired in pairs.items():
+                begin, end = pairing.RECLAIM_EVENTS[context]
+                keep(context, paired.add(frames[begin], frames[end]))
+                begins.append(attribution.begin_counts(frames[begin], context))
+            compacted = comp.add(*map(frames.get, _COMPACTION))
+            store.add("compaction", compaction.with_context(compacted))
     for context, paired in pairs.items():
         keep(context, paired.finish())
     store.add("compaction", compaction.with_context(comp.finish()))
@@ -225,6 +227,13 @@ def _pair_reclaim(
         sum_parts(begins, ("context", *attribution.PROCESS)),
     )
     return paired, pairing.Labeller(intervals)
+
+
+def _feed(every: every_event.EveryEvent, frames: Mapping[str, pl.DataFrame], fed) -> None:
+    """One block's frames to ``every``, but those of the events in ``fed`` (fed before)."""
+    for name, frame in frames.items():
+        if name not in fed:
+            every.add(name, frame)
 
 
 @dataclass(frozen=True)
@@ -263,23 +272,27 @@ def _label_events(
     columns.update(dict.fromkeys(unread, every_event.COLUMNS))
     events: dict[str, list[pl.DataFrame]] = {name: [] for name, _ in throttled}
     lru_parts, by_process, write_parts, sums, work = [], [], [], [], []
-    for frames in pairing.event_blocks(trace, columns):
-        for name, frame in frames.items():
-            if name not in fed:
-                every.add(name, frame)
-        for name, delay in throttled:
-            labelled = label(frames[name])
-            throttle.check_fields(trace, name, labelled, delay)
-            events[name].append(throttle.throttle_rows(labelled, name, delay))
-        shrink_inactive = label(frames[_SHRINK_INACTIVE])
-        lru_parts.append(lru.lru_table(shrink_inactive))
-        by_process.append(attribution.lru_by_process(shrink_inactive))
-        write_parts.append(write_counts(label(frames[write])))
-        paired = calls.add(shrinker.start_events(frames[shrinker.START]), frames[shrinker.END])
-        invocations = shrinker.invocation_rows(paired, label)
+    label_calls = label.fork()
+
+    def shrinker_calls(start: pl.DataFrame, end: pl.DataFrame) -> None:
+        paired = calls.add(shrinker.start_events(start), end)
+        invocations = shrinker.invocation_rows(paired, label_calls)
         store.add("shrinker_invocations", invocations)
         sums.append(shrinker.shrinker_sums(invocations))
         work.append(shrinker.work_sums(invocations))
+
+    with streams.Ordered() as every_stream, streams.Ordered() as calls_stream:
+        for frames in streams.ahead(pairing.event_blocks(trace, columns)):
+            every_stream.submit(_feed, every, frames, fed)
+            calls_stream.submit(shrinker_calls, frames[shrinker.START], frames[shrinker.END])
+            for name, delay in throttled:
+                labelled = label(frames[name])
+                throttle.check_fields(trace, name, labelled, delay)
+                events[name].append(throttle.throttle_rows(labelled, name, delay))
+            shrink_inactive = label(frames[_SHRINK_INACTIVE])
+            lru_parts.append(lru.lru_table(shrink_inactive))
+            by_process.append(attribution.lru_by_process(shrink_inactive))
+            write_parts.append(write_counts(label(frames[write])))
     calls.finish()
     return _Labelled(
         # Each event's rows in file order, the events in reporting order.
