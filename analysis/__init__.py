@@ -8,6 +8,24 @@ reclaim statistics), ``stats`` (distributions, significance), ``models``
 notebooks and their parameter sweeps), ``report`` (tables and figures).
 """
 
-__all__ = ["__version__"]
+import hashlib
+from collections.abc import Iterable
+from pathlib import Path
+
+__all__ = ["__version__", "source_key"]
 
 __version__ = "0.1.0"
+
+
+def source_key(patterns: Iterable[str], extra: Iterable[str] = ()) -> str:
+    """mmlab's version and a digest of the sources matching ``patterns`` (globs under this
+    package) and of the ``extra`` strings (e.g. library versions): the key of a cache of
+    what that code computed, so changed code never reads what older code wrote."""
+    package = Path(__file__).resolve().parent
+    digest = hashlib.sha256()
+    for pattern in patterns:
+        for path in sorted(package.glob(pattern)):
+            digest.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes())
+    for text in extra:
+        digest.update(text.encode() + b"\0")
+    return f"{__version__}-{digest.hexdigest()[:16]}"

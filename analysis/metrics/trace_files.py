@@ -15,7 +15,6 @@ source's name and its unparsed lines are added on every read.
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import os
 from collections.abc import Mapping, Sequence
@@ -25,7 +24,6 @@ from pathlib import Path
 import polars as pl
 
 import analysis
-from analysis import __version__
 from analysis.errors import InputError
 from analysis.ingest import ftrace, mmtests
 from analysis.ingest.captures import iteration_of, iteration_traces
@@ -63,7 +61,6 @@ TABLES = (
     "distributions",
     "summary",
 )
-_PACKAGE = Path(analysis.__file__).resolve().parent
 # The code an analysis's numbers come from.
 _CODE = ("metrics/*.py", "stats/describe.py", "ingest/events.py")
 
@@ -71,11 +68,7 @@ _CODE = ("metrics/*.py", "stats/describe.py", "ingest/events.py")
 @functools.cache
 def analysis_key() -> str:
     """mmlab version + digest of the analysis code (see the module docstring)."""
-    digest = hashlib.sha256()
-    for pattern in _CODE:
-        for path in sorted(_PACKAGE.glob(pattern)):
-            digest.update(path.name.encode() + b"\0" + path.read_bytes())
-    return f"{__version__}-{digest.hexdigest()[:16]}"
+    return analysis.source_key(_CODE)
 
 
 def _write(analysis: TraceAnalysis, directory: Path) -> None:

@@ -29,7 +29,6 @@ import analysis
 __all__ = ["DEFAULT_DIR", "code_key", "directory", "memoised"]
 
 DEFAULT_DIR = Path("build") / "fits"
-_PACKAGE = Path(__file__).parent
 _LIBRARIES = ("numpy", "scipy", "statsmodels")
 
 T = TypeVar("T")
@@ -39,12 +38,7 @@ T = TypeVar("T")
 def code_key() -> str:
     """mmlab's version and a digest of ``analysis/stats`` (every source the fits run) and
     of the versions of the libraries they call."""
-    digest = hashlib.sha256()
-    for path in sorted(_PACKAGE.rglob("*.py")):
-        digest.update(str(path.relative_to(_PACKAGE)).encode() + b"\0" + path.read_bytes())
-    for name in _LIBRARIES:
-        digest.update(f"{name}={version(name)}\0".encode())
-    return f"{analysis.__version__}-{digest.hexdigest()[:16]}"
+    return analysis.source_key(["stats/**/*.py"], (f"{n}={version(n)}" for n in _LIBRARIES))
 
 
 def directory() -> Path | None:
