@@ -306,24 +306,54 @@ def test_cli_bad_file(tmp_path: Path, capsys) -> None:
     assert str(path) in capsys.readouterr().err
 
 
-def test_block_read_survives_a_view_held_elsewhere(tmp_path: Path, monkeypatch) -> None:
-    """A short last block is trimmed in place, unless another holder of the read buffer's
-    view forbids resizing (seen once after a Dask sweep): then it is copied, same bytes."""
+@pytest.mark.parametrize("block_bytes", [1, 7, 64, 1 << 20])
+@pytest.mark.parametrize("tail", [b"", b"no newline at the end"])
+def test_a_plain_file_is_read_as_maps_of_whole_lines(
+    tmp_path: Path, block_bytes: int, tail: bytes
+) -> None:
+    """A plain file's blocks (views of its pages) are whole lines that join to the file,
+    the unterminated rest is the final block, and the digest is the file's; lines longer
+    than a block (every line at 1 and 7 bytes) widen that block's window."""
     from analysis.ingest import compressed
 
-    held = []
-    real = compressed._HashingReader.readinto
-
-    def readinto(self, buffer) -> int:
-        held.append(buffer)  # like a frame sampled by another thread
-        return real(self, buffer)
-
-    monkeypatch.setattr(compressed._HashingReader, "readinto", readinto)
-    text = b"".join(b"line %d\n" % i for i in range(5000))
+    text = b"".join(b"line %d %s\n" % (i, b"x" * (i % 40)) for i in range(3000)) + tail
     path = tmp_path / "plain.txt"
     path.write_bytes(text)
-    blocks = list(compressed.iter_blocks(path, 1 << 20))
-    assert held and b"".join(b.data for b in blocks) == text
+    digest: list[str] = []
+    blocks = list(compressed.iter_blocks(path, block_bytes, digest))
+    assert b"".join(bytes(b.data) for b in blocks) == text
+    assert [b.final for b in blocks] == [False] * (len(blocks) - 1) + [True]
+    assert all(bytes(b.data).endswith(b"\n") for b in blocks[:-1])
+    assert bytes(blocks[-1].data) == tail
+    assert digest == [blake3(text).hexdigest()]
+
+
+def test_a_plain_line_longer_than_the_limit_is_refused(tmp_path: Path, monkeypatch) -> None:
+    from analysis.ingest import compressed
+
+    monkeypatch.setattr(compressed, "MAX_LINE_BYTES", 1000)
+    path = tmp_path / "long.txt"
+    path.write_bytes(b"short\n" + b"y" * 5000 + b"\nend\n")
+    with pytest.raises(InputError, match="a line of more than 1,000 bytes") as err:
+        list(compressed.iter_blocks(path, 100))
+    assert err.value.path == path
+
+
+def test_a_plain_file_that_shrinks_while_read_is_refused(tmp_path: Path) -> None:
+    """Reading past the new end of a mapped file would kill the process (SIGBUS): the next
+    block's map is refused with the file named instead."""
+    from analysis.ingest import compressed
+
+    path = tmp_path / "shrinks.txt"
+    path.write_bytes(b"".join(b"line %d\n" % i for i in range(10_000)))
+    blocks = compressed.iter_blocks(path, 4096)
+    first = next(blocks)
+    assert bytes(first.data).startswith(b"line 0\n")
+    with path.open("r+b") as fh:
+        fh.truncate(5000)
+    with pytest.raises(InputError, match="shrank while it was being read") as err:
+        next(blocks)
+    assert err.value.path == path
 
 
 def test_non_number_field_found_whichever_path_builds_the_event() -> None:

@@ -34,7 +34,7 @@ SNIFF_BYTES = 1 << 20
 
 def _head(path: Path) -> str:
     block = next(iter_blocks(path, SNIFF_BYTES), None)
-    return block.data.decode("utf-8", errors="replace") if block else ""
+    return bytes(block.data).decode("utf-8", errors="replace") if block else ""
 
 
 def trace_sources(paths: Iterable[Path]) -> list[Path]:

@@ -221,6 +221,10 @@ class Accounting:
         )
 
 
+# A block of text: a plain file's pages (mapped), or decompressed or decoded bytes.
+Text = bytes | bytearray | memoryview
+
+
 @dataclass
 class _BlockResult:
     """What one block contributes to the accounting (frames are already on disk)."""
@@ -238,16 +242,18 @@ class _BlockResult:
     first_ts: int | None = None
 
 
-def _decode(data: bytes | bytearray, ascii: bool) -> tuple[bytes | bytearray, int]:
+def _decode(
+    data: bytes | bytearray | memoryview, ascii: bool
+) -> tuple[bytes | bytearray | memoryview, int]:
     """Valid UTF-8 bytes of ``data`` (invalid sequences → U+FFFD) and how many lines had
     any; ``ascii``: every byte of ``data`` is ASCII (:func:`~.layout.text_shape`)."""
     if ascii:  # the usual case
         return data, 0
     try:
-        data.decode("utf-8")
+        str(data, "utf-8")
         return data, 0
     except UnicodeDecodeError:
-        fixed = data.decode("utf-8", "replace")
+        fixed = str(data, "utf-8", "replace")
         bad = sum(1 for line in fixed.split("\n") if "\ufffd" in line)
         # Lines already holding U+FFFD are counted too: the input could not be told apart.
         return fixed.encode("utf-8"), bad
@@ -268,7 +274,7 @@ def _byte_array(data: bytes | bytearray) -> np.ndarray:
 
 
 def parse_block(
-    data: bytes | bytearray,
+    data: Text,
     line_base: int,
     final: bool,
     shape: tuple[int, bool] | None = None,
@@ -289,7 +295,7 @@ def parse_block(
     # Samples are cut from the undecoded bytes, so invalid UTF-8 shows as \xNN.
     raw_lines = (starts, ends.copy()) if not invalid else find_lines(raw)
     res = _BlockResult(lines=len(starts), invalid_utf8=invalid)
-    if final and data and not data.endswith(b"\n"):
+    if final and data and data[-1:] != b"\n":
         # A capture cut mid-line: even a line that parses may have lost digits or fields.
         res.truncated = True
         if kind[-1] in (EVENT, UNPARSED):
@@ -442,7 +448,7 @@ def _ingest_into(path: Path, directory: Path, progress: Callable[[int, int], Non
     inflight: queue.Queue = queue.Queue(maxsize=WORKERS + 1)
     errors: list[BaseException] = []
 
-    def work(block: int, data: bytes, base: int, final: bool, shape: tuple[int, bool]) -> None:
+    def work(block: int, data: Text, base: int, final: bool, shape: tuple[int, bool]) -> None:
         try:
             res, tables = parse_block(data, base, final, shape)
             write_tables(directory, block, tables)
