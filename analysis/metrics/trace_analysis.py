@@ -272,7 +272,12 @@ def _label_events(
     columns.update(dict.fromkeys(unread, every_event.COLUMNS))
     events: dict[str, list[pl.DataFrame]] = {name: [] for name, _ in throttled}
     lru_parts, by_process, write_parts, sums, work = [], [], [], [], []
-    label_calls = label.fork()
+    label_calls, label_lru = label.fork(), label.fork()
+
+    def lru_sums(shrink_inactive: pl.DataFrame) -> None:
+        labelled = label_lru(shrink_inactive)
+        lru_parts.append(lru.lru_table(labelled))
+        by_process.append(attribution.lru_by_process(labelled))
 
     def shrinker_calls(start: pl.DataFrame, end: pl.DataFrame) -> None:
         paired = calls.add(shrinker.start_events(start), end)
@@ -281,17 +286,19 @@ def _label_events(
         sums.append(shrinker.shrinker_sums(invocations))
         work.append(shrinker.work_sums(invocations))
 
-    with streams.Ordered() as every_stream, streams.Ordered() as calls_stream:
+    with (
+        streams.Ordered() as every_stream,
+        streams.Ordered() as calls_stream,
+        streams.Ordered() as lru_stream,
+    ):
         for frames in streams.ahead(pairing.event_blocks(trace, columns)):
             every_stream.submit(_feed, every, frames, fed)
             calls_stream.submit(shrinker_calls, frames[shrinker.START], frames[shrinker.END])
+            lru_stream.submit(lru_sums, frames[_SHRINK_INACTIVE])
             for name, delay in throttled:
                 labelled = label(frames[name])
                 throttle.check_fields(trace, name, labelled, delay)
                 events[name].append(throttle.throttle_rows(labelled, name, delay))
-            shrink_inactive = label(frames[_SHRINK_INACTIVE])
-            lru_parts.append(lru.lru_table(shrink_inactive))
-            by_process.append(attribution.lru_by_process(shrink_inactive))
             write_parts.append(write_counts(label(frames[write])))
     calls.finish()
     return _Labelled(
