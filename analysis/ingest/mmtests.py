@@ -250,7 +250,7 @@ class Iteration:
     def counter_deltas(self, test: str) -> dict[str, int]:
         """Counter increments of /proc/vmstat over the iteration (see :meth:`vmstat`);
         counters that went down (:class:`~analysis.ingest.vmstat.CounterReset`) are left out."""
-        deltas, _ = vmstat.counter_deltas(self.vmstat(test))
+        deltas, _ = self.vmstat(test).deltas
         return {
             c: int(deltas[c].sum())
             for c in deltas.columns
@@ -262,11 +262,19 @@ class Iteration:
         found = _first(self.path, f"proc-vmstat-{test}")
         return vmstat.read(found) if found else None
 
+    @cached_property
+    def _vmstat_read(self) -> dict[str, vmstat.Samples]:
+        """Each test's checked vmstat, kept once read: the endpoints, the ops table and the
+        trace analysis of an iteration each ask for it."""
+        return {}
+
     def vmstat(self, test: str) -> vmstat.Samples:
         """The before/after vmstat of the iteration: tests-sysstate (:func:`sysstate_file`),
         else the monitor's first and last sample. Snapshots whose counters nearly all go
         down (swapped, or two machines) are an InputError naming the file: an iteration
         left out of the mean would still be counted in its "Iterations N"."""
+        if (kept := self._vmstat_read.get(test)) is not None:
+            return kept
         sysstate = sysstate_file(self.path)
         if sysstate is not None:
             samples = vmstat.read(sysstate)
@@ -279,6 +287,7 @@ class Iteration:
             first, second = "the monitor's first sample", "a later one"
         where = sysstate or samples.source
         vmstat.check_order(samples, first, second, "swapped, or from two machines", where)
+        self._vmstat_read[test] = samples
         return samples
 
 

@@ -95,6 +95,12 @@ class Samples:
     def __len__(self) -> int:
         return self.frame.height
 
+    @functools.cached_property
+    def deltas(self) -> tuple[pl.DataFrame, tuple[CounterReset, ...]]:
+        """:func:`counter_deltas` of these samples, computed once (an iteration's vmstat is
+        checked, summed and tabled by different readers)."""
+        return counter_deltas(self)
+
 
 @dataclass(frozen=True)
 class CounterReset:
@@ -371,7 +377,8 @@ def _columns_where(
     """The columns among ``names`` where ``test`` holds in any row, in one query."""
     if not names:
         return []
-    row = frame.select(test(pl.col(c)).any().alias(c) for c in names).row(0)
+    # One expression over the columns: an expression per column cost more than the query.
+    row = frame.select(test(pl.col(names)).any()).row(0)
     return [c for c, hit in zip(names, row, strict=True) if hit]
 
 
@@ -386,7 +393,7 @@ def check_order(
     InputError (at ``where``, else ``second``; ``fix`` says what to do) when most counters
     that changed went down from ``first`` to ``second`` (a real counter reset hits one or
     two counters, a swap all of them)."""
-    deltas, resets = counter_deltas(samples)
+    deltas, resets = samples.deltas
     counters = [c for c in deltas.columns if c not in {"interval", "epoch_s", "dt_s"}]
     changed = len(resets) + len(_columns_where(deltas, counters, lambda c: c.fill_null(0) != 0))
     if resets and len(resets) * 2 > changed:
@@ -487,7 +494,7 @@ def counter_deltas(samples: Samples) -> tuple[pl.DataFrame, tuple[CounterReset, 
         pl.int_range(pl.len(), dtype=pl.Int64).alias("interval"),
         pl.col("epoch_s"),
         pl.col("epoch_s").diff().alias("dt_s"),
-        *[pl.col(c).diff().alias(c) for c in counters],
+        pl.col(counters).diff(),
     ).slice(1)
     resets: list[CounterReset] = []
     # Only the counters that went down (a few, if any) are searched for where: a query per
@@ -496,7 +503,11 @@ def counter_deltas(samples: Samples) -> tuple[pl.DataFrame, tuple[CounterReset, 
         negative = diffs.select(pl.arg_where(pl.col(name) < 0)).to_series().to_list()
         for idx in negative:
             resets.append(CounterReset(name, idx + 1, frame[name][idx], frame[name][idx + 1]))
-    cleaned = diffs.with_columns(pl.when(pl.col(c) >= 0).then(pl.col(c)).alias(c) for c in counters)
+    cleaned = (
+        diffs.with_columns(pl.when(pl.col(counters) >= 0).then(pl.col(counters)))
+        if counters
+        else diffs
+    )
     return cleaned, tuple(resets)
 
 

@@ -495,7 +495,7 @@ def interval_series(samples: Samples) -> tuple[pl.DataFrame, tuple[CounterReset,
     reclaim separately. Columns: ``interval``, ``t_s`` (end of interval, seconds since the
     first sample), ``dt_s`` and one column per Ops row label (pages, %, pages/s).
     """
-    deltas, resets = counter_deltas(samples)
+    deltas, resets = samples.deltas
     t0 = samples.frame["epoch_s"][0]
     canon = canonical(deltas)
     values = _evaluate(canon, pl.col("dt_s"), SERIES_OPS)

@@ -107,8 +107,12 @@ def _read(directory: Path, trace) -> TraceAnalysis:
             rows, "shrinker_invocations", trace_analysis.INVOCATION_ORDER
         ),
         "shrinker_backlog": functools.partial(trace_analysis.shrinker_backlog, trace),
+        # Tables too are read when first asked for: a study of many runs reads a few each.
+        **{
+            name: functools.partial(pl.read_parquet, directory / "frames" / f"{name}.parquet")
+            for name in TABLES
+        },
     }
-    tables = {name: pl.read_parquet(directory / "frames" / f"{name}.parquet") for name in TABLES}
     unparsed = trace_analysis.unparsed_of(trace)
     return TraceAnalysis.deferred(
         loaders,
@@ -126,7 +130,6 @@ def _read(directory: Path, trace) -> TraceAnalysis:
         hz=None,
         lru_check=None,
         histogram_groups=None,
-        **tables,
     )
 
 
