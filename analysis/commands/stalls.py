@@ -56,10 +56,6 @@ def run(args: argparse.Namespace) -> int:
     # and the next block's frames fault them in again (zeroed); kept instead, the cold run
     # of benchmarks/stalls.md takes 40 % fewer page faults for ~40 MB more peak RSS.
     os.environ.setdefault("_RJEM_MALLOC_CONF", "dirty_decay_ms:-1,muzzy_decay_ms:-1")
-    from analysis.ingest.ftrace.malloc import one_arena
-
-    if os.environ.get("XX_ARENA"):
-        one_arena()
     # Here, not at the top: `mmlab --help` must not import polars or numpy.
     from analysis.report.json_output import dumps
     from analysis.report.trace_analysis import analysis_json, format_analysis, format_uniq_c
