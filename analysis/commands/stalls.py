@@ -53,9 +53,12 @@ def run(args: argparse.Namespace) -> int:
     # it starts, and the analysis does no linear algebra (as `mmlab ingest`).
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     # Before Polars loads: its jemalloc hands freed pages back to the system as it goes,
-    # and the next block's frames fault them in again (zeroed); kept instead, the cold run
-    # of benchmarks/stalls.md takes 40 % fewer page faults for ~40 MB more peak RSS.
-    os.environ.setdefault("_RJEM_MALLOC_CONF", "dirty_decay_ms:-1,muzzy_decay_ms:-1")
+    # and the next block's frames fault them in again (zeroed). Kept for a second, a block
+    # reuses the one before's pages; kept for ever (decay -1), freed pages piled up in
+    # every thread's arena: on the 630 MB capture the 4x concatenation's peak RSS was
+    # 774 MB against 546 MB with a second, for the same page faults at 1x
+    # (benchmarks/stalls.md).
+    os.environ.setdefault("_RJEM_MALLOC_CONF", "dirty_decay_ms:1000,muzzy_decay_ms:0")
     # Here, not at the top: `mmlab --help` must not import polars or numpy.
     from analysis.report.json_output import dumps
     from analysis.report.trace_analysis import analysis_json, format_analysis, format_uniq_c
