@@ -262,11 +262,22 @@ class Iteration:
         found = _first(self.path, f"proc-vmstat-{test}")
         return vmstat.read(found) if found else None
 
+    @cached_property
+    def _vmstat_read(self) -> dict[str, vmstat.Samples]:
+        """:meth:`vmstat` by test, once read and checked: a run's endpoints, distrust and
+        ops report each ask for every iteration's (parsing and checking is most of it)."""
+        return {}
+
     def vmstat(self, test: str) -> vmstat.Samples:
         """The before/after vmstat of the iteration: tests-sysstate (:func:`sysstate_file`),
         else the monitor's first and last sample. Snapshots whose counters nearly all go
         down (swapped, or two machines) are an InputError naming the file: an iteration
         left out of the mean would still be counted in its "Iterations N"."""
+        if test not in self._vmstat_read:
+            self._vmstat_read[test] = self._read_vmstat(test)
+        return self._vmstat_read[test]
+
+    def _read_vmstat(self, test: str) -> vmstat.Samples:
         sysstate = sysstate_file(self.path)
         if sysstate is not None:
             samples = vmstat.read(sysstate)
