@@ -146,7 +146,7 @@ format: $(SYNCED)
 
 # Two workers (the machines have 2 cores); a file's tests stay on one worker, so a module's
 # fixtures (the executed notebooks) are built once.
-test: lint $(WARM)
+test: lint $(WARM) $(BYTECODE)
 	$(PY) -m pytest -n 2 --dist loadfile
 
 bench: $(WARM)

@@ -57,17 +57,17 @@ from analysis.stats.survival import kaplan_meier, log_rank, stall_durations, tur
 
 theme.offline()  # static SVG charts: they show with no network and in any viewer
 
-figures = Path(build_dir) / "figures"
-figures.mkdir(parents=True, exist_ok=True)
+(figures := Path(build_dir) / "figures").mkdir(parents=True, exist_ok=True)
 # The finding first (the sweep's section below): P(timeout) where a capture did not run.
 WB, taus = "VMSCAN_THROTTLE_WRITEBACK", [20_000.0, 100_000.0, 500_000.0]
 sweep_runs = {Path(c).name: observe(c) for c in sweep}
 rows = [
     {"capture": name, "wait": label}
-    | {f"p_{t / 1000:.0f}ms": np.mean([w(o).survival(np.array([t]))[0] for o in obs]) for t in taus}
+    | {f"p_{t / 1000:.0f}ms": np.mean([w.survival(np.array([t]))[0] for w in waits]) for t in taus}
     for name, obs in sweep_runs.items()
-    for label, w in (("Kaplan-Meier", lambda o: calibrate([o]).reason(WB).wait),
-                     ("woken fit", lambda o: woken_wait(o, WB)))
+    for label, wait in (("Kaplan-Meier", lambda o: calibrate([o]).reason(WB).wait),
+                        ("woken fit", lambda o: woken_wait(o, WB)))
+    for waits in [[wait(o) for o in obs]]  # each run's wait once, read at every timeout
 ]  # fmt: skip
 values = [run_values(o, WB) for obs in sweep_runs.values() for o in obs]
 seen = {t: np.mean([v.p_timeout for v in values if v.tau_us == t]) for t in taus}

@@ -32,6 +32,16 @@ def throttled_lines(iteration_dir: Path) -> list[str]:
     return [line for line in text.splitlines() if "mm_vmscan_throttled:" in line]
 
 
+def share_ingest_cache(directory: Path) -> None:
+    """``directory/build/ingest`` is the repository's ingest cache (a symlink): a test that
+    runs in ``directory`` to name copies of bundled runs by relative paths reuses their
+    ingest and analysis (the cache is keyed by content) instead of redoing them cold."""
+    shared = REPO / "build" / "ingest"
+    shared.mkdir(parents=True, exist_ok=True)
+    (directory / "build").mkdir(exist_ok=True)
+    (directory / "build" / "ingest").symlink_to(shared, target_is_directory=True)
+
+
 # The host captures of this project's workload (data/ also holds third-party mmtests trees
 # and a TCG guest sweep): what `make`'s report and notebooks name.
 CAPTURES = tuple(

@@ -351,7 +351,9 @@ if argv == ["--version"]:
     print("virtme-ng 0.0-fake")
     sys.exit(0)
 share = Path(argv[argv.index("--rwdir") + 1].split("=", 1)[1])
-(share / "vng-started").write_text(str(os.getpid()))
+# Written aside and renamed: the test reads the pid as soon as the name appears.
+(share / "vng-started.tmp").write_text(str(os.getpid()))
+(share / "vng-started.tmp").rename(share / "vng-started")
 time.sleep(float(os.environ.get("FAKE_VNG_SECONDS", "0")))
 spec = json.loads((share / "spec.json").read_text())
 run = spec["capture_argv"][spec["capture_argv"].index("--run") + 1]

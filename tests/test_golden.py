@@ -29,6 +29,7 @@ import pytest
 
 from analysis.cli import main
 from analysis.report.document import build_report
+from tests.conftest import share_ingest_cache
 
 REPO = Path(__file__).resolve().parent.parent
 GOLDEN = Path(__file__).resolve().parent / "golden"
@@ -155,6 +156,7 @@ def test_report_matches_golden(tmp_path, monkeypatch):
     (tmp_path / "data").mkdir()
     for run in RUNS:
         shutil.copytree(REPO / "data" / run, tmp_path / "data" / run)
+    share_ingest_cache(tmp_path)
     monkeypatch.chdir(tmp_path)
     _check("report.txt", build_report([Path("data")]))
 

@@ -18,7 +18,7 @@ from analysis.report.text import fit, shorten_middle
 from analysis.report.units import plus_minus
 from analysis.study.runs import study_runs
 from analysis.study.study import Study
-from tests.conftest import CAPTURES, DATA, throttled_lines
+from tests.conftest import CAPTURES, DATA, share_ingest_cache, throttled_lines
 from tests.test_golden import GOLDEN, RUNS, assert_json_matches
 
 ORDER = [
@@ -142,6 +142,7 @@ def test_report_json_agrees_with_the_commands_golden_json(tmp_path, monkeypatch,
     (tmp_path / "data").mkdir()
     for run in RUNS:
         shutil.copytree(DATA / run, tmp_path / "data" / run)
+    share_ingest_cache(tmp_path)
     monkeypatch.chdir(tmp_path)
     assert main(["report", "--data", "data", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)

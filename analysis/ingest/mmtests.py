@@ -264,8 +264,8 @@ class Iteration:
 
     @cached_property
     def _vmstat_read(self) -> dict[str, vmstat.Samples]:
-        """Each test's checked vmstat, kept once read: the endpoints, the ops table and the
-        trace analysis of an iteration each ask for it."""
+        """:meth:`vmstat` by test, once read and checked: a run's endpoints, distrust and
+        ops report each ask for every iteration's (parsing and checking is most of it)."""
         return {}
 
     def vmstat(self, test: str) -> vmstat.Samples:
@@ -273,8 +273,11 @@ class Iteration:
         else the monitor's first and last sample. Snapshots whose counters nearly all go
         down (swapped, or two machines) are an InputError naming the file: an iteration
         left out of the mean would still be counted in its "Iterations N"."""
-        if (kept := self._vmstat_read.get(test)) is not None:
-            return kept
+        if test not in self._vmstat_read:
+            self._vmstat_read[test] = self._read_vmstat(test)
+        return self._vmstat_read[test]
+
+    def _read_vmstat(self, test: str) -> vmstat.Samples:
         sysstate = sysstate_file(self.path)
         if sysstate is not None:
             samples = vmstat.read(sysstate)
@@ -287,7 +290,6 @@ class Iteration:
             first, second = "the monitor's first sample", "a later one"
         where = sysstate or samples.source
         vmstat.check_order(samples, first, second, "swapped, or from two machines", where)
-        self._vmstat_read[test] = samples
         return samples
 
 

@@ -33,8 +33,7 @@ from analysis.models.throttle import (
     predict_cycle,
     predict_timeout,
 )
-from analysis.stats.families import FAMILIES
-from analysis.stats.fit import FittedWait, GroupFit, fit_group, fit_model, frame_data
+from analysis.stats.fit import FittedWait, GroupFit, best_woken_fit, fit_group, frame_data
 
 __all__ = [
     "SWEEP_MODEL",
@@ -111,18 +110,10 @@ def woken_wait(observation: Observation, reason: str) -> FittedWait:
     if jiffy is None:
         raise InputError(observation.source, "no jiffy length: no CONFIG_HZ, no non-zero delay")
     data = frame_data(cycles, jiffy, source=observation.source)
-    occupied = int((data.counts > 0).sum())
-    fits = [
-        fit_model(data, family, zero=zero, information=False)
-        for family, spec in FAMILIES.items()
-        for zero in (False, True)
-        # As fit_group: a model with as many parameters as occupied bins less one says nothing.
-        if len(spec.params) + zero < occupied
-    ]
-    if not fits:
+    best = best_woken_fit(data)
+    if best is None:
         raise InputError(observation.source, f"{reason}: too few distinct delays to fit")
-    best = min(fits, key=lambda f: f.aic)
-    return replace(best.wait, reason=reason, support_limit_us=data.timeout_us)
+    return replace(best, reason=reason, support_limit_us=data.timeout_us)
 
 
 def _choice(reason: str, fit: GroupFit | str | None, mode: str) -> WaitChoice:

@@ -61,6 +61,7 @@ __all__ = [
     "JiffyData",
     "ModelFit",
     "averaged_observables",
+    "best_woken_fit",
     "bin_probabilities",
     "candidate_models",
     "delta_observables",
@@ -1106,6 +1107,28 @@ def select_groups(
     if context is not None:
         known = known.filter(pl.col("context") == context)
     return known
+
+
+def best_woken_fit(data: JiffyData) -> FittedWait | None:
+    """The latent wait of the AIC-best fit with no cure fraction (every family, with and
+    without a zero mass; none when no model has fewer parameters than the occupied bins
+    less one, as :func:`fit_group` skips those): the woken fit of
+    :func:`analysis.models.throttle_waits.woken_wait`. Kept on disk as a group's fit is:
+    the notebooks and the model's validation score the same runs' waits."""
+
+    def compute() -> FittedWait | None:
+        occupied = int((data.counts > 0).sum())
+        fits = [
+            fit_model(data, family, zero=zero, information=False)
+            for family, spec in FAMILIES.items()
+            for zero in (False, True)
+            if len(spec.params) + zero < occupied
+        ]
+        return min(fits, key=lambda f: f.aic).wait if fits else None
+
+    counts = np.ascontiguousarray(data.counts)
+    options = ("woken", counts.dtype.str, data.jiffy_us, data.timeout_us)
+    return memoised(counts.tobytes() + repr(options).encode(), compute)
 
 
 def fit_throttle_groups(
