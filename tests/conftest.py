@@ -64,3 +64,21 @@ def fits_of_this_run(tmp_path_factory) -> Path:
     shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
     os.environ["MMLAB_FIT_CACHE"] = str(shared / "fits")
     return shared / "fits"
+
+
+# The slowest files first: `--dist loadfile` hands files to the two workers in collection
+# order, and a slow file handed out last leaves the other worker idle until it ends (the
+# notebooks' fixture alone is over a minute).
+SLOWEST_FIRST = (
+    "test_notebooks.py",
+    "test_experiment.py",
+    "test_report.py",
+    "test_sweep.py",
+    "test_paper_bootstrap.py",
+    "test_paper.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {name: i for i, name in enumerate(SLOWEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
