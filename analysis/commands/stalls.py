@@ -52,11 +52,6 @@ def run(args: argparse.Namespace) -> int:
     # Before NumPy loads: OpenBLAS starts a thread per core that spins ~0.1 s of CPU after
     # it starts, and the analysis does no linear algebra (as `mmlab ingest`).
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    # Before Polars loads: the analysis spreads a block's consumers over threads of its own
-    # (analysis.metrics.streams), and Polars' pool on top of them only adds hand-offs: one
-    # Polars thread takes 7 % less CPU for the same wall time (median of 5 cold runs on the
-    # 630 MB capture of benchmarks/stalls.md). Worker processes inherit it.
-    os.environ.setdefault("POLARS_MAX_THREADS", "1")
     # Before Polars loads: its jemalloc hands freed pages back to the system as it goes,
     # and the next block's frames fault them in again (zeroed). Kept for a second, a block
     # reuses the one before's pages; kept for ever (decay -1), freed pages piled up in
