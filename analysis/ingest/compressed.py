@@ -233,6 +233,7 @@ def _mapped_blocks(
     unmapped when its last view goes, so memory is that of the blocks in flight."""
     hasher = blake3()
     start, span = 0, block_bytes
+    rest: memoryview | bytes = b""
     while start < size:
         end = min(size, start + span)
         window, at = _window(path, fh, start, end)
@@ -241,6 +242,7 @@ def _mapped_blocks(
         cut = window.rfind(b"\n", at) + 1
         if not cut:
             if end == size:  # the rest is the last line, without its newline
+                rest = memoryview(window)[at:]
                 break
             if end - start > MAX_LINE_BYTES:
                 raise InputError(
@@ -254,11 +256,7 @@ def _mapped_blocks(
         hasher.update(data)
         yield Block(data, final=False)
         start, span = start + cut - at, block_bytes
-    rest = b""
-    if start < size:
-        window, at = _window(path, fh, start, size)
-        rest = memoryview(window)[at:]
-        hasher.update(rest)
+    hasher.update(rest)
     yield Block(rest, final=True)
     if digest is not None:
         digest.append(hasher.hexdigest())
