@@ -204,9 +204,9 @@ def _pair_reclaim(
         compact.append(rows.select(pl.col("kind").cast(kinds), "pid", "begin_ts_ns", "end_ts_ns"))
         stalls.append(attribution.stall_sums(rows, context))
 
-    with streams.Ordered() as fed:
+    with streams.Ordered() as every_stream:
         for frames in streams.ahead(pairing.event_blocks(trace, columns)):
-            fed.submit(_feed, every, frames, ())
+            every_stream.submit(_feed, every, frames, ())
             for context, paired in pairs.items():
                 begin, end = pairing.RECLAIM_EVENTS[context]
                 keep(context, paired.add(frames[begin], frames[end]))

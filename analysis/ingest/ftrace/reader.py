@@ -242,9 +242,7 @@ class _BlockResult:
     first_ts: int | None = None
 
 
-def _decode(
-    data: bytes | bytearray | memoryview, ascii: bool
-) -> tuple[bytes | bytearray | memoryview, int]:
+def _decode(data: Text, ascii: bool) -> tuple[Text, int]:
     """Valid UTF-8 bytes of ``data`` (invalid sequences → U+FFFD) and how many lines had
     any; ``ascii``: every byte of ``data`` is ASCII (:func:`~.layout.text_shape`)."""
     if ascii:  # the usual case
@@ -266,7 +264,7 @@ def _escape(raw: bytes) -> str:
     return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
 
 
-def _byte_array(data: bytes | bytearray) -> np.ndarray:
+def _byte_array(data: Text) -> np.ndarray:
     """Read-only uint8 view of ``data``, whatever its type."""
     buf = np.frombuffer(data, np.uint8)
     buf.flags.writeable = False
